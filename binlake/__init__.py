@@ -1,0 +1,3 @@
+"""binlake: MySQL/MariaDB binary logs to a lake of whole, verified transactions."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,1 @@
+"""The binlog layer: framing, event bodies, GTIDs, compressed payloads and row images."""

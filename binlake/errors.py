@@ -1,0 +1,21 @@
+"""Errors binlake raises; each one says where (file and byte offset) or what resource."""
+
+from __future__ import annotations
+
+
+class BinlakeError(Exception):
+    """Base of every error binlake reports to a user."""
+
+
+class BinlogError(BinlakeError):
+    """A binlog cannot be read on: names the file and the byte offset."""
+
+    def __init__(self, file: str, offset: int, reason: str) -> None:
+        super().__init__(f"{file}:{offset}: {reason}")
+        self.file = file
+        self.offset = offset
+        self.reason = reason
+
+
+class RowDecodeError(BinlakeError):
+    """A TABLE_MAP or rows event body could not be decoded."""
