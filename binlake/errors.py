@@ -17,5 +17,9 @@ class BinlogError(BinlakeError):
         self.reason = reason
 
 
+class FatalBinlogError(BinlogError):
+    """A binlog that cannot be read at all (encrypted, not a binlog): scanning stops."""
+
+
 class RowDecodeError(BinlakeError):
     """A TABLE_MAP or rows event body could not be decoded."""

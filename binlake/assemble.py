@@ -1,0 +1,541 @@
+"""Assemble whole transactions, their row changes and anomalies from one binlog file.
+
+Two passes per transaction, as the seeds' replicator "rewinds": when a transaction
+starts, a light pass walks its events (headers and small bodies only: GTID, QUERY
+text, XID, XA_PREPARE) to its end to learn the commit facts — commit timestamp, xid,
+outcome. The main pass then decodes its rows and streams them out already stamped,
+so a transaction is never held in memory whole: only the row changes of the current
+segment wait, to learn whether a later segment follows (`end_segment`).
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+from binlake.binlog import constants as c
+from binlake.binlog import events as ev_codec
+from binlake.binlog import rows as rows_codec
+from binlake.binlog.framing import BinlogReader, Frame
+from binlake.binlog.payload import inner_frames
+from binlake.boundary import PRE_STATEMENT_EVENTS, Boundary, BoundaryParser, Opener, query_role
+from binlake.errors import BinlogError, FatalBinlogError, RowDecodeError
+from binlake.records import anomaly as make_anomaly
+from binlake.records import derived_txn_id, ts_from_micros, ts_from_seconds
+
+Emit = Callable[[str, dict], None]  # ("transaction" | "row_change" | "anomaly", record)
+_DECODE_ERRORS = (RowDecodeError, ValueError, struct.error, IndexError, KeyError,
+                  UnicodeDecodeError)
+
+
+@dataclass
+class Options:
+    source: str = "local"
+    segment_rows: int = 100_000
+    segment_bytes: int = 64 << 20
+    rows: bool = True  # emit row changes (they are decoded for the counts either way)
+
+
+@dataclass(slots=True)
+class Event:
+    """A frame with its boundary type and the little that was decoded of its body."""
+
+    frame: Frame
+    inner: int  # index inside a TRANSACTION_PAYLOAD, -1 for a real event of the file
+    boundary: Boundary = Boundary.IGNORE
+    opener: Opener | None = None
+    gtid: ev_codec.GtidInfo | None = None
+    query: ev_codec.Query | None = None
+    role: str | None = None
+    xid: int | None = None
+    xa: ev_codec.XaPrepare | None = None
+    error: str | None = None
+
+
+def describe(parser: BoundaryParser, frame: Frame, inner: int, fde) -> Event:
+    """Decode what boundaries need of an event and type it in the parser's context."""
+    e = Event(frame, inner)
+    t = frame.type
+    stmt_end = False
+    try:
+        if t in (c.GTID_LOG_EVENT, c.ANONYMOUS_GTID_LOG_EVENT):
+            e.gtid = ev_codec.decode_mysql_gtid(t, frame.body)
+            e.opener = Opener.GTID
+        elif t == c.GTID_TAGGED_LOG_EVENT:
+            e.gtid = ev_codec.decode_tagged_gtid(frame.body)
+            e.opener = Opener.GTID
+        elif t == c.MARIA_GTID_EVENT:
+            e.gtid = ev_codec.decode_maria_gtid(frame.body, frame.server_id)
+            alone = e.gtid.flags & (c.FL_STANDALONE | c.FL_COMPLETED_XA)
+            e.opener = Opener.GTID if alone else Opener.MARIA_GTID
+        elif t in (c.QUERY_EVENT, c.QUERY_COMPRESSED_EVENT):
+            phl = fde.post_header_len(t) or fde.post_header_len(c.QUERY_EVENT)
+            e.query = ev_codec.decode_query(frame.body, phl, t == c.QUERY_COMPRESSED_EVENT)
+            e.role = query_role(e.query.text)
+            if e.role == "begin":
+                e.opener = Opener.BEGIN
+        elif t == c.XID_EVENT:
+            e.xid = ev_codec.decode_xid(frame.body)
+        elif t == c.XA_PREPARE_LOG_EVENT:
+            e.xa = ev_codec.decode_xa_prepare(frame.body)
+        elif t in PRE_STATEMENT_EVENTS:
+            e.opener = Opener.PRE_STATEMENT
+        elif t == c.TABLE_MAP_EVENT:
+            e.opener = Opener.ROWS
+        elif t in c.ROWS_EVENTS and parser.opener is Opener.ROWS:
+            stmt_end = _rows_flags(frame, fde) & c.STMT_END_F
+    except (ValueError, struct.error, IndexError, UnicodeDecodeError) as exc:
+        e.error = f"cannot decode {c.event_name(t)} event: {exc}"
+    e.boundary = parser.classify(t, query_role=e.role, known=t in c.EVENT_NAMES,
+                                 stmt_end=bool(stmt_end))
+    return e
+
+
+def _rows_flags(frame: Frame, fde) -> int:
+    """The flags after a rows event's table id (6 bytes; 4 where the post-header is 6)."""
+    at = 4 if fde.post_header_len(frame.type) == 6 else 6
+    return struct.unpack_from("<H", frame.body, at)[0]
+
+
+@dataclass
+class Facts:
+    """What the light pass learns of a transaction before its rows are read."""
+
+    complete: bool = False
+    end: Event | None = None
+    end_pos: int = 0
+    last_ts: int = 0
+    broken: bool = False  # a CRC mismatch or an undecodable event inside
+
+
+@dataclass
+class Txn:
+    start: Event
+    facts: Facts
+    txn_id: str
+    commit_ts: str
+    xid: int | None
+    event_count: int = 0
+    rows: dict[str, int] = field(default_factory=lambda: {"insert": 0, "update": 0, "delete": 0})
+    tables: set[str] = field(default_factory=set)
+    compressed: bool = False
+    broken: bool = False
+    seq: int = 0
+    segment_id: int = 1
+    seg_rows: int = 0
+    seg_bytes: int = 0
+    seg_buf: list[dict] = field(default_factory=list)
+    rows_query: str | None = None
+    first_ts: int = 0
+
+
+class FileAssembler:
+    """Runs the boundary parser over one file and emits its records."""
+
+    def __init__(self, reader: BinlogReader, opts: Options, emit: Emit,
+                 binlog_file: str | None = None) -> None:
+        self.reader = reader
+        self.opts = opts
+        self.emit = emit
+        self.file = binlog_file or reader.name.rsplit("/", 1)[-1]
+        self.fde = reader.fde
+        self.parser = BoundaryParser()
+        self.txn: Txn | None = None
+        self.orphans: list | None = None  # [start, end, detail] of events outside any transaction
+        self.table_maps: dict[int, rows_codec.TableMap] = {}
+        self.stats = {"events": 0, "transactions": 0, "row_changes": 0, "anomalies": 0,
+                      "ignored_unknown": 0}
+        self.previous_gtids: str | None = None
+
+    # -- output ------------------------------------------------------------------------
+
+    def _anomaly(self, start: int, end: int, code: str, detail: str, severity: str = "error"):
+        self.stats["anomalies"] += 1
+        self.emit("anomaly", make_anomaly(self.opts.source, self.file, start, end, code,
+                                          detail, severity))
+
+    def _where(self, pos: int) -> str:
+        return f"{self.file}:{pos}"
+
+    # -- the event stream --------------------------------------------------------------
+
+    def _stream(self, start: int, on_bad_payload: Callable[[Frame, str], None] | None
+                ) -> Iterator[tuple[Frame, int]]:
+        for f in self.reader.frames(start):
+            yield f, -1
+            if f.type == c.TRANSACTION_PAYLOAD_EVENT and f.crc_ok:
+                try:
+                    for i, inner in enumerate(inner_frames(f, 19)):
+                        yield inner, i
+                except ValueError as exc:
+                    if on_bad_payload:
+                        on_bad_payload(f, f"corrupt TRANSACTION_PAYLOAD: {exc}")
+
+    # -- the main pass -----------------------------------------------------------------
+
+    def run(self) -> dict:
+        try:
+            for frame, inner in self._stream(self.reader.first_event_pos, self._bad_payload):
+                self.stats["events"] += 1
+                try:
+                    self._on_frame(frame, inner)
+                except (BinlogError, RowDecodeError):
+                    raise
+                except Exception as exc:  # a bug: say where it happened
+                    exc.binlake_where = self._where(frame.pos)  # type: ignore[attr-defined]
+                    raise
+        except FatalBinlogError:
+            raise
+        except BinlogError as exc:
+            code = "TRUNCATED" if exc.reason.startswith("truncated") else "CORRUPT"
+            self._flush_orphans()
+            if self.txn:
+                self._break(exc.offset, code, f"{exc}", range_end=self.reader.end)
+            else:
+                self._anomaly(exc.offset, self.reader.end, code, str(exc))
+            return self.stats
+        self._flush_orphans()
+        if self.txn:
+            self._break(self.reader.end, "TRUNCATED",
+                        f"{self._where(self.reader.end)}: file ends inside a transaction")
+        return self.stats
+
+    def _bad_payload(self, frame: Frame, reason: str) -> None:
+        self._anomaly(frame.pos, frame.end, "DECODE_ERROR", f"{self._where(frame.pos)}: {reason}")
+        if self.txn:
+            self.txn.broken = True
+
+    def _on_frame(self, frame: Frame, inner: int) -> None:
+        if not frame.crc_ok:
+            self._anomaly(frame.pos, frame.end, "CHECKSUM_MISMATCH",
+                          f"{self._where(frame.pos)}: CRC32 mismatch in "
+                          f"{c.event_name(frame.type)} event")
+            if self.txn:
+                self.txn.broken = True
+        e = describe(self.parser, frame, inner, self.fde)
+        if e.error:
+            self._anomaly(frame.pos, frame.end, "DECODE_ERROR", f"{self._where(frame.pos)}: {e.error}")
+            if self.txn:
+                self.txn.broken = True
+        b = e.boundary
+        if b is Boundary.IGNORE:
+            self._ignored(e)
+            return
+        if not self.parser.feed(b, e.opener):
+            detail = f"{self._where(frame.pos)}: {self.parser.error_text(b)}"
+            if self.txn:
+                self._break(frame.pos, "BOUNDARY_TRANSITION", detail)
+            self.parser.reset()
+            if b not in (Boundary.START, Boundary.SELF_CONTAINED) or not self.parser.feed(b, e.opener):
+                self._orphan(frame, detail)
+                return
+        if b is Boundary.START:
+            self._flush_orphans()
+            self._open(e)
+        elif b is Boundary.SELF_CONTAINED:
+            self._flush_orphans()
+            self._self_contained(e)
+        else:
+            assert self.txn is not None
+            self._add(self.txn, e)
+            if b is Boundary.END:
+                self._close(self.txn)
+
+    def _ignored(self, e: Event) -> None:
+        t = e.frame.type
+        if t == c.START_ENCRYPTION_EVENT:
+            raise FatalBinlogError(self.reader.name, e.frame.pos,
+                                   "encrypted binlog: not supported (MariaDB encrypt_binlog)")
+        if t not in c.EVENT_NAMES:
+            if e.frame.flags & c.LOG_EVENT_IGNORABLE_F:
+                self.stats["ignored_unknown"] += 1
+            else:
+                self._anomaly(e.frame.pos, e.frame.end, "UNKNOWN_EVENT",
+                              f"{self._where(e.frame.pos)}: unknown event type {t} "
+                              f"({e.frame.size} bytes) carried as opaque", "warning")
+        if self.txn:
+            self.txn.event_count += 1
+
+    def _orphan(self, frame: Frame, detail: str) -> None:
+        if self.orphans is None:
+            self.orphans = [frame.pos, frame.end, detail]
+        else:
+            self.orphans[1] = max(self.orphans[1], frame.end)
+
+    def _flush_orphans(self) -> None:
+        if self.orphans:
+            start, end, detail = self.orphans
+            self.orphans = None
+            self._anomaly(start, end, "BOUNDARY_TRANSITION",
+                          f"{detail}; events up to offset {end} belong to no transaction")
+
+    # -- transactions ------------------------------------------------------------------
+
+    def _open(self, e: Event) -> None:
+        facts = self._lookahead(e)
+        g = e.gtid
+        gtid = g.gtid if g else None
+        txn_id = gtid or derived_txn_id(e.frame.server_id, self.file, e.frame.pos)
+        if g and g.immediate_commit_ts:
+            commit_ts = ts_from_micros(g.immediate_commit_ts)
+        elif facts.end is not None:
+            commit_ts = ts_from_seconds(facts.end.frame.timestamp)
+        else:
+            commit_ts = ts_from_seconds(facts.last_ts or e.frame.timestamp)
+        end = facts.end
+        xid = None
+        if end is not None:
+            xid = end.xid if end.xid is not None else (end.query.ddl_xid if end.query else None)
+        self.txn = Txn(e, facts, txn_id, commit_ts, xid, first_ts=e.frame.timestamp)
+        self._add(self.txn, e)
+
+    def _lookahead(self, start: Event) -> Facts:
+        """Walk the transaction's events without decoding rows, to its end."""
+        p = BoundaryParser()
+        p.feed(Boundary.START, start.opener)
+        facts = Facts(last_ts=start.frame.timestamp)
+        key = (start.frame.pos, start.inner)
+        outer = start.frame.pos
+        if start.inner >= 0:  # a START inside a payload: begin at the payload itself
+            outer = self._payload_pos(start.frame)
+        seen_start = False
+        try:
+            for frame, inner in self._stream(outer, None):
+                if not seen_start:
+                    seen_start = (frame.pos, inner) == key
+                    continue
+                if not frame.crc_ok:
+                    facts.broken = True
+                e = describe(p, frame, inner, self.fde)
+                if e.error:
+                    facts.broken = True
+                if e.boundary is Boundary.IGNORE:
+                    continue
+                facts.last_ts = frame.timestamp
+                if not p.feed(e.boundary, e.opener):
+                    facts.end_pos = frame.pos if inner < 0 else self._payload_pos(frame)
+                    return facts
+                if e.boundary is Boundary.END:
+                    facts.complete = True
+                    facts.end = e
+                    facts.end_pos = frame.end if inner < 0 else frame.pos
+                    return facts
+        except BinlogError as exc:
+            facts.end_pos = exc.offset
+            return facts
+        facts.end_pos = self.reader.end
+        return facts
+
+    def _payload_pos(self, inner_frame: Frame) -> int:
+        # Inner events sit at their payload's end; find that payload's start.
+        for f in self.reader.frames():
+            if f.end == inner_frame.pos and f.type == c.TRANSACTION_PAYLOAD_EVENT:
+                return f.pos
+        return inner_frame.pos
+
+    def _add(self, txn: Txn, e: Event) -> None:
+        f = e.frame
+        t = f.type
+        txn.event_count += 1
+        if e.inner >= 0 or t in c.MARIADB_COMPRESSED_EVENTS:
+            txn.compressed = True
+        if t == c.TABLE_MAP_EVENT:
+            try:
+                tm = rows_codec.decode_table_map(f.body, self.fde.post_header_len(t), self.fde.flavor)
+                self.table_maps[tm.table_id] = tm
+            except _DECODE_ERRORS as exc:
+                self._decode_failed(txn, f, exc)
+        elif t in c.ROWS_EVENTS:
+            self._rows(txn, f)
+        elif t in (c.ROWS_QUERY_LOG_EVENT, c.ANNOTATE_ROWS_EVENT):
+            try:
+                txn.rows_query = (ev_codec.decode_rows_query(f.body) if t == c.ROWS_QUERY_LOG_EVENT
+                                  else ev_codec.decode_annotate_rows(f.body))
+            except (ValueError, IndexError):
+                txn.rows_query = None
+
+    def _decode_failed(self, txn: Txn, f: Frame, exc: Exception) -> None:
+        txn.broken = True
+        self._anomaly(f.pos, f.end, "DECODE_ERROR",
+                      f"{self._where(f.pos)}: cannot decode {c.event_name(f.type)} event: {exc}")
+
+    def _rows(self, txn: Txn, f: Frame) -> None:
+        phl = self.fde.post_header_len(f.type)
+        try:
+            table_id = rows_codec.rows_table_id(f.type, f.body, phl)
+            tm = self.table_maps.get(table_id)
+            if tm is None:
+                raise ValueError(f"no TABLE_MAP for table id {table_id}")
+            ev = rows_codec.decode_rows(f.type, f.body, phl, tm, self.fde.flavor)
+        except _DECODE_ERRORS as exc:
+            self._decode_failed(txn, f, exc)
+            return
+        if txn.seg_rows and (txn.seg_rows >= self.opts.segment_rows
+                             or txn.seg_bytes >= self.opts.segment_bytes):
+            self._flush_segment(txn, end_segment=False)
+            txn.segment_id += 1
+            txn.seg_rows = txn.seg_bytes = 0
+        name = f"{tm.schema}.{tm.table}"
+        txn.tables.add(name)
+        txn.rows[ev.op] += len(ev.rows)
+        txn.seg_bytes += f.size
+        for before, after in ev.rows:
+            txn.seg_rows += 1
+            if self.opts.rows:
+                txn.seg_buf.append({
+                    "record": "row_change", "txn_id": txn.txn_id, "segment_id": txn.segment_id,
+                    "end_segment": False, "seq": txn.seq, "binlog_file": self.file,
+                    "event_pos": f.pos, "commit_ts": txn.commit_ts,
+                    "event_ts": ts_from_seconds(f.timestamp), "schema": tm.schema,
+                    "table": tm.table, "op": ev.op, "before": before, "after": after,
+                    "rows_query": txn.rows_query, "xid": txn.xid,
+                })
+            txn.seq += 1
+        if ev.flags & c.STMT_END_F:
+            txn.rows_query = None
+
+    def _flush_segment(self, txn: Txn, end_segment: bool) -> None:
+        buf, txn.seg_buf = txn.seg_buf, []
+        if txn.broken or not txn.facts.complete or txn.facts.broken:
+            return  # rows of a transaction that did not commit whole are not presented
+        for rec in buf:
+            rec["end_segment"] = end_segment
+            self.stats["row_changes"] += 1
+            self.emit("row_change", rec)
+
+    def _self_contained(self, e: Event) -> None:
+        """A statement with no GTID around it: a transaction of its own, boundaries synthetic."""
+        facts = Facts(complete=True, end=e, end_pos=e.frame.end, last_ts=e.frame.timestamp)
+        txn_id = derived_txn_id(e.frame.server_id, self.file, e.frame.pos)
+        xid = e.query.ddl_xid if e.query else None
+        txn = Txn(e, facts, txn_id, ts_from_seconds(e.frame.timestamp), xid,
+                  first_ts=e.frame.timestamp)
+        self._add(txn, e)
+        self._close(txn)
+
+    def _close(self, txn: Txn) -> None:
+        self._flush_segment(txn, end_segment=True)
+        self.txn = None
+        end = txn.facts.end
+        kind, outcome, end_event = classify_end(txn.start, end)
+        synthetic = end_event == "SELF_CONTAINED"
+        if txn.broken or txn.facts.broken:
+            outcome = "incomplete"
+        self._emit_txn(txn, kind, outcome, end_event, synthetic, txn.facts.end_pos)
+
+    def _break(self, pos: int, code: str, detail: str, range_end: int | None = None) -> None:
+        """The open transaction cannot end: report it incomplete, its bytes in an anomaly."""
+        txn = self.txn
+        assert txn is not None
+        self.txn = None
+        txn.seg_buf = []
+        start = txn.start.frame.pos
+        self._anomaly(start, range_end if range_end is not None else pos, code, detail)
+        kind = "dml"
+        self._emit_txn(txn, kind, "incomplete", None, False, pos)
+
+    def _emit_txn(self, txn: Txn, kind: str, outcome: str, end_event: str | None,
+                  synthetic: bool, end_pos: int) -> None:
+        g = txn.start.gtid
+        start_pos = txn.start.frame.pos
+        length = g.transaction_length if g and g.transaction_length else None
+        end = txn.facts.end
+        xa_xid = None
+        if end is not None and end.xa is not None:
+            xa_xid = end.xa.xid
+        elif end is not None and end.query is not None and kind in ("xa_commit", "xa_rollback"):
+            xa_xid = parse_xa_xid(end.query.text)
+        elif g is not None and g.xa_xid:
+            xa_xid = g.xa_xid
+        rows = txn.rows
+        rec = {
+            "record": "transaction", "txn_id": txn.txn_id, "gtid": g.gtid if g else None,
+            "source": self.opts.source, "server_id": txn.start.frame.server_id,
+            "binlog_file": self.file, "start_pos": start_pos, "end_pos": end_pos,
+            "transaction_length": length, "kind": kind, "outcome": outcome,
+            "end_event": end_event, "synthetic_boundary": synthetic, "xid": txn.xid,
+            "xa_xid": xa_xid, "commit_ts": txn.commit_ts,
+            "original_commit_ts": ts_from_micros(g.original_commit_ts)
+            if g and g.original_commit_ts else None,
+            "first_event_ts": ts_from_seconds(txn.first_ts),
+            "last_committed": g.last_committed if g else None,
+            "sequence_number": g.sequence_number if g else None,
+            "compressed": txn.compressed, "event_count": txn.event_count,
+            "row_count": rows["insert"] + rows["update"] + rows["delete"],
+            "rows_inserted": rows["insert"], "rows_updated": rows["update"],
+            "rows_deleted": rows["delete"], "tables": sorted(txn.tables),
+            "statement": end.query.text if synthetic and end and end.query else None,
+            "segment_count": txn.segment_id,
+        }
+        self.stats["transactions"] += 1
+        self.emit("transaction", rec)
+        if length and outcome != "incomplete" and length != end_pos - start_pos:
+            self._anomaly(start_pos, end_pos, "LENGTH_MISMATCH",
+                          f"{self._where(start_pos)}: transaction_length {length} but the "
+                          f"transaction spans {end_pos - start_pos} bytes")
+
+
+def classify_end(start: Event, end: Event | None) -> tuple[str, str, str]:
+    """kind, outcome, end_event of a transaction from the event that ended it."""
+    if end is None:
+        return "dml", "incomplete", None  # type: ignore[return-value]
+    t = end.frame.type
+    if t == c.XID_EVENT:
+        return "dml", "committed", "XID"
+    if t == c.XA_PREPARE_LOG_EVENT:
+        if end.xa is not None and end.xa.one_phase:
+            return "dml", "committed", "XA_PREPARE"
+        return "xa_prepare", "prepared", "XA_PREPARE"
+    if t in c.ROWS_EVENTS:  # rows with no BEGIN around them (MySQL 5.1 NDB / pre-GA)
+        return "dml", "committed", "SELF_CONTAINED"
+    if end.query is None:
+        return "ddl", "committed", "SELF_CONTAINED"
+    text = end.query.text.lstrip().upper()
+    if end.role == "xa_complete":
+        if text[2:].lstrip().startswith("COMMIT"):
+            return "xa_commit", "committed", "QUERY_XA_COMMIT"
+        return "xa_rollback", "rolled_back", "QUERY_XA_ROLLBACK"
+    if end.role == "end":
+        if text.startswith("COMMIT"):
+            return "dml", "committed", "QUERY_COMMIT"
+        if text.startswith("ROLLBACK"):
+            return "dml", "rolled_back", "QUERY_ROLLBACK"
+        return "xa_prepare", "prepared", "XA_PREPARE"  # MariaDB's QUERY 'XA PREPARE'
+    return "ddl", "committed", "SELF_CONTAINED"
+
+
+def parse_xa_xid(text: str) -> str | None:
+    """The xid of an XA COMMIT/ROLLBACK statement, in format_xid's canonical form."""
+    m = re.match(r"\s*XA\s+(?:COMMIT|ROLLBACK)\s+(.*?)(?:\s+ONE\s+PHASE)?\s*;?\s*$", text,
+                 re.I | re.S)
+    if not m:
+        return None
+    parts = _split_xid(m.group(1))
+    if not parts:
+        return None
+    gtrid = parts[0]
+    bqual = parts[1] if len(parts) > 1 else b""
+    fmt = int(parts[2]) if len(parts) > 2 else 1
+    return ev_codec.format_xid(gtrid, bqual, fmt)
+
+
+def _split_xid(s: str) -> list | None:
+    out: list = []
+    token = re.compile(r"\s*(X'([0-9a-fA-F]*)'|0x([0-9a-fA-F]+)|'((?:[^'\\]|\\.|'')*)'|(\d+))\s*,?")
+    pos = 0
+    while pos < len(s):
+        m = token.match(s, pos)
+        if not m:
+            return None
+        if m.group(2) is not None:
+            out.append(bytes.fromhex(m.group(2)))
+        elif m.group(3) is not None:
+            out.append(bytes.fromhex(m.group(3)))
+        elif m.group(4) is not None:
+            out.append(m.group(4).replace("''", "'").encode())
+        else:
+            out.append(m.group(5))
+        pos = m.end()
+    return out

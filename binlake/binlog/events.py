@@ -1,0 +1,236 @@
+"""Bodies of the events that shape transactions: GTIDs, QUERY, XID, XA_PREPARE, ROTATE, …
+
+Row images (TABLE_MAP, *_ROWS) live in `rows.py`; compressed payloads in `payload.py`.
+Each decoder takes the event body (after the common header, without the CRC32) and
+the post-header length the FORMAT_DESCRIPTION event gives for its type.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from dataclasses import dataclass
+
+from binlake.binlog import constants as c
+from binlake.binlog import varlen
+from binlake.binlog.gtid import format_uuid, maria_gtid, mysql_gtid
+
+_ZERO_SID = "00000000-0000-0000-0000-000000000000"
+
+
+@dataclass(slots=True)
+class GtidInfo:
+    """What a GTID-class event says about the transaction it opens."""
+
+    gtid: str | None  # None for ANONYMOUS_GTID
+    last_committed: int | None = None
+    sequence_number: int | None = None
+    immediate_commit_ts: int | None = None  # microseconds since the epoch, UTC
+    original_commit_ts: int | None = None
+    transaction_length: int | None = None  # 0 = not known (5.7 files read by 8.0)
+    flags: int = 0  # MariaDB flags2, MySQL gtid flags
+    domain_id: int | None = None
+    xa_xid: str | None = None  # MariaDB XA GTID events carry the XID
+
+    @property
+    def standalone(self) -> bool:
+        return bool(self.flags & c.FL_STANDALONE)
+
+
+def decode_mysql_gtid(type_code: int, body: bytes | memoryview) -> GtidInfo:
+    """GTID (33) / ANONYMOUS_GTID (34): fixed offsets, optional tails by remaining length."""
+    b = bytes(body)
+    flags = b[0]
+    sid = format_uuid(b[1:17])
+    (gno,) = struct.unpack_from("<q", b, 17)
+    info = GtidInfo(None if type_code == c.ANONYMOUS_GTID_LOG_EVENT else mysql_gtid(sid, gno),
+                    flags=flags)
+    pos = 25
+    if len(b) >= pos + 17 and b[pos] == 2:  # LOGICAL_TIMESTAMP_TYPECODE
+        info.last_committed, info.sequence_number = struct.unpack_from("<qq", b, pos + 1)
+        pos += 17
+    if len(b) >= pos + 7:
+        ts = int.from_bytes(b[pos:pos + 7], "little")
+        pos += 7
+        if ts & (1 << 55):  # the original timestamp follows
+            ts &= (1 << 55) - 1
+            info.original_commit_ts = int.from_bytes(b[pos:pos + 7], "little")
+            pos += 7
+        else:
+            info.original_commit_ts = ts
+        info.immediate_commit_ts = ts
+        if len(b) > pos:
+            info.transaction_length, pos = varlen.read_packed(b, pos)
+    return info
+
+
+def decode_tagged_gtid(body: bytes | memoryview) -> GtidInfo:
+    """GTID_TAGGED (42, MySQL 8.3+): a mysql::serialization message of numbered fields."""
+    b = bytes(body)
+    pos = 0
+    _version, pos = varlen.read_unsigned(b, pos)
+    size, pos = varlen.read_unsigned(b, pos)
+    _last_non_ignorable, pos = varlen.read_unsigned(b, pos)
+    end = min(size, len(b))
+    fields: dict[int, object] = {}
+    while pos < end:
+        fid, pos = varlen.read_unsigned(b, pos)
+        if fid == 1:  # uuid: 16 varlen bytes
+            raw = bytearray()
+            for _ in range(16):
+                x, pos = varlen.read_unsigned(b, pos)
+                raw.append(x)
+            fields[1] = format_uuid(raw)
+        elif fid == 3:  # tag: length-prefixed string
+            n, pos = varlen.read_unsigned(b, pos)
+            fields[3] = b[pos:pos + n].decode("ascii")
+            pos += n
+        elif fid in (2, 4, 5):  # gno, last_committed, sequence_number: signed
+            fields[fid], pos = varlen.read_signed(b, pos)
+        elif fid <= 11:
+            fields[fid], pos = varlen.read_unsigned(b, pos)
+        else:
+            break  # a field of a newer server: the ones we need come first
+    sid = fields.get(1, _ZERO_SID)
+    immediate = fields.get(6)
+    return GtidInfo(
+        gtid=mysql_gtid(sid, fields.get(2, 0), fields.get(3) or None),
+        last_committed=fields.get(4),
+        sequence_number=fields.get(5),
+        immediate_commit_ts=immediate,
+        original_commit_ts=fields.get(7, immediate),
+        transaction_length=fields.get(8),
+        flags=fields.get(0, 0),
+    )
+
+
+def decode_maria_gtid(body: bytes | memoryview, server_id: int) -> GtidInfo:
+    b = bytes(body)
+    seq, domain, flags = struct.unpack_from("<QIB", b, 0)
+    info = GtidInfo(maria_gtid(domain, server_id, seq), flags=flags, domain_id=domain)
+    pos = 13
+    if flags & c.FL_GROUP_COMMIT_ID:
+        pos += 8
+    if flags & (c.FL_PREPARED_XA | c.FL_COMPLETED_XA) and len(b) >= pos + 6:
+        fmt, glen, blen = struct.unpack_from("<iBB", b, pos)
+        data = b[pos + 6:pos + 6 + glen + blen]
+        info.xa_xid = format_xid(data[:glen], data[glen:], fmt)
+    return info
+
+
+def format_xid(gtrid: bytes, bqual: bytes, format_id: int) -> str:
+    """The canonical XA xid, as MySQL writes it into XA COMMIT/ROLLBACK statements."""
+    return f"X'{gtrid.hex()}',X'{bqual.hex()}',{format_id}"
+
+
+@dataclass(slots=True)
+class XaPrepare:
+    one_phase: bool
+    xid: str
+
+
+def decode_xa_prepare(body: bytes | memoryview) -> XaPrepare:
+    b = bytes(body)
+    one_phase, fmt, glen, blen = struct.unpack_from("<Biii", b, 0)
+    data = b[13:13 + glen + blen]
+    return XaPrepare(bool(one_phase), format_xid(data[:glen], data[glen:], fmt))
+
+
+def decode_xid(body: bytes | memoryview) -> int:
+    return struct.unpack_from("<Q", body, 0)[0]
+
+
+@dataclass(slots=True)
+class Query:
+    thread_id: int
+    exec_time: int
+    error_code: int
+    db: str
+    text: str
+    ddl_xid: int | None  # MySQL 8 atomic DDL logs its xid in the status variables
+
+
+# Lengths of the QUERY status variables, by code; None = variable, handled below.
+_STATUS_FIXED = {0: 4, 1: 8, 3: 4, 4: 6, 7: 2, 8: 2, 9: 8, 10: 4, 13: 3, 14: 8,
+                 16: 1, 17: 8, 18: 2, 19: 1, 20: 1, 128: 3, 129: 8, 130: 1}
+Q_DDL_LOGGED_WITH_XID = 17
+
+
+def _ddl_xid(status: bytes) -> int | None:
+    """Walk the status variables for Q_DDL_LOGGED_WITH_XID; stop at a code we don't know."""
+    pos = 0
+    n = len(status)
+    while pos < n:
+        code = status[pos]
+        pos += 1
+        if code == Q_DDL_LOGGED_WITH_XID:
+            return struct.unpack_from("<Q", status, pos)[0] if pos + 8 <= n else None
+        if code in _STATUS_FIXED:
+            pos += _STATUS_FIXED[code]
+        elif code in (2, 5, 6):  # catalog (len + str + NUL), time zone, catalog_nz
+            pos += 1 + status[pos] + (1 if code == 2 else 0)
+        elif code == 11:  # invoker: user, host
+            pos += 1 + status[pos]
+            pos += 1 + status[pos]
+        elif code == 12:  # updated db names
+            count = status[pos]
+            pos += 1
+            if count != 254:
+                for _ in range(count):
+                    pos = status.index(b"\0", pos) + 1
+        else:
+            return None
+    return None
+
+
+def decode_query(body: bytes | memoryview, post_header_len: int, compressed: bool = False) -> Query:
+    b = bytes(body)
+    thread_id, exec_time, db_len, error_code = struct.unpack_from("<IIBH", b, 0)
+    status_len = struct.unpack_from("<H", b, 11)[0] if post_header_len >= 13 else 0
+    pos = post_header_len
+    status = b[pos:pos + status_len]
+    pos += status_len
+    db = b[pos:pos + db_len].decode("utf-8", "replace")
+    pos += db_len + 1
+    raw = b[pos:]
+    if compressed:
+        raw = uncompress_maria(raw)
+    return Query(thread_id, exec_time, error_code, db, raw.decode("utf-8", "replace"),
+                 _ddl_xid(status))
+
+
+def uncompress_maria(data: bytes) -> bytes:
+    """MariaDB log_bin_compress: 1 header byte (0x80 | length-of-length), length BE, zlib."""
+    if not data:
+        raise ValueError("empty compressed data")
+    head = data[0]
+    nlen = head & 0x07
+    if not head & 0x80 or (head >> 4) & 0x07 != 0 or nlen == 0 or nlen > 4:
+        raise ValueError(f"unknown MariaDB compression header 0x{head:02x}")
+    size = int.from_bytes(data[1:1 + nlen], "big")
+    out = zlib.decompress(data[1 + nlen:])
+    if len(out) != size:
+        raise ValueError(f"compressed data gives {len(out)} bytes, header says {size}")
+    return out
+
+
+def decode_rotate(body: bytes | memoryview, post_header_len: int) -> tuple[int, str]:
+    b = bytes(body)
+    position = struct.unpack_from("<Q", b, 0)[0] if post_header_len >= 8 else 4
+    return position, b[post_header_len:].decode("utf-8", "replace")
+
+
+def decode_rows_query(body: bytes | memoryview) -> str:
+    # The first byte is a length that overflows for long statements: the text is the rest.
+    return bytes(body[1:]).decode("utf-8", "replace")
+
+
+def decode_annotate_rows(body: bytes | memoryview) -> str:
+    return bytes(body).decode("utf-8", "replace")
+
+
+def decode_incident(body: bytes | memoryview) -> str:
+    b = bytes(body)
+    kind = struct.unpack_from("<H", b, 0)[0]
+    msg = b[3:3 + b[2]].decode("utf-8", "replace") if len(b) > 2 else ""
+    return f"incident {kind}: {msg}" if msg else f"incident {kind}"

@@ -1,0 +1,299 @@
+"""Framing: the file magic, the FORMAT_DESCRIPTION event and the walk from event to event.
+
+A binlog is `fe 62 69 6e` then events. Every event starts with a common header
+(19 bytes since MySQL 4.0; 13 in MySQL 3.23 "v1" files; longer in some patched
+servers, as the FORMAT_DESCRIPTION event says), and since MySQL 5.6.1 / MariaDB 5.3
+may end with a CRC32. Frames are cut by `event_size` alone; nothing here decodes a
+body beyond the FORMAT_DESCRIPTION event, so a walk costs one header per event.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import re
+import struct
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from binlake.binlog import constants as c
+from binlake.errors import BinlogError
+
+_HEADER = struct.Struct("<IBIIIH")  # timestamp, type, server_id, event_size, log_pos, flags
+_HEADER_V1 = struct.Struct("<IBII")  # MySQL 3.23: no log_pos/flags in the header
+_U32 = struct.Struct("<I")
+
+# Post-header lengths of binlog versions 1 and 3 (MySQL 3.23 / 4.0), which have no
+# FORMAT_DESCRIPTION event; index = event type - 1. Values from the servers' own tables.
+_OLD_POST_HEADERS = {
+    1: bytes([56, 11, 0, 0, 0, 18, 0, 4, 4, 4, 4, 18, 0, 0]),
+    3: bytes([56, 11, 0, 8, 0, 18, 0, 4, 4, 4, 4, 18, 0, 0]),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class FormatDescription:
+    """What a reader must know to cut and decode a file's events."""
+
+    binlog_version: int
+    server_version: str
+    header_len: int
+    post_header_lens: bytes
+    checksum_alg: int  # 0 none, 1 CRC32
+    created: int
+
+    @property
+    def flavor(self) -> str:
+        return "mariadb" if "mariadb" in self.server_version.lower() else "mysql"
+
+    @property
+    def has_checksum(self) -> bool:
+        return self.checksum_alg == c.CHECKSUM_CRC32
+
+    def post_header_len(self, type_code: int) -> int:
+        i = type_code - 1
+        return self.post_header_lens[i] if 0 <= i < len(self.post_header_lens) else 0
+
+    def to_dict(self) -> dict:
+        return {
+            "binlog_version": self.binlog_version,
+            "server_version": self.server_version,
+            "header_len": self.header_len,
+            "post_header_lens": self.post_header_lens.hex(),
+            "checksum_alg": self.checksum_alg,
+            "created": self.created,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> FormatDescription:
+        return cls(
+            d["binlog_version"], d["server_version"], d["header_len"],
+            bytes.fromhex(d["post_header_lens"]), d["checksum_alg"], d["created"],
+        )
+
+
+def version_tuple(server_version: str) -> tuple[int, int, int]:
+    m = re.match(r"(\d+)\.(\d+)\.(\d+)", server_version)
+    return (int(m[1]), int(m[2]), int(m[3])) if m else (0, 0, 0)
+
+
+def _checksum_aware(server_version: str) -> bool:
+    """Servers from MySQL 5.6.1 / MariaDB 5.3 put the checksum algorithm in the FDE."""
+    v = version_tuple(server_version)
+    if "mariadb" in server_version.lower():
+        return v >= (5, 3, 0)
+    return v >= (5, 6, 1)
+
+
+class Frame:
+    """One event as cut from the file: its header fields and where its body lies."""
+
+    __slots__ = ("pos", "type", "timestamp", "server_id", "size", "log_pos", "flags",
+                 "buf", "body_start", "body_end", "crc_ok")
+
+    def __init__(self, pos, type_, timestamp, server_id, size, log_pos, flags, buf,
+                 body_start, body_end, crc_ok=True):
+        self.pos = pos
+        self.type = type_
+        self.timestamp = timestamp
+        self.server_id = server_id
+        self.size = size
+        self.log_pos = log_pos
+        self.flags = flags
+        self.buf = buf
+        self.body_start = body_start
+        self.body_end = body_end
+        self.crc_ok = crc_ok
+
+    @property
+    def end(self) -> int:
+        return self.pos + self.size
+
+    @property
+    def body(self) -> memoryview:
+        """The event body: after the common header, without the CRC32 trailer."""
+        return memoryview(self.buf)[self.body_start:self.body_end]
+
+    def __repr__(self) -> str:
+        return f"<{c.event_name(self.type)} at {self.pos} size {self.size}>"
+
+
+def parse_fde_body(body: bytes | memoryview, event_size: int, header_len_hint: int) -> FormatDescription:
+    """Decode a FORMAT_DESCRIPTION body (everything after the common header, CRC included)."""
+    binlog_version = struct.unpack_from("<H", body, 0)[0]
+    server_version = bytes(body[2:52]).split(b"\0", 1)[0].decode("latin-1")
+    created = _U32.unpack_from(body, 52)[0]
+    header_len = body[56]
+    rest = bytes(body[57:])
+    alg = c.CHECKSUM_OFF
+    if _checksum_aware(server_version) and len(rest) >= 5:
+        alg = rest[-5]
+        rest = rest[:-5]
+        if alg not in (c.CHECKSUM_OFF, c.CHECKSUM_CRC32):
+            raise ValueError(f"unknown checksum algorithm {alg}")
+    if header_len < 19:
+        raise ValueError(f"common header length {header_len} is below 19")
+    del event_size, header_len_hint
+    return FormatDescription(binlog_version, server_version, header_len, rest, alg, created)
+
+
+class BinlogReader:
+    """Random access to one binlog file (or a byte range of it) as frames.
+
+    `data` holds the bytes from file offset `base` on; positions are file offsets.
+    Without `fde` the data must start at offset 0 (the magic) and the format is read
+    from the first event.
+    """
+
+    def __init__(self, data, name: str, *, base: int = 0, fde: FormatDescription | None = None,
+                 size: int | None = None) -> None:
+        self.data = data
+        self.name = name
+        self.base = base
+        self.end = base + (len(data) if size is None else size)
+        self._mmap: mmap.mmap | None = None
+        if fde is None:
+            self.fde, self.first_event_pos = self._read_format()
+        else:
+            self.fde, self.first_event_pos = fde, max(base, 4)
+
+    @classmethod
+    def open(cls, path: str | os.PathLike, name: str | None = None) -> BinlogReader:
+        name = name or os.fspath(path)
+        try:
+            with open(path, "rb") as f:
+                size = os.fstat(f.fileno()).st_size
+                if size == 0:
+                    raise BinlogError(name, 0, "empty file: not a binlog")
+                mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        except OSError as e:
+            raise BinlogError(name, 0, f"cannot read: {e.strerror or e}") from None
+        reader = cls(mm, name)
+        reader._mmap = mm
+        return reader
+
+    def close(self) -> None:
+        if self._mmap is not None:
+            self._mmap.close()
+            self._mmap = None
+
+    def __enter__(self) -> BinlogReader:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- the first event ---------------------------------------------------------------
+
+    def _fail(self, offset: int, reason: str) -> BinlogError:
+        return BinlogError(self.name, offset, reason)
+
+    def _read_format(self) -> tuple[FormatDescription, int]:
+        data = self.data
+        n = len(data)
+        if n == 0:
+            raise self._fail(0, "empty file: not a binlog")
+        magic = bytes(data[:4])
+        if magic == c.ENCRYPTED_MAGIC:
+            raise self._fail(0, "encrypted binlog: not supported (MySQL binlog_encryption)")
+        if magic != c.MAGIC:
+            raise self._fail(0, f"not a binlog file: magic {magic.hex(' ') or '(none)'}, "
+                                "expected fe 62 69 6e")
+        if n < 4 + 13:
+            raise self._fail(4, f"truncated: {n - 4} bytes where the first event header should be")
+        type_code = data[8]
+        size = _U32.unpack_from(data, 13)[0]
+        if type_code == c.FORMAT_DESCRIPTION_EVENT:
+            if n < 4 + size or size < 19 + 57:
+                raise self._fail(4, f"truncated FORMAT_DESCRIPTION event: {size} bytes "
+                                    f"announced, {n - 4} in file")
+            try:
+                fde = parse_fde_body(memoryview(data)[4 + 19:4 + size], size, 19)
+            except (ValueError, struct.error, IndexError) as e:
+                raise self._fail(4, f"corrupt FORMAT_DESCRIPTION event: {e}") from None
+            if fde.has_checksum:
+                flags = struct.unpack_from("<H", data, 4 + 17)[0]
+                crc_area = bytearray(data[4:4 + size - 4])
+                # The server clears LOG_EVENT_BINLOG_IN_USE_F without re-computing the CRC.
+                struct.pack_into("<H", crc_area, 17, flags & ~c.LOG_EVENT_BINLOG_IN_USE_F)
+                if zlib.crc32(crc_area) != _U32.unpack_from(data, 4 + size - 4)[0]:
+                    raise self._fail(4, "checksum mismatch in FORMAT_DESCRIPTION event")
+            return fde, 4
+        if type_code == c.START_EVENT_V3:
+            binlog_version = 1 if size == 13 + 56 else 3
+            hlen = 13 if binlog_version == 1 else 19
+            if n < 4 + size:
+                raise self._fail(4, "truncated START_V3 event")
+            body = memoryview(data)[4 + hlen:4 + size]
+            server_version = bytes(body[2:52]).split(b"\0", 1)[0].decode("latin-1")
+            created = _U32.unpack_from(body, 52)[0]
+            return FormatDescription(binlog_version, server_version, hlen,
+                                     _OLD_POST_HEADERS[binlog_version], c.CHECKSUM_OFF,
+                                     created), 4
+        raise self._fail(4, f"no FORMAT_DESCRIPTION event at offset 4 (found event type "
+                            f"{type_code}): not a readable binlog")
+
+    # -- the walk ----------------------------------------------------------------------
+
+    def frames(self, start: int | None = None, end: int | None = None,
+               verify: bool = True) -> Iterator[Frame]:
+        """Yield frames from `start` (default: the first event) up to `end`.
+
+        Raises BinlogError with reason starting "truncated" when an event runs past the
+        end of the data, and "corrupt" when a header cannot be an event header.
+        A CRC32 mismatch does not stop the walk: the frame has `crc_ok = False`.
+        """
+        data = self.data
+        base = self.base
+        pos = self.first_event_pos if start is None else start
+        stop = self.end if end is None else min(end, self.end)
+        fde = self.fde
+        v1 = fde.binlog_version == 1
+        hdr = _HEADER_V1 if v1 else _HEADER
+        unpack = hdr.unpack_from
+        min_size = fde.header_len
+        crc = fde.has_checksum
+        crc32 = zlib.crc32
+        while pos < stop:
+            i = pos - base
+            if stop - pos < hdr.size:
+                raise self._fail(pos, f"truncated event header: {stop - pos} bytes left")
+            if v1:
+                ts, type_code, server_id, size = unpack(data, i)
+                log_pos = flags = 0
+            else:
+                ts, type_code, server_id, size, log_pos, flags = unpack(data, i)
+            if size < min_size + (4 if crc else 0):
+                raise self._fail(pos, f"corrupt event header: event_size {size} is smaller "
+                                      f"than the {min_size}-byte header")
+            if pos + size > stop:
+                if end is not None and pos + size <= self.end:
+                    return  # the caller's range ends here; the event is whole in the data
+                raise self._fail(pos, f"truncated {c.event_name(type_code)} event: "
+                                      f"{size} bytes announced, {self.end - pos} in file")
+            body_end = i + size
+            ok = True
+            if crc and type_code != c.FORMAT_DESCRIPTION_EVENT:
+                body_end -= 4
+                ok = crc32(data[i:body_end]) == _U32.unpack_from(data, body_end)[0]
+            elif type_code == c.FORMAT_DESCRIPTION_EVENT and pos != self.first_event_pos:
+                # A later FDE (relay logs carry the source's): switch format from here on.
+                frame = Frame(pos, type_code, ts, server_id, size, log_pos, flags, data,
+                              i + fde.header_len, body_end)
+                try:
+                    fde = parse_fde_body(frame.body, size, fde.header_len)
+                except (ValueError, struct.error, IndexError) as e:
+                    raise self._fail(pos, f"corrupt FORMAT_DESCRIPTION event: {e}") from None
+                if fde.has_checksum:
+                    frame.body_end -= 4
+                yield frame
+                min_size = fde.header_len
+                crc = fde.has_checksum
+                pos += size
+                continue
+            elif crc:
+                body_end -= 4
+            yield Frame(pos, type_code, ts, server_id, size, log_pos, flags, data,
+                        i + fde.header_len, body_end, ok if verify else True)
+            pos += size

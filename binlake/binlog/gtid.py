@@ -1,0 +1,74 @@
+"""GTIDs: MySQL `uuid:gno` / `uuid:tag:gno` and MariaDB `domain-server-seq`, and GTID sets."""
+
+from __future__ import annotations
+
+import struct
+import uuid
+from dataclasses import dataclass
+
+from binlake.binlog import varlen
+
+
+def format_uuid(raw: bytes | memoryview) -> str:
+    return str(uuid.UUID(bytes=bytes(raw)))
+
+
+def mysql_gtid(sid: str, gno: int, tag: str | None = None) -> str:
+    return f"{sid}:{tag}:{gno}" if tag else f"{sid}:{gno}"
+
+
+def maria_gtid(domain: int, server_id: int, seq: int) -> str:
+    return f"{domain}-{server_id}-{seq}"
+
+
+@dataclass
+class GtidSet:
+    """A MySQL GTID set: {(uuid, tag): [(start, end_exclusive), ...]} (tag "" = untagged)."""
+
+    intervals: dict[tuple[str, str], list[tuple[int, int]]]
+
+    def __str__(self) -> str:
+        parts = []
+        for (sid, tag), ivs in sorted(self.intervals.items()):
+            rng = ":".join(f"{a}" if b == a + 1 else f"{a}-{b - 1}" for a, b in ivs)
+            parts.append(f"{sid}:{tag}:{rng}" if tag else f"{sid}:{rng}")
+        return ",".join(parts)
+
+
+def decode_previous_gtids(body: bytes | memoryview) -> GtidSet:
+    """PREVIOUS_GTIDS body. MySQL 8.3+ marks a tagged encoding in the count's top byte."""
+    b = bytes(body)
+    (n,) = struct.unpack_from("<Q", b, 0)
+    tagged = (n >> 56) == 1
+    n &= (1 << 56) - 1
+    pos = 8
+    out: dict[tuple[str, str], list[tuple[int, int]]] = {}
+    for _ in range(n):
+        sid = format_uuid(b[pos:pos + 16])
+        pos += 16
+        tag = ""
+        if tagged:
+            tlen, pos = varlen.read_unsigned(b, pos)
+            tag = b[pos:pos + tlen].decode("ascii")
+            pos += tlen
+        (k,) = struct.unpack_from("<Q", b, pos)
+        pos += 8
+        ivs = []
+        for _ in range(k):
+            a, e = struct.unpack_from("<qq", b, pos)
+            pos += 16
+            ivs.append((a, e))
+        out.setdefault((sid, tag), []).extend(ivs)
+    return GtidSet(out)
+
+
+def decode_gtid_list(body: bytes | memoryview) -> list[str]:
+    """MariaDB GTID_LIST body: the last GTID of each (domain, server) before this file."""
+    b = bytes(body)
+    (n,) = struct.unpack_from("<I", b, 0)
+    n &= 0x0FFFFFFF  # the top 4 bits are flags
+    out = []
+    for i in range(n):
+        domain, server, seq = struct.unpack_from("<IIQ", b, 4 + 16 * i)
+        out.append(maria_gtid(domain, server, seq))
+    return out

@@ -1,0 +1,114 @@
+"""The `binlake` command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from importlib import resources
+
+from binlake.assemble import Options
+from binlake.errors import BinlakeError, BinlogError
+from binlake.scan import ScanSummary, scan_files
+
+
+def _dump(rec: dict) -> str:
+    return json.dumps(rec, ensure_ascii=False, separators=(",", ":"), sort_keys=False)
+
+
+def cmd_scan(args: argparse.Namespace) -> int:
+    out = sys.stdout
+    wanted = {"transaction"}
+    if args.rows:
+        wanted.add("row_change")
+    if args.anomalies:
+        wanted.add("anomaly")
+
+    def emit(kind: str, rec: dict) -> None:
+        if kind in wanted:
+            if "record" not in rec:
+                rec = {"record": kind, **rec}
+            out.write(_dump(rec) + "\n")
+
+    opts = Options(source=args.source, segment_rows=args.segment_rows,
+                   segment_bytes=args.segment_bytes, rows=args.rows)
+    summary = scan_files(args.files, opts, emit)
+    if args.summary:
+        print(_dump({"record": "summary", **vars(summary)}), file=sys.stderr)
+    return 0
+
+
+def sample_files() -> list[str]:
+    root = resources.files("binlake") / "samples"
+    return sorted(str(p) for p in root.iterdir() if p.name[0] != "." and p.name != "README.md")
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    files = sample_files()
+    counts = {"row_change": 0, "anomaly": 0}
+
+    def emit(kind: str, rec: dict) -> None:
+        if kind in counts:
+            counts[kind] += 1
+
+    summary: ScanSummary = scan_files(files, Options(source="demo"), emit)
+    print(f"binlake demo: scanned {summary.files} bundled binlog files "
+          f"({summary.events} events)")
+    print(f"  transactions: {summary.transactions}")
+    for kind, n in sorted(summary.by_kind.items()):
+        print(f"    {kind:12} {n}")
+    for outcome, n in sorted(summary.by_outcome.items()):
+        print(f"    outcome {outcome:12} {n}")
+    print(f"  row changes:  {summary.row_changes}")
+    print(f"  anomalies:    {summary.anomalies}")
+    print("  try: binlake scan --rows --anomalies " + " ".join(files[:1]))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="binlake", description=__doc__)
+    p.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("scan", help="print one JSON line per transaction of binlog files")
+    s.add_argument("files", nargs="+", metavar="FILE")
+    s.add_argument("--rows", action="store_true", help="also print row changes")
+    s.add_argument("--anomalies", action="store_true", help="also print anomalies")
+    s.add_argument("--source", default="local", help="source name put in the records")
+    s.add_argument("--segment-rows", type=int, default=100_000,
+                   help="row changes per segment of a big transaction (default 100000)")
+    s.add_argument("--segment-bytes", type=int, default=64 << 20,
+                   help="row event bytes per segment (default 64 MiB)")
+    s.add_argument("--summary", action="store_true", help="print a summary line on stderr")
+    s.set_defaults(func=cmd_scan)
+
+    d = sub.add_parser("demo", help="run the pipeline on the bundled sample binlogs")
+    d.set_defaults(func=cmd_demo)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        return args.func(args)
+    except BinlogError as e:
+        print(str(e), file=sys.stderr)
+    except BinlakeError as e:
+        print(f"binlake: {e}", file=sys.stderr)
+    except BrokenPipeError:
+        sys.stderr.close()
+        return 0
+    except KeyboardInterrupt:
+        print("binlake: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:  # a bug: still one line, never a traceback
+        where = getattr(e, "binlake_where", "binlake")
+        print(f"{where}: internal error: {type(e).__name__}: {e}", file=sys.stderr)
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
