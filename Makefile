@@ -1,0 +1,34 @@
+# binlake: the two set-up commands of README.md, and the pieces they are made of.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test install servers lint bench clean
+
+demo: install  ## the whole pipeline on the bundled sample binlogs
+	$(BIN)/binlake demo
+
+test: install servers  ## lint, then every test against real servers
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest -q -rfEs
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+servers: install  ## MySQL 9.x (Debian sid, own prefix) and MariaDB 10.11, cached
+	bash scripts/install-servers.sh
+
+lint: install
+	$(BIN)/ruff check .
+
+bench: install servers
+	$(BIN)/python bench/scan.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

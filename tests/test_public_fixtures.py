@@ -1,0 +1,185 @@
+"""Every file of the public binlog corpus is read, or rejected with one clear line.
+
+Expected counts come from the corpus README's event histograms (GTID / XID / QUERY
+counts written by the servers) and from the servers' own test results.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support.scanning import PUBLIC, run_cli, scan
+
+# file -> (transactions, {kind: n}, {outcome: n}, anomaly codes)
+READABLE = {
+    "EasyPost__rust-mysql-binlog/bin-log.000001": (3, {"ddl": 1, "dml": 2}, {"committed": 3}, []),
+    "Longhui__mysql-5.5.30/binlog_old_version_4_1.000001": (6, {"ddl": 6}, {"committed": 6}, []),
+    "Longhui__mysql-5.5.30/bug11747416_32228_binlog.000001":
+        (2, {"ddl": 1, "dml": 1}, {"committed": 1, "incomplete": 1}, ["TRUNCATED"]),
+    "Longhui__mysql-5.5.30/bug32407.001": (3, {"ddl": 1, "dml": 2}, {"committed": 3}, []),
+    "Longhui__mysql-5.5.30/bug47142_master-bin.000001": (4, {"ddl": 4}, {"committed": 4}, []),
+    "Longhui__mysql-5.5.30/master-bin.000001": (0, {}, {}, []),
+    "Longhui__mysql-5.5.30/trunc_binlog.000001": (1, {"dml": 1}, {"incomplete": 1}, ["TRUNCATED"]),
+    "Longhui__mysql-5.5.30/ver_5_1-telco.001": (11, {"ddl": 7, "dml": 4}, {"committed": 11}, []),
+    "Percona-Lab__percona-binlog-server/data_80045_gtid/binlog.000001":
+        (4, {"ddl": 1, "dml": 3}, {"committed": 4}, []),
+    "Percona-Lab__percona-binlog-server/data_80045_gtid/binlog.000002":
+        (2, {"dml": 2}, {"committed": 2}, []),
+    "Yelp__ybinlogp/mysql-bin.default-path": (14, {"ddl": 4, "dml": 10}, {"committed": 14}, []),
+    "alibaba__canal/mysql-bin.000001": (111, {"ddl": 22, "dml": 89}, {"committed": 111}, []),
+    "apecloud__mysql-binlog-connector-rust/mysql-bin.000057":
+        (3, {"ddl": 1, "dml": 2}, {"committed": 3}, []),
+    "blackbeam__rust_mysql_common/binlog_transaction_with_GTID_TAG.000001":
+        (1, {"dml": 1}, {"committed": 1}, []),
+    "blackbeam__rust_mysql_common/json-opaque.binlog": (3, {"ddl": 2, "dml": 1}, {"committed": 3}, []),
+    "blackbeam__rust_mysql_common/json.binlog.000001": (8, {"ddl": 2, "dml": 6}, {"committed": 8}, []),
+    "blackbeam__rust_mysql_common/mariadb-bin.000001": (2, {"dml": 2}, {"committed": 2}, []),
+    "blackbeam__rust_mysql_common/minimal_row_metadata.000001": (1, {"dml": 1}, {"committed": 1}, []),
+    "blackbeam__rust_mysql_common/transaction_compression.000001":
+        (1, {"dml": 1}, {"committed": 1}, []),
+    "blackbeam__rust_mysql_common/vector.binlog": (10, {"ddl": 7, "dml": 3}, {"committed": 10}, []),
+    "enhancedformysql__mysql-8.0.40/binlog_recovery/duplicate_xid_xa_commit.000001":
+        (4, {"dml": 1, "xa_prepare": 1, "xa_commit": 2}, {"committed": 3, "prepared": 1}, []),
+    # A lone GTID + XA_PREPARE whose transaction_length still counts the missing body.
+    "enhancedformysql__mysql-8.0.40/binlog_recovery/orphan_xa_prepare.000001":
+        (1, {"xa_prepare": 1}, {"prepared": 1}, ["LENGTH_MISMATCH"]),
+    "enhancedformysql__mysql-8.0.40/binlog_savepoint.000001": (1, {"dml": 1}, {"committed": 1}, []),
+    "enhancedformysql__mysql-8.0.40/binlog_transaction.000001":
+        (9, {"ddl": 6, "dml": 3}, {"committed": 8, "rolled_back": 1}, []),
+    "enhancedformysql__mysql-8.0.40/binlog_transaction_with_GTID.000001":
+        (3, {"ddl": 2, "dml": 1}, {"committed": 3}, []),
+    "enhancedformysql__mysql-8.0.40/binlog_truncated_prev_gtid_event.000001": (0, {}, {}, ["TRUNCATED"]),
+    "enhancedformysql__mysql-8.0.40/bug11747887-bin.000003": (4, {"ddl": 3, "dml": 1}, {"committed": 4}, []),
+    "enhancedformysql__mysql-8.0.40/bug16266.000001": (4, {"ddl": 4}, {"committed": 4}, []),
+    "enhancedformysql__mysql-8.0.40/bug32407.001": (2, {"ddl": 1, "dml": 1}, {"committed": 2}, []),
+    "enhancedformysql__mysql-8.0.40/bug33029-slave-relay-bin.000001": (28, {"ddl": 28}, {"committed": 28}, []),
+    "enhancedformysql__mysql-8.0.40/bug40482-bin.000001": (1, {"ddl": 1}, {"committed": 1}, []),
+    "enhancedformysql__mysql-8.0.40/master-bin.000001": (0, {}, {}, []),
+    "enhancedformysql__mysql-8.0.40/rpl_binlog_with_gipk_info_full_metadata.000001":
+        (4, {"ddl": 2, "dml": 2}, {"committed": 4}, []),
+    "enhancedformysql__mysql-8.0.40/rpl_binlog_with_gipk_info_minimal_metadata.000001":
+        (4, {"ddl": 2, "dml": 2}, {"committed": 4}, []),
+    "enhancedformysql__mysql-8.0.40/rpl_unfiltered_hidden_gcol.000001":
+        (3, {"ddl": 2, "dml": 1}, {"committed": 3}, []),
+    "enhancedformysql__mysql-8.0.40/update-full-row.binlog": (1, {"dml": 1}, {"committed": 1}, []),
+    "enhancedformysql__mysql-8.0.40/update-partial-row.binlog": (1, {"dml": 1}, {"committed": 1}, []),
+    "enhancedformysql__mysql-8.0.40/ver_5_1_23.001": (11, {"ddl": 7, "dml": 4}, {"committed": 11}, []),
+    "enhancedformysql__mysql-8.0.40/ver_trunk_row_v2.001": (12, {"ddl": 3, "dml": 9}, {"committed": 12}, []),
+    "go-mysql-org__go-mysql/tcb-eval002c-bin.003320": (1, {"dml": 1}, {"committed": 1}, []),
+    "mariadb-operator__mariadb-poc/domain_id_0/mariadb-repl-bin.000002":
+        (4433, {"ddl": 2, "dml": 4431}, {"committed": 4433}, []),
+    "mariadb-operator__mariadb-poc/domain_id_1/mariadb-repl-bin.000002":
+        (12, {"ddl": 12}, {"committed": 12}, []),
+    "ottok__mariadb-10.3/mariadb-5.5-binlog.000001": (4, {"ddl": 1, "dml": 3}, {"committed": 4}, []),
+    "ottok__mariadb-10.3/master-bin-seq_10.3.36.000001": (4, {"ddl": 2, "dml": 2}, {"committed": 4}, []),
+    "ottok__mariadb-10.3/mdev-4645-binlog_checksum.binlog": (3, {"ddl": 3}, {"committed": 3}, []),
+    "ottok__mariadb-10.3/mdev-4645-binlog_group_id.binlog": (3, {"ddl": 3}, {"committed": 3}, []),
+    "ottok__mariadb-10.3/mdev-4645-binlog_group_id_checksum.binlog": (3, {"ddl": 3}, {"committed": 3}, []),
+    "ottok__mariadb-10.3/mdev-4645-binlog_none.binlog": (3, {"ddl": 3}, {"committed": 3}, []),
+    "ottok__mariadb-10.3/mdev6020-mysql-bin.000001":
+        (1381, {"ddl": 41, "dml": 1340}, {"committed": 1381}, []),
+    "shyiko__mysql-binlog-connector-java/mysql-bin.checksum-none":
+        (40, {"ddl": 4, "dml": 36}, {"committed": 40}, []),
+    "shyiko__mysql-binlog-connector-java/mysql-bin.sakila": (53, {"ddl": 37, "dml": 16}, {"committed": 53}, []),
+    "zalora__binlog-parser/mysql-bin.07": (2, {"ddl": 1, "dml": 1}, {"committed": 2}, []),
+    "zalora__binlog-parser/mysql-bin.empty": (0, {}, {}, []),
+}
+
+# A relay log whose BEGIN events were lost (mysql-test's "corrupt relay log"): the
+# boundary parser must say so, once per broken place, and keep every other transaction.
+CORRUPT_RELAY = "enhancedformysql__mysql-8.0.40/corrupt-relay-bin.000624"
+
+REJECTED = {
+    "enhancedformysql__mysql-8.0.40/binlog_no_fd_event.000001": ":4: no FORMAT_DESCRIPTION event",
+    "enhancedformysql__mysql-8.0.40/binlog_truncated_event.000001": ":4: truncated",
+    "enhancedformysql__mysql-8.0.40/rpl_nogtid_encryption_master-bin.000002":
+        ":0: encrypted binlog: not supported",
+    "ottok__mariadb-10.3/binlog_before_20574.bin": ":256: encrypted binlog: not supported",
+    "shyiko__mysql-binlog-connector-java/mysql-bin.sakila.gz": ":0: not a binlog file",
+}
+
+
+def count(records, key):
+    out: dict[str, int] = {}
+    for r in records:
+        out[r[key]] = out.get(r[key], 0) + 1
+    return out
+
+
+def test_every_corpus_file_is_listed(public_binlogs):
+    files = {str(p.relative_to(public_binlogs)) for p in public_binlogs.rglob("*")
+             if p.is_file() and p.suffix not in (".md", ".result")}
+    assert files == set(READABLE) | set(REJECTED) | {CORRUPT_RELAY}
+
+
+@pytest.mark.parametrize("name", sorted(READABLE))
+def test_readable(public_binlogs, name):
+    n, kinds, outcomes, codes = READABLE[name]
+    out = scan(public_binlogs / name)
+    txns = out["transaction"]
+    assert len(txns) == n
+    assert count(txns, "kind") == kinds
+    assert count(txns, "outcome") == outcomes
+    assert sorted({a["code"] for a in out["anomaly"]}) == codes
+    for t in txns:
+        assert t["end_pos"] > t["start_pos"]
+        assert t["row_count"] == t["rows_inserted"] + t["rows_updated"] + t["rows_deleted"]
+        if t["transaction_length"] and t["outcome"] != "incomplete" and not codes:
+            assert t["transaction_length"] == t["end_pos"] - t["start_pos"]
+    ids = [t["txn_id"] for t in txns]
+    assert len(ids) == len(set(ids))
+    assert sum(t["row_count"] for t in txns if t["outcome"] != "incomplete") == len(out["row_change"])
+
+
+@pytest.mark.parametrize("name", sorted(REJECTED))
+def test_rejected_with_one_clear_line(public_binlogs, name):
+    path = public_binlogs / name
+    proc = run_cli("scan", str(path))
+    assert proc.returncode == 1
+    assert proc.stdout == ""
+    assert proc.stderr.splitlines() == [proc.stderr.strip()]
+    assert proc.stderr.startswith(f"{path}{REJECTED[name]}")
+    assert "Traceback" not in proc.stderr
+
+
+def test_corrupt_relay_log(public_binlogs):
+    out = scan(public_binlogs / CORRUPT_RELAY)
+    anomalies = out["anomaly"]
+    assert {a["code"] for a in anomalies} == {"BOUNDARY_TRANSITION"}
+    assert all("Unable to change boundary parser from" in a["detail"] for a in anomalies)
+    assert len(out["transaction"]) == 229
+
+
+def test_tagged_gtid(public_binlogs):
+    (t,) = scan(public_binlogs / "blackbeam__rust_mysql_common/binlog_transaction_with_GTID_TAG.000001")[
+        "transaction"]
+    assert t["gtid"] == "55778904-0299-11f1-b1b8-4ef0c4956feb:mytag:3"
+    assert (t["start_pos"], t["end_pos"], t["transaction_length"]) == (245, 541, 296)
+    assert t["commit_ts"] == "2026-02-06T09:04:47.207196Z"
+    assert (t["xid"], t["last_committed"], t["sequence_number"]) == (40, 0, 1)
+
+
+def test_compressed_payload(public_binlogs):
+    (t,) = scan(public_binlogs / "blackbeam__rust_mysql_common/transaction_compression.000001")[
+        "transaction"]
+    assert t["compressed"] is True
+    assert t["gtid"] is None  # ANONYMOUS_GTID
+    assert (t["start_pos"], t["end_pos"], t["xid"]) == (197, 431, 462)
+
+
+def test_xa_prepare_and_commit_are_linked(public_binlogs):
+    txns = scan(public_binlogs / "enhancedformysql__mysql-8.0.40/binlog_recovery/"
+                                 "duplicate_xid_xa_commit.000001")["transaction"]
+    prep = [t for t in txns if t["kind"] == "xa_prepare"]
+    commits = [t for t in txns if t["kind"] == "xa_commit"]
+    assert prep[0]["xa_xid"] == "X'78',X'',1"
+    assert {c["xa_xid"] for c in commits} == {"X'78',X'',1"}
+    assert all(c["end_event"] == "QUERY_XA_COMMIT" for c in commits)
+
+
+def test_mariadb_gtids(public_binlogs):
+    txns = scan(public_binlogs / "mariadb-operator__mariadb-poc/domain_id_1/mariadb-repl-bin.000002")[
+        "transaction"]
+    assert all(t["gtid"].startswith("1-") for t in txns)
+    seqs = [int(t["gtid"].rsplit("-", 1)[1]) for t in txns]
+    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
