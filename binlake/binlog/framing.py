@@ -42,6 +42,7 @@ class FormatDescription:
     post_header_lens: bytes
     checksum_alg: int  # 0 none, 1 CRC32
     created: int
+    type_map: bytes | None = None  # event ids of the 5.1/5.2 "a_drop" trees -> today's ids
 
     @property
     def flavor(self) -> str:
@@ -135,7 +136,28 @@ def parse_fde_body(body: bytes | memoryview, event_size: int, header_len_hint: i
     if header_len < 19:
         raise ValueError(f"common header length {header_len} is below 19")
     del event_size, header_len_hint
-    return FormatDescription(binlog_version, server_version, header_len, rest, alg, created)
+    type_map = None
+    if _A_DROP.match(server_version) and len(rest) == 22:
+        # These development trees numbered TABLE_MAP..EXECUTE_LOAD_QUERY 16..22; the
+        # servers read their files through this permutation, and so do we.
+        type_map = _A_DROP_PERMUTATION
+        permuted = bytearray(22)
+        for old in range(1, 23):
+            permuted[type_map[old] - 1] = rest[old - 1]
+        rest = bytes(permuted)
+    return FormatDescription(binlog_version, server_version, header_len, rest, alg, created,
+                             type_map)
+
+
+_A_DROP = re.compile(r"5\.(1\.[1-5]-a_drop5|1\.4-a_drop6|2\.[0-2]-a_drop6)")
+_A_DROP_PERMUTATION = bytes([
+    c.UNKNOWN_EVENT, c.START_EVENT_V3, c.QUERY_EVENT, c.STOP_EVENT, c.ROTATE_EVENT,
+    c.INTVAR_EVENT, c.LOAD_EVENT, c.SLAVE_EVENT, c.CREATE_FILE_EVENT, c.APPEND_BLOCK_EVENT,
+    c.EXEC_LOAD_EVENT, c.DELETE_FILE_EVENT, c.NEW_LOAD_EVENT, c.RAND_EVENT, c.USER_VAR_EVENT,
+    c.FORMAT_DESCRIPTION_EVENT, c.TABLE_MAP_EVENT, c.PRE_GA_WRITE_ROWS_EVENT,
+    c.PRE_GA_UPDATE_ROWS_EVENT, c.PRE_GA_DELETE_ROWS_EVENT, c.XID_EVENT,
+    c.BEGIN_LOAD_QUERY_EVENT, c.EXECUTE_LOAD_QUERY_EVENT,
+])
 
 
 class BinlogReader:
@@ -264,6 +286,8 @@ class BinlogReader:
                 log_pos = flags = 0
             else:
                 ts, type_code, server_id, size, log_pos, flags = unpack(data, i)
+            if fde.type_map is not None and type_code < len(fde.type_map):
+                type_code = fde.type_map[type_code]
             if size < min_size + (4 if crc else 0):
                 raise self._fail(pos, f"corrupt event header: event_size {size} is smaller "
                                       f"than the {min_size}-byte header")
