@@ -360,6 +360,8 @@ class FileAssembler:
         txn.broken = True
         self._anomaly(f.pos, f.end, "DECODE_ERROR",
                       f"{self._where(f.pos)}: cannot decode {c.event_name(f.type)} event: {exc}")
+        if f.type == c.TABLE_MAP_EVENT:
+            self.table_maps.pop(rows_codec.rows_table_id(f.type, f.body, self.fde.post_header_len(f.type)), None)
 
     def _rows(self, txn: Txn, f: Frame) -> None:
         phl = self.fde.post_header_len(f.type)

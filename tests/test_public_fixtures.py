@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.scanning import PUBLIC, run_cli, scan
+from tests.support.scanning import run_cli, scan
 
 # file -> (transactions, {kind: n}, {outcome: n}, anomaly codes)
 READABLE = {
@@ -20,7 +20,10 @@ READABLE = {
     "Longhui__mysql-5.5.30/bug47142_master-bin.000001": (4, {"ddl": 4}, {"committed": 4}, []),
     "Longhui__mysql-5.5.30/master-bin.000001": (0, {}, {}, []),
     "Longhui__mysql-5.5.30/trunc_binlog.000001": (1, {"dml": 1}, {"incomplete": 1}, ["TRUNCATED"]),
-    "Longhui__mysql-5.5.30/ver_5_1-telco.001": (11, {"ddl": 7, "dml": 4}, {"committed": 11}, []),
+    # 5.1.15 TABLE_MAPs carry no column metadata: rows of VARCHAR tables cannot be decoded
+    # without the table definition, so those transactions are reported, with the reason.
+    "Longhui__mysql-5.5.30/ver_5_1-telco.001":
+        (11, {"ddl": 7, "dml": 4}, {"committed": 8, "incomplete": 3}, ["DECODE_ERROR"]),
     "Percona-Lab__percona-binlog-server/data_80045_gtid/binlog.000001":
         (4, {"ddl": 1, "dml": 3}, {"committed": 4}, []),
     "Percona-Lab__percona-binlog-server/data_80045_gtid/binlog.000002":
