@@ -91,9 +91,6 @@ def index_transactions(reader: BinlogReader, binlog_file: str, *, jump: bool = T
 
 def _entry(binlog_file, start, length, g, server_id, end_ts, complete) -> IndexEntry:
     gtid = g.gtid if g else None
-    if g and g.immediate_commit_ts:
-        ts = ts_from_micros(g.immediate_commit_ts)
-    else:
-        ts = ts_from_seconds(end_ts)
+    ts = ts_from_micros(g.immediate_commit_ts) if g and g.immediate_commit_ts else ts_from_seconds(end_ts)
     return IndexEntry(start, length, gtid or derived_txn_id(server_id, binlog_file, start), gtid,
                       ts, complete)
