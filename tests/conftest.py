@@ -21,3 +21,26 @@ def require(condition: bool, what: str) -> None:
 def public_binlogs():
     require(PUBLIC.is_dir(), f"the public binlog corpus ({PUBLIC})")
     return PUBLIC
+
+
+def _server(flavor: str, tmp_path_factory):
+    from tests.support import servers
+
+    try:
+        server = servers.start(flavor, tmp_path_factory.mktemp(flavor))
+    except Exception as e:  # noqa: BLE001 - reported as the reason
+        require(False, f"a real {flavor} server ({e})")
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def mysql_server(tmp_path_factory):
+    """A real MySQL 9.x on 127.0.0.1, stopped when the session ends."""
+    yield from _server("mysql", tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def mariadb_server(tmp_path_factory):
+    """A real MariaDB 10.11 on 127.0.0.1, stopped when the session ends."""
+    yield from _server("mariadb", tmp_path_factory)

@@ -142,7 +142,7 @@ def _install_mariadb() -> Path:
     _run(["apt-get", "update", "-q"], env=env)
     # Only the cores: no init scripts, so nothing is started behind our back.
     _run(["apt-get", "install", "-y", "-q", "--no-install-recommends",
-          "mariadb-server-core", "mariadb-client-core"], env=env)
+          "mariadb-server-core", "mariadb-client"], env=env)
     return Path("/usr")
 
 
