@@ -147,23 +147,24 @@ class Query:
     error_code: int
     db: str
     text: str
-    ddl_xid: int | None  # MySQL 8 atomic DDL logs its xid in the status variables
+    ddl_xid: int | None  # MySQL 8 atomic DDL and MariaDB log a DDL's xid in the status variables
 
 
 # Lengths of the QUERY status variables, by code; None = variable, handled below.
 _STATUS_FIXED = {0: 4, 1: 8, 3: 4, 4: 6, 7: 2, 8: 2, 9: 8, 10: 4, 13: 3, 14: 8,
                  16: 1, 17: 8, 18: 2, 19: 1, 20: 1, 128: 3, 129: 8, 130: 1}
-Q_DDL_LOGGED_WITH_XID = 17
+Q_DDL_LOGGED_WITH_XID = 17  # MySQL 8 atomic DDL
+Q_XID = 129  # MariaDB: the xid of a DDL
 
 
 def _ddl_xid(status: bytes) -> int | None:
-    """Walk the status variables for Q_DDL_LOGGED_WITH_XID; stop at a code we don't know."""
+    """Walk the status variables for a DDL's xid; stop at a code we don't know."""
     pos = 0
     n = len(status)
     while pos < n:
         code = status[pos]
         pos += 1
-        if code == Q_DDL_LOGGED_WITH_XID:
+        if code in (Q_DDL_LOGGED_WITH_XID, Q_XID):
             return struct.unpack_from("<Q", status, pos)[0] if pos + 8 <= n else None
         if code in _STATUS_FIXED:
             pos += _STATUS_FIXED[code]

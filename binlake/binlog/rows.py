@@ -286,6 +286,11 @@ class _Converter:
             return _fmt_datetime(v, getattr(col, "fsp", 0) or 0)
         if t in (FIELD_TYPE.DATE, FIELD_TYPE.NEWDATE):
             return v.isoformat() if isinstance(v, dt.date) else str(v)
+        if t == FIELD_TYPE.TIME2 and isinstance(v, dt.timedelta) and v < dt.timedelta(0) and v.microseconds:
+            # The package complements the whole seconds of a negative TIME2 but not its
+            # fraction, which MySQL stores borrowed: -1.000001 s reads as -1.999999 s.
+            whole = (-v).days * 86400 + (-v).seconds
+            v = -dt.timedelta(seconds=whole, microseconds=1_000_000 - (-v).microseconds)
         if t in (FIELD_TYPE.TIME2, FIELD_TYPE.TIME):
             return _fmt_time(v, getattr(col, "fsp", 0) or 0)
         if t == FIELD_TYPE.NEWDECIMAL:
@@ -299,6 +304,8 @@ class _Converter:
             return wkb_to_wkt(bytes(v)[4:]) if len(v) > 4 else _b64(bytes(v))
         if t == FIELD_TYPE.JSON:
             return _jsonable(v)
+        if isinstance(v, str) and col.character_set_name == "binary" and i not in self.charset_unknown:
+            v = v.encode("latin-1")  # the package hands back an empty binary value as ''
         if isinstance(v, bytes | bytearray):
             if i in self.charset_unknown:
                 try:
