@@ -6,7 +6,7 @@ import argparse
 import json
 import logging
 import sys
-from importlib import resources
+from pathlib import Path
 
 from binlake.assemble import Options
 from binlake.errors import BinlakeError, BinlogError
@@ -40,8 +40,9 @@ def cmd_scan(args: argparse.Namespace) -> int:
 
 
 def sample_files() -> list[str]:
-    root = resources.files("binlake") / "samples"
-    return sorted(str(p) for p in root.iterdir() if p.name[0] != "." and p.name != "README.md")
+    """The bundled binlogs, one directory per server, each file in binlog order."""
+    root = Path(__file__).parent / "samples"
+    return sorted(str(f) for d in root.iterdir() if d.is_dir() for f in d.iterdir() if f.name.startswith("binlog."))
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

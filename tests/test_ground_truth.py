@@ -19,7 +19,7 @@ def load(flavor):
     require((d / "ground_truth.json").is_file(), f"tests/data/{flavor}")
     truth = json.loads((d / "ground_truth.json").read_text())
     files = sorted(d.glob("binlog.[0-9]*"))
-    return truth, files, (d / "mysqlbinlog.txt").read_text()
+    return truth, files, (d / "mysqlbinlog.txt").read_text(errors="replace")
 
 
 @pytest.mark.parametrize("flavor", FLAVORS)
@@ -33,8 +33,7 @@ def test_scan_agrees_with_mysqlbinlog(flavor):
     truth, files, decoded = load(flavor)
     out = scan(files, rows=True)
     assert scanned_rows(out["row_change"]) == mysqlbinlog_rows(decoded)
-    with_gtid = [t for t in out["transaction"] if t["gtid"]]
-    assert len(with_gtid) == mysqlbinlog_transactions(decoded, flavor)
+    assert len(out["transaction"]) == mysqlbinlog_transactions(decoded, flavor)
 
 
 @pytest.mark.parametrize("flavor", FLAVORS)

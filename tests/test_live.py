@@ -42,7 +42,8 @@ def test_live_scan_equals_ground_truth(live):
 def test_live_agrees_with_mysqlbinlog(live):
     server, truth, files = live
     decoded = subprocess.run([*server.mysqlbinlog, "-vv", "--base64-output=DECODE-ROWS", *map(str, files)],
-                             capture_output=True, text=True, check=True, timeout=600).stdout
+                             capture_output=True, text=True, errors="replace", check=True,
+                             timeout=600).stdout
     out = scan(files, rows=True)
     assert scanned_rows(out["row_change"]) == mysqlbinlog_rows(decoded)
-    assert len([t for t in out["transaction"] if t["gtid"]]) == mysqlbinlog_transactions(decoded, server.flavor)
+    assert len(out["transaction"]) == mysqlbinlog_transactions(decoded, server.flavor)
