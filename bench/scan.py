@@ -52,7 +52,7 @@ def generate(server, size_mib: int, big_rows: int) -> list[Path]:
         conn.begin()
         cur.executemany("INSERT INTO bench.t (a,b,c,d,e,f) VALUES (%s,%s,%s,%s,%s,%s)", values)
         if batch % 3 == 0:
-            cur.execute("UPDATE bench.t SET a = a + 1 WHERE id > LAST_INSERT_ID() - 50")
+            cur.execute("UPDATE bench.t SET a = a + 1 WHERE id > CAST(LAST_INSERT_ID() AS SIGNED) - 50")
         if batch % 5 == 0:
             cur.execute("DELETE FROM bench.t WHERE id BETWEEN LAST_INSERT_ID() AND LAST_INSERT_ID() + 10")
         conn.commit()
