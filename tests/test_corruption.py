@@ -153,3 +153,34 @@ def test_missing_file(tmp_path):
     proc = run_cli("scan", str(tmp_path / "nope"))
     assert proc.returncode == 1
     assert proc.stderr.startswith(f"{tmp_path / 'nope'}:0: cannot read: No such file")
+
+
+def _retype(path, pos, size, new_type, ignorable: bool) -> bytes:
+    """A copy of `path` whose event at `pos` has another type, CRC32 recomputed."""
+    import struct
+    import zlib
+
+    data = bytearray(path.read_bytes())
+    data[pos + 4] = new_type
+    flags = struct.unpack_from("<H", data, pos + 17)[0] & ~0x80 | (0x80 if ignorable else 0)
+    struct.pack_into("<H", data, pos + 17, flags)
+    struct.pack_into("<I", data, pos + size - 4, zlib.crc32(data[pos:pos + size - 4]))
+    return bytes(data)
+
+
+def test_unknown_events(tmp_path):
+    path = REAL_FILES[0]
+    with BinlogReader.open(path) as r:
+        prev = next((f for f in r.frames() if f.type == 35), None)  # PREVIOUS_GTIDS
+    assert prev is not None
+    # flagged ignorable: skipped and counted, no anomaly
+    ignorable = copy_as(tmp_path, path, _retype(path, prev.pos, prev.size, 200, True), "ign")
+    out = scan(ignorable)
+    assert out["anomaly"] == [] and out["transaction"] == scan(path)["transaction"]
+    # not ignorable: an UNKNOWN_EVENT anomaly naming file and offset, everything else read
+    unknown = copy_as(tmp_path, path, _retype(path, prev.pos, prev.size, 201, False), "unk")
+    out = scan(unknown)
+    (a,) = out["anomaly"]
+    assert (a["code"], a["severity"], a["start_pos"]) == ("UNKNOWN_EVENT", "warning", prev.pos)
+    assert a["detail"].startswith(f"{path.name}:{prev.pos}: unknown event type 201")
+    assert out["transaction"] == scan(path)["transaction"]
