@@ -20,6 +20,7 @@ class ScanSummary:
     transactions: int = 0
     row_changes: int = 0
     anomalies: int = 0
+    ignored_unknown: int = 0  # unknown events flagged ignorable, skipped
     by_kind: dict[str, int] = field(default_factory=dict)
     by_outcome: dict[str, int] = field(default_factory=dict)
 
@@ -39,7 +40,7 @@ def scan_files(paths: Iterable[str | os.PathLike], opts: Options, emit: Emit) ->
             stats = FileAssembler(reader, opts, counting_emit,
                                   binlog_file=os.path.basename(path)).run()
         summary.files += 1
-        for key in ("events", "transactions", "row_changes", "anomalies"):
+        for key in ("events", "transactions", "row_changes", "anomalies", "ignored_unknown"):
             setattr(summary, key, getattr(summary, key) + stats[key])
         log.info("%s: %d events, %d transactions, %d row changes, %d anomalies",
                  path, stats["events"], stats["transactions"], stats["row_changes"],
