@@ -112,7 +112,7 @@ def main() -> None:
     total = sum(f.stat().st_size for f in files)
     events = count_events(files)
     mib = total / (1 << 20)
-    big_file = max(files, key=lambda f: f.stat().st_size)
+    big_file = files[-1]  # written last: the file holding the big transaction
     strs = [str(f) for f in files]
     rows = []
 
