@@ -136,7 +136,8 @@ def _install_mysql() -> Path:
 
 
 def _install_mariadb() -> Path:
-    if shutil.which("mariadbd") and shutil.which("mariadb-install-db") and shutil.which("mariadb-binlog"):
+    if (shutil.which("mariadbd") or Path("/usr/sbin/mariadbd").exists()) and shutil.which(
+            "mariadb-install-db") and shutil.which("mariadb-binlog"):
         return Path("/usr")
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     _run(["apt-get", "update", "-q"], env=env)
@@ -255,7 +256,7 @@ def start(flavor: str, workdir: Path, **overrides) -> Server:
         server_id = 1
     else:
         base = []
-        daemon = ["mariadbd"]
+        daemon = [shutil.which("mariadbd") or "/usr/sbin/mariadbd"]
         _run(["mariadb-install-db", "--no-defaults", f"--datadir={datadir}", "--user=root",
               "--auth-root-authentication-method=normal", "--skip-test-db"])
         tools = (["mariadb-binlog"], ["mariadb"])
