@@ -120,7 +120,7 @@ class Frame:
         return f"<{c.event_name(self.type)} at {self.pos} size {self.size}>"
 
 
-def parse_fde_body(body: bytes | memoryview, event_size: int, header_len_hint: int) -> FormatDescription:
+def parse_fde_body(body: bytes | memoryview) -> FormatDescription:
     """Decode a FORMAT_DESCRIPTION body (everything after the common header, CRC included)."""
     binlog_version = struct.unpack_from("<H", body, 0)[0]
     server_version = bytes(body[2:52]).split(b"\0", 1)[0].decode("latin-1")
@@ -135,7 +135,6 @@ def parse_fde_body(body: bytes | memoryview, event_size: int, header_len_hint: i
             raise ValueError(f"unknown checksum algorithm {alg}")
     if header_len < 19:
         raise ValueError(f"common header length {header_len} is below 19")
-    del event_size, header_len_hint
     type_map = None
     if _A_DROP.match(server_version) and len(rest) == 22:
         # These development trees numbered TABLE_MAP..EXECUTE_LOAD_QUERY 16..22; the
@@ -231,7 +230,7 @@ class BinlogReader:
                 raise self._fail(4, f"truncated FORMAT_DESCRIPTION event: {size} bytes "
                                     f"announced, {n - 4} in file")
             try:
-                fde = parse_fde_body(memoryview(data)[4 + 19:4 + size], size, 19)
+                fde = parse_fde_body(memoryview(data)[4 + 19:4 + size])
             except (ValueError, struct.error, IndexError) as e:
                 raise self._fail(4, f"corrupt FORMAT_DESCRIPTION event: {e}") from None
             if fde.has_checksum:
@@ -306,7 +305,7 @@ class BinlogReader:
                 frame = Frame(pos, type_code, ts, server_id, size, log_pos, flags, data,
                               i + fde.header_len, body_end)
                 try:
-                    fde = parse_fde_body(frame.body, size, fde.header_len)
+                    fde = parse_fde_body(frame.body)
                 except (ValueError, struct.error, IndexError) as e:
                     raise self._fail(pos, f"corrupt FORMAT_DESCRIPTION event: {e}") from None
                 if fde.has_checksum:
