@@ -67,6 +67,28 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_archive(args: argparse.Namespace) -> int:
+    from binlake.archive.run import archive
+    from binlake.archive.sources import open_source
+    from binlake.archive.stores import open_store
+
+    source = open_source(args.source, server_id=args.server_id)
+    name = args.source_name or _default_source_name(args.source)
+    result = archive(source, open_store(args.store), name)
+    print(_dump({"record": "archive", "source": name, "archived": result.archived,
+                 "already_archived": len(result.skipped), "bytes": result.bytes}))
+    return 0
+
+
+def _default_source_name(url: str) -> str:
+    from urllib.parse import urlparse
+
+    u = urlparse(url)
+    if u.scheme == "dir":
+        return Path(u.path).name or "local"
+    return f"{u.hostname}_{u.port or 3306}"
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="binlake", description=__doc__)
     p.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
@@ -83,6 +105,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="row event bytes per segment (default 64 MiB)")
     s.add_argument("--summary", action="store_true", help="print a summary line on stderr")
     s.set_defaults(func=cmd_scan)
+
+    a = sub.add_parser("archive", help="copy rotated binlog files and their manifests to a store")
+    a.add_argument("--source", required=True, help="mysql://user[:password]@host:port or dir:///path")
+    a.add_argument("--store", required=True, help="file:///path or s3://bucket/prefix")
+    a.add_argument("--source-name", help="name of the source in the store (default: host_port or dir name)")
+    a.add_argument("--server-id", type=int, help="replica server_id used for the binlog dump")
+    a.set_defaults(func=cmd_archive)
 
     d = sub.add_parser("demo", help="run the pipeline on the bundled sample binlogs")
     d.set_defaults(func=cmd_demo)

@@ -44,3 +44,29 @@ def mysql_server(tmp_path_factory):
 def mariadb_server(tmp_path_factory):
     """A real MariaDB 10.11 on 127.0.0.1, stopped when the session ends."""
     yield from _server("mariadb", tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint():
+    """A real S3 HTTP endpoint on 127.0.0.1 (moto's server), with the AWS chain pointed at it."""
+    import socket
+
+    from moto.server import ThreadedMotoServer
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    url = f"http://127.0.0.1:{port}"
+    saved = {k: os.environ.get(k) for k in ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
+                                           "AWS_DEFAULT_REGION")}
+    os.environ.update(AWS_ENDPOINT_URL=url, AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing",
+                      AWS_DEFAULT_REGION="us-east-1")
+    yield url
+    server.stop()
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v

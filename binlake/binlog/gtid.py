@@ -28,19 +28,19 @@ class GtidSet:
     intervals: dict[tuple[str, str], list[tuple[int, int]]]
 
     def __str__(self) -> str:
-        parts = []
+        """As MySQL prints it: `uuid:1-68:tag:1-3,uuid2:…`."""
+        by_sid: dict[str, list[str]] = {}
         for (sid, tag), ivs in sorted(self.intervals.items()):
             rng = ":".join(f"{a}" if b == a + 1 else f"{a}-{b - 1}" for a, b in ivs)
-            parts.append(f"{sid}:{tag}:{rng}" if tag else f"{sid}:{rng}")
-        return ",".join(parts)
+            by_sid.setdefault(sid, []).append(f"{tag}:{rng}" if tag else rng)
+        return ",".join(f"{sid}:{':'.join(parts)}" for sid, parts in by_sid.items())
 
 
 def decode_previous_gtids(body: bytes | memoryview) -> GtidSet:
     """PREVIOUS_GTIDS body. MySQL 8.3+ marks a tagged encoding in the count's top byte."""
     b = bytes(body)
-    (n,) = struct.unpack_from("<Q", b, 0)
-    tagged = (n >> 56) == 1
-    n &= (1 << 56) - 1
+    tagged = b[7] == 1  # MySQL 8.3+: format byte first and last, the count in the 6 between
+    n = int.from_bytes(b[1:7], "little") if tagged else struct.unpack_from("<Q", b, 0)[0]
     pos = 8
     out: dict[tuple[str, str], list[tuple[int, int]]] = {}
     for _ in range(n):

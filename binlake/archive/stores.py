@@ -1,0 +1,198 @@
+"""Object stores: `file:///path` and `s3://bucket/prefix` (boto3).
+
+A binlog object is written so that it never looks complete before it is: the file store
+writes a temporary name, fsyncs and renames; S3 gets a multipart upload (bounded memory:
+one part buffered) completed only after every part was sent, and aborted on any error.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+from urllib.parse import urlparse
+
+from binlake.errors import BinlakeError
+
+PART_SIZE = 16 << 20
+
+
+class StoreError(BinlakeError):
+    """A store cannot be used: names the store URL and why."""
+
+
+class Writer:
+    """Bytes in, an object out on `commit()`; `abort()` leaves nothing behind."""
+
+    def write(self, data: bytes) -> None:
+        raise NotImplementedError
+
+    def commit(self) -> None:
+        raise NotImplementedError
+
+    def abort(self) -> None:
+        raise NotImplementedError
+
+
+class FileStore:
+    def __init__(self, root: str) -> None:
+        self.root = Path(root)
+        self.url = f"file://{self.root}"
+
+    def _path(self, key: str) -> Path:
+        p = (self.root / key).resolve()
+        if not str(p).startswith(str(self.root.resolve()) + os.sep):
+            raise StoreError(f"{self.url}: key {key!r} escapes the store")
+        return p
+
+    def check(self) -> None:
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise StoreError(f"{self.url}: cannot create the store directory: {e.strerror}") from None
+
+    def exists(self, key: str) -> bool:
+        return self._path(key).exists()
+
+    def get(self, key: str) -> bytes:
+        return self._path(key).read_bytes()
+
+    def put(self, key: str, data: bytes) -> None:
+        w = self.writer(key)
+        w.write(data)
+        w.commit()
+
+    def keys(self, prefix: str) -> list[str]:
+        base = self._path(prefix) if prefix else self.root
+        if not base.exists():
+            return []
+        return sorted(str(p.relative_to(self.root)) for p in base.rglob("*") if p.is_file()
+                      and not p.name.startswith(".tmp-"))
+
+    def writer(self, key: str) -> Writer:
+        return _FileWriter(self._path(key))
+
+
+class _FileWriter(Writer):
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+        self.tmp = Path(tmp)
+        self.f = os.fdopen(fd, "wb")
+
+    def write(self, data: bytes) -> None:
+        self.f.write(data)
+
+    def commit(self) -> None:
+        self.f.flush()
+        os.fsync(self.f.fileno())
+        self.f.close()
+        os.replace(self.tmp, self.path)
+
+    def abort(self) -> None:
+        self.f.close()
+        self.tmp.unlink(missing_ok=True)
+
+
+class S3Store:
+    """s3://bucket/prefix; endpoint and credentials from the standard AWS chain
+    (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, …) unless given."""
+
+    def __init__(self, url: str, client=None) -> None:
+        u = urlparse(url)
+        self.url = url
+        self.bucket = u.netloc
+        self.prefix = u.path.strip("/")
+        if client is None:
+            import boto3
+
+            client = boto3.client("s3")
+        self.s3 = client
+
+    def _key(self, key: str) -> str:
+        if ".." in key.split("/"):
+            raise StoreError(f"{self.url}: key {key!r} escapes the store")
+        return f"{self.prefix}/{key}" if self.prefix else key
+
+    def check(self) -> None:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            self.s3.head_bucket(Bucket=self.bucket)
+        except ClientError as e:
+            code = e.response.get("Error", {}).get("Code", "")
+            if code in ("404", "NoSuchBucket"):
+                raise StoreError(f"{self.url}: bucket {self.bucket!r} does not exist") from None
+            raise StoreError(f"{self.url}: {code or e}") from None
+        except BotoCoreError as e:
+            raise StoreError(f"{self.url}: {e}") from None
+
+    def exists(self, key: str) -> bool:
+        from botocore.exceptions import ClientError
+
+        try:
+            self.s3.head_object(Bucket=self.bucket, Key=self._key(key))
+            return True
+        except ClientError as e:
+            if e.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
+                return False
+            raise
+
+    def get(self, key: str) -> bytes:
+        return self.s3.get_object(Bucket=self.bucket, Key=self._key(key))["Body"].read()
+
+    def put(self, key: str, data: bytes) -> None:
+        self.s3.put_object(Bucket=self.bucket, Key=self._key(key), Body=data)
+
+    def keys(self, prefix: str) -> list[str]:
+        out = []
+        full = self._key(prefix)
+        cut = len(self.prefix) + 1 if self.prefix else 0
+        for page in self.s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=full):
+            out += [o["Key"][cut:] for o in page.get("Contents", [])]
+        return sorted(out)
+
+    def writer(self, key: str) -> Writer:
+        return _S3Writer(self, self._key(key))
+
+
+class _S3Writer(Writer):
+    def __init__(self, store: S3Store, key: str) -> None:
+        self.s3, self.bucket, self.key = store.s3, store.bucket, key
+        self.upload_id = self.s3.create_multipart_upload(Bucket=self.bucket, Key=key)["UploadId"]
+        self.parts: list[dict] = []
+        self.buf = bytearray()
+
+    def _send(self) -> None:
+        n = len(self.parts) + 1
+        r = self.s3.upload_part(Bucket=self.bucket, Key=self.key, UploadId=self.upload_id, PartNumber=n,
+                                Body=bytes(self.buf))
+        self.parts.append({"PartNumber": n, "ETag": r["ETag"]})
+        self.buf.clear()
+
+    def write(self, data: bytes) -> None:
+        self.buf += data
+        if len(self.buf) >= PART_SIZE:
+            self._send()
+
+    def commit(self) -> None:
+        if self.buf or not self.parts:
+            self._send()
+        self.s3.complete_multipart_upload(Bucket=self.bucket, Key=self.key, UploadId=self.upload_id,
+                                          MultipartUpload={"Parts": self.parts})
+
+    def abort(self) -> None:
+        # Best effort: the upload was never completed, so no object exists either way.
+        with contextlib.suppress(Exception):
+            self.s3.abort_multipart_upload(Bucket=self.bucket, Key=self.key, UploadId=self.upload_id)
+
+
+def open_store(url: str):
+    u = urlparse(url)
+    if u.scheme == "file":
+        return FileStore(u.path)
+    if u.scheme == "s3":
+        return S3Store(url)
+    raise StoreError(f"{url}: unsupported store (use file:///path or s3://bucket/prefix)")

@@ -1,0 +1,178 @@
+"""Verify a binlog while it streams past, and build its manifest in the same pass.
+
+Each event is checked as it arrives — CRC32, and that its header's end position follows
+on from the previous event — while the bytes feed a sha256 and the transaction index is
+built through the same boundary parser `binlake scan` uses. Nothing is read twice and
+nothing but the current event is held.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+import zlib
+from dataclasses import dataclass, field
+
+from binlake.assemble import describe
+from binlake.binlog import constants as c
+from binlake.binlog.framing import FormatDescription, Frame, parse_fde_body
+from binlake.binlog.gtid import GtidSet, decode_gtid_list, decode_previous_gtids
+from binlake.boundary import Boundary, BoundaryParser
+from binlake.errors import BinlogError
+from binlake.records import derived_txn_id, ts_from_micros, ts_from_seconds
+
+_HEADER = struct.Struct("<IBIIIH")
+
+
+@dataclass
+class Entry:
+    start: int
+    length: int
+    txn_id: str
+    commit_ts: str
+
+
+@dataclass
+class Verifier:
+    """Feed it a file's bytes event by event (`magic()` first); read the manifest facts at the end."""
+
+    name: str
+    pos: int = 0
+    size: int = 0
+    fde: FormatDescription | None = None
+    sha: object = field(default_factory=hashlib.sha256)
+    server_id: int | None = None
+    first_event_ts: int | None = None
+    last_event_ts: int | None = None
+    previous_gtids: str | None = None
+    gtids: list[str] = field(default_factory=list)
+    index: list[Entry] = field(default_factory=list)
+    last_event_type: int | None = None
+    _parser: BoundaryParser = field(default_factory=BoundaryParser)
+    _open: tuple | None = None  # (start, GtidInfo | None, server_id)
+
+    def magic(self, data: bytes) -> None:
+        if data == c.ENCRYPTED_MAGIC:
+            raise BinlogError(self.name, 0, "encrypted binlog: not supported (MySQL binlog_encryption)")
+        if data != c.MAGIC:
+            raise BinlogError(self.name, 0, f"not a binlog file: magic {data.hex(' ')}")
+        self.sha.update(data)
+        self.pos = self.size = 4
+
+    def event(self, data: bytes) -> None:
+        """One whole event, exactly as it sits in the file at the current position."""
+        pos = self.pos
+        if len(data) < 19:
+            raise BinlogError(self.name, pos, f"truncated event header: {len(data)} bytes")
+        ts, type_code, server_id, size, log_pos, flags = _HEADER.unpack_from(data, 0)
+        if size != len(data):
+            raise BinlogError(self.name, pos, f"event_size {size} but {len(data)} bytes received")
+        if self.fde is None:
+            if type_code != c.FORMAT_DESCRIPTION_EVENT:
+                raise BinlogError(self.name, pos, f"no FORMAT_DESCRIPTION event at offset 4 (type {type_code})")
+            self.fde = parse_fde_body(memoryview(data)[19:])
+            self.server_id = server_id
+        fde = self.fde
+        body_end = size
+        if fde.has_checksum:
+            body_end -= 4
+            crc_area = bytearray(data[:body_end])
+            if type_code == c.FORMAT_DESCRIPTION_EVENT:  # the in-use flag is cleared after the CRC
+                struct.pack_into("<H", crc_area, 17, flags & ~c.LOG_EVENT_BINLOG_IN_USE_F)
+            if zlib.crc32(crc_area) != struct.unpack_from("<I", data, body_end)[0]:
+                raise BinlogError(self.name, pos, f"CRC32 mismatch in {c.event_name(type_code)} event")
+        if log_pos and log_pos != pos + size and not flags & c.LOG_EVENT_ARTIFICIAL_F:
+            raise BinlogError(self.name, pos, f"{c.event_name(type_code)} event ends at {pos + size} "
+                                              f"but its header says {log_pos}: events missing or out of order")
+        self.sha.update(data)
+        self.pos = self.size = pos + size
+        self.last_event_type = type_code
+        if self.first_event_ts is None:
+            self.first_event_ts = ts
+        self.last_event_ts = ts
+        frame = Frame(pos, type_code, ts, server_id, size, log_pos, flags, data, fde.header_len, body_end)
+        self._index(frame)
+
+    def _index(self, frame: Frame) -> None:
+        t = frame.type
+        if t == c.PREVIOUS_GTIDS_LOG_EVENT:
+            self.previous_gtids = str(decode_previous_gtids(frame.body))
+        elif t == c.GTID_LIST_EVENT:
+            self.previous_gtids = ",".join(decode_gtid_list(frame.body))
+        if t == c.TRANSACTION_PAYLOAD_EVENT and self._open is not None:
+            self._close(frame.end, frame.timestamp)  # a payload holds the rest of its transaction
+            self._parser.reset()
+            return
+        e = describe(self._parser, frame, -1, self.fde)
+        b = e.boundary
+        if b is Boundary.IGNORE:
+            return
+        if not self._parser.feed(b, e.opener):
+            raise BinlogError(self.name, frame.pos, self._parser.error_text(b))
+        if b is Boundary.START:
+            self._open = (frame.pos, e.gtid, frame.server_id)
+            if e.gtid and e.gtid.gtid:
+                self.gtids.append(e.gtid.gtid)
+        elif b is Boundary.SELF_CONTAINED:
+            self._open = (frame.pos, None, frame.server_id)
+            self._close(frame.end, frame.timestamp)
+        elif b is Boundary.END:
+            self._close(frame.end, frame.timestamp)
+
+    def _close(self, end: int, end_ts: int) -> None:
+        start, g, server_id = self._open
+        self._open = None
+        ts = ts_from_micros(g.immediate_commit_ts) if g and g.immediate_commit_ts else ts_from_seconds(end_ts)
+        txn_id = (g.gtid if g else None) or derived_txn_id(server_id, self.name.rsplit("/", 1)[-1], start)
+        self.index.append(Entry(start, end - start, txn_id, ts))
+
+    def finish(self) -> None:
+        if self._open is not None:
+            raise BinlogError(self.name, self._open[0], "file ends inside a transaction")
+
+    def manifest(self, **extra) -> dict:
+        fde = self.fde
+        commit = [e.commit_ts for e in self.index]
+        return {
+            "file": self.name.rsplit("/", 1)[-1],
+            "size": self.size,
+            "sha256": self.sha.hexdigest(),
+            "server_id": self.server_id,
+            "server_version": fde.server_version if fde else None,
+            "flavor": fde.flavor if fde else None,
+            "checksum_alg": "CRC32" if fde and fde.has_checksum else "NONE",
+            "format_description": fde.to_dict() if fde else None,
+            "previous_gtids": self.previous_gtids,
+            "gtids": _gtid_set(self.gtids),
+            "first_event_ts": ts_from_seconds(self.first_event_ts) if self.first_event_ts else None,
+            "last_event_ts": ts_from_seconds(self.last_event_ts) if self.last_event_ts else None,
+            "min_commit_ts": min(commit) if commit else None,
+            "max_commit_ts": max(commit) if commit else None,
+            "transaction_count": len(self.index),
+            "transactions": [[e.start, e.length, e.txn_id, e.commit_ts] for e in self.index],
+            **extra,
+        }
+
+
+def _gtid_set(gtids: list[str]) -> str:
+    """MySQL: a GTID set as MySQL prints it; MariaDB: the last `domain-server-seq` per domain and server."""
+    mysql: dict[tuple[str, str], list[int]] = {}
+    maria: dict[tuple[str, str], int] = {}
+    for g in gtids:
+        if ":" in g:
+            parts = g.split(":")
+            mysql.setdefault((parts[0], parts[1] if len(parts) == 3 else ""), []).append(int(parts[-1]))
+        else:
+            d, s, n = g.split("-")
+            maria[(d, s)] = max(maria.get((d, s), 0), int(n))
+    intervals: dict[tuple[str, str], list[tuple[int, int]]] = {}
+    for key, nums in mysql.items():
+        nums.sort()
+        ivs = intervals[key] = []
+        for n in nums:
+            if ivs and ivs[-1][1] == n:
+                ivs[-1] = (ivs[-1][0], n + 1)
+            else:
+                ivs.append((n, n + 1))
+    text = str(GtidSet(intervals)) if intervals else ""
+    return ",".join(filter(None, [text] + [f"{d}-{s}-{n}" for (d, s), n in sorted(maria.items())]))
