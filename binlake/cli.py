@@ -75,8 +75,14 @@ def cmd_archive(args: argparse.Namespace) -> int:
     source = open_source(args.source, server_id=args.server_id)
     name = args.source_name or _default_source_name(args.source)
     result = archive(source, open_store(args.store), name)
+    for gap in result.gaps:
+        print(_dump({"record": "anomaly", **gap}))
     print(_dump({"record": "archive", "source": name, "archived": result.archived,
-                 "already_archived": len(result.skipped), "bytes": result.bytes}))
+                 "already_archived": len(result.skipped), "bytes": result.bytes, "gaps": len(result.gaps)}))
+    if result.gaps and not args.allow_gaps:
+        print(f"binlake: {len(result.gaps)} gap(s) in the archive of {name}: {result.gaps[0]['detail']}",
+              file=sys.stderr)
+        return 1
     return 0
 
 
@@ -111,6 +117,8 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--store", required=True, help="file:///path or s3://bucket/prefix")
     a.add_argument("--source-name", help="name of the source in the store (default: host_port or dir name)")
     a.add_argument("--server-id", type=int, help="replica server_id used for the binlog dump")
+    a.add_argument("--allow-gaps", action="store_true",
+                   help="exit 0 even when files were purged before they were archived (GTID_GAP)")
     a.set_defaults(func=cmd_archive)
 
     d = sub.add_parser("demo", help="run the pipeline on the bundled sample binlogs")

@@ -131,3 +131,37 @@ def test_missing_bucket(s3_endpoint):
 def test_unreachable_server():
     with pytest.raises(SourceError, match=r"mysql://root@127.0.0.1:1: cannot connect"):
         MySQLSource("mysql://root@127.0.0.1:1").files()
+
+
+@pytest.mark.parametrize("name", ["mysql_server", "mariadb_server"])
+def test_purge_gap_is_loud(request, name, tmp_path):
+    server = request.getfixturevalue(name)
+    store_url = f"file://{tmp_path / 'store'}"
+    src = f"mysql://root@127.0.0.1:{server.port}"
+    with server.connect() as conn, conn.cursor() as cur:
+        cur.execute("CREATE DATABASE IF NOT EXISTS gap")
+        cur.execute("CREATE TABLE IF NOT EXISTS gap.t (id INT PRIMARY KEY)")
+        cur.execute("REPLACE INTO gap.t VALUES (1)")
+        cur.execute("FLUSH BINARY LOGS")
+    first = run_cli("archive", "--source", src, "--store", store_url, "--source-name", "g")
+    assert first.returncode == 0, first.stderr
+    with server.connect() as conn, conn.cursor() as cur:
+        for i in range(2, 5):  # transactions in files that will be purged unarchived
+            cur.execute("REPLACE INTO gap.t VALUES (%s)", (i,))
+            cur.execute("FLUSH BINARY LOGS")
+        cur.execute("SHOW BINARY LOGS")
+        names = [r[0] for r in cur.fetchall()]
+        cur.execute(f"PURGE BINARY LOGS TO '{names[-2]}'")
+    proc = run_cli("archive", "--source", src, "--store", store_url, "--source-name", "g")
+    assert proc.returncode == 1
+    gaps = [r for r in ndjson(proc.stdout) if r["record"] == "anomaly"]
+    assert [g["code"] for g in gaps] == ["GTID_GAP"]
+    assert "were purged before they were archived" in gaps[0]["detail"]
+    assert "GTIDs" in gaps[0]["detail"]
+    assert "binlake: 1 gap(s) in the archive of g" in proc.stderr
+    # the file after the hole is archived anyway, its manifest records the gap
+    store = FileStore(str(tmp_path / "store"))
+    m = json.loads(store.get(f"g/manifests/{names[-2]}.json"))
+    assert m["gap"]["missing_files"] and m["gap"]["missing_gtids"]
+    again = run_cli("archive", "--source", src, "--store", store_url, "--source-name", "g", "--allow-gaps")
+    assert again.returncode == 0

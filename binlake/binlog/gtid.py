@@ -72,3 +72,54 @@ def decode_gtid_list(body: bytes | memoryview) -> list[str]:
         domain, server, seq = struct.unpack_from("<IIQ", b, 4 + 16 * i)
         out.append(maria_gtid(domain, server, seq))
     return out
+
+
+def parse_gtid_set(text: str) -> GtidSet:
+    """Read a set as MySQL prints it: `uuid:1-5:7:tag:1-3,uuid2:4`."""
+    out: dict[tuple[str, str], list[tuple[int, int]]] = {}
+    for part in filter(None, (p.strip() for p in (text or "").split(","))):
+        fields = part.split(":")
+        sid, tag = fields[0].lower(), ""
+        for f in fields[1:]:
+            if f and not f[0].isdigit():
+                tag = f
+                continue
+            a, _, b = f.partition("-")
+            out.setdefault((sid, tag), []).append((int(a), int(b or a) + 1))
+    return GtidSet({k: _normalise(v) for k, v in out.items()})
+
+
+def _normalise(ivs: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    merged: list[tuple[int, int]] = []
+    for a, b in sorted(ivs):
+        if merged and a <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(b, merged[-1][1]))
+        else:
+            merged.append((a, b))
+    return merged
+
+
+def union(x: GtidSet, y: GtidSet) -> GtidSet:
+    keys = set(x.intervals) | set(y.intervals)
+    return GtidSet({k: _normalise(x.intervals.get(k, []) + y.intervals.get(k, [])) for k in keys})
+
+
+def subtract(x: GtidSet, y: GtidSet) -> GtidSet:
+    """The GTIDs of x that y lacks."""
+    out: dict[tuple[str, str], list[tuple[int, int]]] = {}
+    for k, ivs in x.intervals.items():
+        rest = list(ivs)
+        for ya, yb in y.intervals.get(k, []):
+            nxt = []
+            for a, b in rest:
+                if yb <= a or ya >= b:
+                    nxt.append((a, b))
+                    continue
+                if a < ya:
+                    nxt.append((a, ya))
+                if yb < b:
+                    nxt.append((yb, b))
+            rest = nxt
+        if rest:
+            out[k] = rest
+    return GtidSet(out)
