@@ -11,6 +11,7 @@ import pytest
 from binlake.archive.run import archive
 from binlake.archive.sources import DirSource, MySQLSource, SourceError
 from binlake.archive.stores import FileStore, S3Store, StoreError
+from binlake.errors import BinlogError
 from tests.support.scanning import DATA, ndjson, run_cli, scan
 
 
@@ -165,3 +166,133 @@ def test_purge_gap_is_loud(request, name, tmp_path):
     assert m["gap"]["missing_files"] and m["gap"]["missing_gtids"]
     again = run_cli("archive", "--source", src, "--store", store_url, "--source-name", "g", "--allow-gaps")
     assert again.returncode == 0
+
+
+class _Faulty:
+    """A real source whose copy hits a real fault at the k-th event (`fault()` does it)."""
+
+    def __init__(self, source, k, fault):
+        self.source, self.k, self.fault, self.url = source, k, fault, source.url
+
+    def files(self):
+        return self.source.files()
+
+    def stream(self, f):
+        for i, chunk in enumerate(self.source.stream(f)):
+            if i == self.k:
+                self.fault()
+            yield chunk
+
+
+def _kill_dump_threads(server):
+    with server.connect() as conn, conn.cursor() as cur:
+        cur.execute("SHOW PROCESSLIST")
+        for row in cur.fetchall():
+            if str(row[4]).startswith("Binlog Dump"):
+                cur.execute(f"KILL {row[0]}")
+
+
+def _fresh_files(server, n=2, mib=24):
+    """Rotated files each holding one transaction of `mib` MiB: more than socket buffers hold,
+    so a fault during the copy really cuts it."""
+    with server.connect() as conn, conn.cursor() as cur:
+        cur.execute("CREATE DATABASE IF NOT EXISTS fault")
+        cur.execute("CREATE TABLE IF NOT EXISTS fault.t (id INT PRIMARY KEY, v TEXT)")
+        cur.execute("DELETE FROM fault.t")
+        for i in range(n):
+            rows = mib * 1024
+            cur.execute("SET SESSION cte_max_recursion_depth = 1000000" if server.flavor == "mysql"
+                        else "SET SESSION max_recursive_iterations = 1000000")
+            cur.execute(f"INSERT INTO fault.t WITH RECURSIVE s(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM s "
+                        f"WHERE x < {rows}) SELECT x + {i * rows}, REPEAT('y', 1000) FROM s")
+            cur.execute("FLUSH BINARY LOGS")
+
+
+def _assert_whole(store, source_name, server):
+    src = MySQLSource(f"mysql://root@127.0.0.1:{server.port}")
+    for f in src.files():
+        if store.exists(f"{source_name}/manifests/{f.name}.json"):
+            assert store.get(f"{source_name}/binlogs/{f.name}") == (server.binlog_dir / f.name).read_bytes()
+
+
+@pytest.mark.parametrize("name", ["mysql_server", "mariadb_server"])
+def test_connection_dropped_mid_copy(request, name, tmp_path):
+    server = request.getfixturevalue(name)
+    _fresh_files(server)
+    store = FileStore(str(tmp_path / "store"))
+    src = MySQLSource(f"mysql://root@127.0.0.1:{server.port}")
+    with pytest.raises((SourceError, BinlogError)):
+        archive(_Faulty(src, 5, lambda: _kill_dump_threads(server)), store, "f")
+    assert store.keys("f/manifests") == [] and store.keys("f/binlogs") == []
+    result = archive(src, store, "f")  # the next run completes it
+    assert result.archived == [f.name for f in src.files()]
+    _assert_whole(store, "f", server)
+
+
+def test_s3_endpoint_gone_mid_copy(mysql_server, s3_endpoint):
+    import socket
+
+    from moto.server import ThreadedMotoServer
+
+    _fresh_files(mysql_server)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    moto = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    moto.start()
+    client = boto3.client("s3", endpoint_url=f"http://127.0.0.1:{port}")
+    client.create_bucket(Bucket="flaky")
+    store = S3Store("s3://flaky/x", client=client)
+    src = MySQLSource(f"mysql://root@127.0.0.1:{mysql_server.port}")
+    import binlake.archive.stores as stores
+
+    old = stores.PART_SIZE
+    stores.PART_SIZE = 5 << 20
+    try:
+        with pytest.raises(Exception):  # noqa: B017 - whatever botocore raises for a dead endpoint
+            archive(_Faulty(src, 3, moto.stop), store, "s")
+        moto = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+        moto.start()  # the endpoint is back, with what it held
+        assert store.keys("s/manifests") == [] and store.keys("s/binlogs") == []
+        assert archive(src, store, "s").archived == [f.name for f in src.files()]
+        _assert_whole(store, "s", mysql_server)
+    finally:
+        stores.PART_SIZE = old
+        moto.stop()
+
+
+def test_two_archivers_at_once(mysql_server, tmp_path):
+    import threading
+
+    _fresh_files(mysql_server)
+    store = FileStore(str(tmp_path / "store"))
+    src = MySQLSource(f"mysql://root@127.0.0.1:{mysql_server.port}")
+    errors = []
+
+    def run():
+        try:
+            archive(MySQLSource(f"mysql://root@127.0.0.1:{mysql_server.port}", server_id=0x62000000
+                                + threading.get_ident() % 1000), store, "c")
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    names = [f.name for f in src.files()]
+    assert sorted(k.rsplit("/", 1)[1] for k in store.keys("c/binlogs")) == names
+    _assert_whole(store, "c", mysql_server)
+    for n in names:
+        m = json.loads(store.get(f"c/manifests/{n}.json"))
+        assert m["size"] == (mysql_server.binlog_dir / n).stat().st_size
+
+
+def test_file_name_escaping_the_store_is_refused():
+    from binlake.archive.sources import _safe_name
+
+    for bad in ("../etc/passwd", "a/b", "..", "x\\y"):
+        with pytest.raises(SourceError, match="not a plain file name"):
+            _safe_name(bad)

@@ -173,7 +173,7 @@ class MySQLSource:
                 yield data
                 if type_code in (c.ROTATE_EVENT, c.STOP_EVENT):
                     return  # the end of this file; the server would go on with the next
-        except pymysql.err.OperationalError as e:
+        except pymysql.err.MySQLError as e:
             if e.args and e.args[0] in (1227, 1045):
                 raise SourceError(f"{self.url}: missing privilege REPLICATION SLAVE") from None
             raise SourceError(f"{self.url}: dump of {f.name} failed: {e.args[-1] if e.args else e}") from None
