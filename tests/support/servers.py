@@ -261,7 +261,9 @@ def start(flavor: str, workdir: Path, **overrides) -> Server:
               "--auth-root-authentication-method=normal", "--skip-test-db"])
         tools = (["mariadb-binlog"], ["mariadb"])
         server_id = 2
-    opts = [f"--{k}={v}" for k, v in _settings(flavor, server_id, overrides).items()]
+    # An override of None removes a setting, True passes a bare flag (e.g. disable_log_bin=True).
+    opts = [f"--{k}" if v is True else f"--{k}={v}" for k, v in _settings(flavor, server_id, overrides).items()
+            if v is not None]
     argv = [*daemon, "--no-defaults", *base, f"--datadir={datadir}", "--user=root", f"--port={port}",
             f"--socket={sock}", f"--pid-file={workdir / 'mysqld.pid'}", f"--log-error={log}", *opts]
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
