@@ -98,8 +98,8 @@ def test_server_to_s3_byte_identical(request, name, s3_endpoint):
         cur.execute("GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO 'arch'@'127.0.0.1'")
     boto3.client("s3").create_bucket(Bucket=f"lake-{server.flavor}")
     url = f"s3://lake-{server.flavor}/archive"
-    proc = run_cli("archive", "--source", f"mysql://arch:S3cret-pw@127.0.0.1:{server.port}", "--store", url,
-                   "--source-name", "db1")
+    proc = run_cli("-v", "archive", "--source", f"mysql://arch:S3cret-pw@127.0.0.1:{server.port}",
+                   "--store", url, "--source-name", "db1")
     assert proc.returncode == 0, proc.stderr
     assert "S3cret-pw" not in proc.stdout + proc.stderr
     (report,) = ndjson(proc.stdout)
@@ -357,3 +357,29 @@ def test_process_killed_mid_copy(mysql_server, tmp_path):
     _assert_whole(store, "k", mysql_server)
     src = MySQLSource(f"mysql://root@127.0.0.1:{mysql_server.port}")
     assert all(store.exists(f"k/manifests/{f.name}.json") for f in src.files())
+
+
+def test_server_killed_mid_copy(tmp_path):
+    from tests.conftest import require
+    from tests.support import servers
+
+    try:
+        server = servers.start("mysql", tmp_path / "victim")
+    except Exception as e:  # noqa: BLE001
+        require(False, f"a real mysql server ({e})")
+    try:
+        _fresh_files(server, n=2, mib=24)
+        store = FileStore(str(tmp_path / "store"))
+        src = MySQLSource(f"mysql://root@127.0.0.1:{server.port}")
+        names = [f.name for f in src.files()]
+        with pytest.raises(SourceError):
+            archive(_Faulty(src, 5, server.kill), store, "v")
+        archived = [k.rsplit("/", 1)[1][:-5] for k in store.keys("v/manifests")]
+        assert archived == [k.rsplit("/", 1)[1] for k in store.keys("v/binlogs")]
+        assert len(archived) < len(names)
+        server.restart()  # crash recovery; the rotated files are all still there
+        result = archive(src, store, "v")
+        assert set(names) <= set(archived) | set(result.archived)
+        _assert_whole(store, "v", server)
+    finally:
+        server.stop()

@@ -160,6 +160,7 @@ class MySQLSource:
             payload = struct.pack("<IHI", 4, flags, self.server_id) + f.name.encode()
             conn._execute_command(COM_BINLOG_DUMP, payload)
             yield c.MAGIC
+            pos = 4
             while True:
                 pkt = conn._read_packet()
                 if pkt.is_eof_packet():
@@ -169,9 +170,12 @@ class MySQLSource:
                 if type_code in (c.HEARTBEAT_LOG_EVENT, c.HEARTBEAT_LOG_EVENT_V2):
                     continue
                 if type_code == c.ROTATE_EVENT and (flags & c.LOG_EVENT_ARTIFICIAL_F or log_pos == 0):
+                    if pos > 4:
+                        return  # the server moved on to the next file: this one had no ROTATE (a crash)
                     continue  # the fake ROTATE naming the file the dump starts in
                 yield data
-                if type_code in (c.ROTATE_EVENT, c.STOP_EVENT):
+                pos += len(data)
+                if type_code in (c.ROTATE_EVENT, c.STOP_EVENT) or pos >= f.size:
                     return  # the end of this file; the server would go on with the next
         except pymysql.err.MySQLError as e:
             if e.args and e.args[0] in (1227, 1045):

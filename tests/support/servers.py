@@ -181,6 +181,7 @@ class Server:
     mysql_client: list[str]
     socket: Path = field(default=Path())
     workdir: Path = field(default=Path())
+    argv: list[str] = field(default_factory=list)
 
     def connect(self, autocommit: bool = True, **kw) -> pymysql.connections.Connection:
         args = {"host": self.host, "port": self.port, "user": self.user, "password": self.password,
@@ -206,6 +207,20 @@ class Server:
                     return
             time.sleep(0.1)
         os.kill(self.pid, signal.SIGKILL)
+
+    def kill(self) -> None:
+        """SIGKILL, as a crash: no shutdown, no flush."""
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass
+
+    def restart(self) -> None:
+        """Start again on the same datadir and port (after stop() or kill())."""
+        proc, conn = _launch(self.argv, self.socket, self.workdir / "error.log", f"{self.flavor} restart")
+        conn.close()
+        self.pid = proc.pid
 
     def to_json(self) -> str:
         d = asdict(self)
@@ -266,23 +281,7 @@ def start(flavor: str, workdir: Path, **overrides) -> Server:
             if v is not None]
     argv = [*daemon, "--no-defaults", *base, f"--datadir={datadir}", "--user=root", f"--port={port}",
             f"--socket={sock}", f"--pid-file={workdir / 'mysqld.pid'}", f"--log-error={log}", *opts]
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
-    deadline = time.time() + 90
-    conn = None
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            break
-        try:
-            conn = pymysql.connect(unix_socket=str(sock), user="root", autocommit=True)
-            break
-        except pymysql.err.OperationalError:
-            time.sleep(0.2)
-    if conn is None:
-        if proc.poll() is None:
-            proc.kill()
-        tail = log.read_text(errors="replace")[-3000:] if log.exists() else "(no error log)"
-        raise RuntimeError(f"{flavor} did not start on 127.0.0.1:{port}; error log tail:\n{tail}")
+    proc, conn = _launch(argv, sock, log, f"{flavor} on 127.0.0.1:{port}")
     with conn.cursor() as cur:
         # Tests connect over TCP from 127.0.0.1, as users' tools do.
         cur.execute("CREATE USER IF NOT EXISTS 'root'@'127.0.0.1' IDENTIFIED BY ''")
@@ -291,9 +290,23 @@ def start(flavor: str, workdir: Path, **overrides) -> Server:
         version = cur.fetchone()[0]
     conn.close()
     server = Server(flavor, version, "127.0.0.1", port, "root", "", datadir, datadir, "binlog", proc.pid,
-                    tools[0], tools[1], sock, workdir)
+                    tools[0], tools[1], sock, workdir, argv)
     (workdir / "server.json").write_text(server.to_json())
     return server
+
+
+def _launch(argv: list[str], sock: Path, log: Path, what: str):
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.time() + 90
+    while time.time() < deadline and proc.poll() is None:
+        try:
+            return proc, pymysql.connect(unix_socket=str(sock), user="root", autocommit=True)
+        except pymysql.err.OperationalError:
+            time.sleep(0.2)
+    if proc.poll() is None:
+        proc.kill()
+    tail = log.read_text(errors="replace")[-3000:] if log.exists() else "(no error log)"
+    raise RuntimeError(f"{what} did not start; error log tail:\n{tail}")
 
 
 def _load(workdir: Path) -> Server:
