@@ -83,7 +83,7 @@ def _copy(source, store, source_name: str, f) -> dict:
     except BaseException:
         writer.abort()
         raise
-    return verifier.manifest(source=source_name, source_url=source.url,
+    return verifier.manifest(source=source_name, source_url=source.url, server_uuid=source.server_uuid,
                              archived_at=dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"))
 
 

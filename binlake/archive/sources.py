@@ -45,6 +45,7 @@ class DirSource:
     def __init__(self, path: str) -> None:
         self.path = Path(path)
         self.url = f"dir://{self.path}"
+        self.server_uuid: str | None = None  # not knowable from files alone
 
     def files(self) -> list[BinlogFile]:
         if not self.path.is_dir():
@@ -106,6 +107,7 @@ class MySQLSource:
         self.password = password if password is not None else (
             unquote(u.password) if u.password is not None else os.environ.get("BINLAKE_MYSQL_PASSWORD", ""))
         self.server_id = server_id
+        self.server_uuid: str | None = None
         self.url = f"mysql://{self.user}@{self.host}:{self.port}"  # never the password
 
     def _connect(self):
@@ -131,6 +133,9 @@ class MySQLSource:
                     raise SourceError(f"{self.url}: binary logging is off (log_bin)")
                 cur.execute("SHOW BINARY LOGS")
                 rows = cur.fetchall()
+                cur.execute("SHOW VARIABLES LIKE 'server_uuid'")  # MariaDB has none
+                found = cur.fetchone()
+                self.server_uuid = found[1] if found else None
         except pymysql.err.OperationalError as e:
             if e.args and e.args[0] in (1227, 1142):
                 raise SourceError(f"{self.url}: missing privilege: grant REPLICATION CLIENT and "
