@@ -177,6 +177,9 @@ class _Faulty:
     def files(self):
         return self.source.files()
 
+    def __getattr__(self, name):
+        return getattr(self.source, name)
+
     def stream(self, f):
         for i, chunk in enumerate(self.source.stream(f)):
             if i == self.k:
