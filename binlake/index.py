@@ -30,25 +30,73 @@ class IndexEntry:
     complete: bool = True
 
 
+class Indexer:
+    """The boundary walk, one event at a time: `feed` returns the entry a frame completes.
+
+    Shared by the random-access index below and the archive's streaming copy. An invalid
+    transition closes the open transaction as incomplete and the walk goes on.
+    """
+
+    def __init__(self, binlog_file: str, fde) -> None:
+        self.file = binlog_file
+        self.fde = fde
+        self.parser = BoundaryParser()
+        self.open: tuple | None = None  # (start, GtidInfo | None, server_id)
+        self.gtids: list[str] = []
+
+    def feed(self, frame) -> IndexEntry | None:
+        if frame.type == c.TRANSACTION_PAYLOAD_EVENT and self.open is not None:
+            # A payload holds the whole rest of its transaction, BEGIN to XID.
+            self.parser.reset()
+            return self._close(frame.end, frame.timestamp, True)
+        e = describe(self.parser, frame, -1, self.fde)
+        b = e.boundary
+        if b is Boundary.IGNORE:
+            return None
+        out = None
+        if not self.parser.feed(b, e.opener):
+            if self.open is not None:
+                out = self._close(frame.pos, frame.timestamp, False)
+            self.parser.reset()
+            if not self.parser.feed(b, e.opener):
+                return out
+        if b is Boundary.START:
+            self.open = (frame.pos, e.gtid, frame.server_id)
+            if e.gtid and e.gtid.gtid:
+                self.gtids.append(e.gtid.gtid)
+        elif b is Boundary.SELF_CONTAINED:
+            self.open = (frame.pos, None, frame.server_id)
+            return self._close(frame.end, frame.timestamp, True)
+        elif b is Boundary.END and self.open is not None:
+            return self._close(frame.end, frame.timestamp, True)
+        return out
+
+    def finish(self, end: int) -> IndexEntry | None:
+        """The transaction still open where the file ends, as incomplete."""
+        return self._close(end, 0, False) if self.open is not None else None
+
+    def _close(self, end: int, end_ts: int, complete: bool) -> IndexEntry:
+        start, g, server_id = self.open
+        self.open = None
+        gtid = g.gtid if g else None
+        ts = ts_from_micros(g.immediate_commit_ts) if g and g.immediate_commit_ts else ts_from_seconds(end_ts)
+        return IndexEntry(start, end - start, gtid or derived_txn_id(server_id, self.file, start), gtid, ts,
+                          complete)
+
+
 def index_transactions(reader: BinlogReader, binlog_file: str, *, jump: bool = True,
                        verify: bool = True) -> Iterator[IndexEntry]:
     """Yield one entry per transaction; stops quietly at a truncated tail (entry incomplete)."""
-    parser = BoundaryParser()
-    open_start = None
-    open_gtid: ev_codec.GtidInfo | None = None
-    open_sid = 0
-    pos = reader.first_event_pos
+    indexer = Indexer(binlog_file, reader.fde)
     end = reader.end
-    frames = reader.frames(pos, verify=verify)
+    frames = reader.frames(reader.first_event_pos, verify=verify)
     while True:
         try:
             frame = next(frames)
-        except StopIteration:
-            break
-        except BinlogError:
+        except (StopIteration, BinlogError):
             break
         t = frame.type
-        if jump and open_start is None and t in c.GTID_EVENTS:
+        if jump and indexer.open is None and t in c.GTID_EVENTS:
             g = (ev_codec.decode_tagged_gtid(frame.body) if t == c.GTID_TAGGED_LOG_EVENT
                  else ev_codec.decode_mysql_gtid(t, frame.body))
             n = g.transaction_length
@@ -57,40 +105,9 @@ def index_transactions(reader: BinlogReader, binlog_file: str, *, jump: bool = T
                 yield IndexEntry(frame.pos, n, txn_id, g.gtid, ts_from_micros(g.immediate_commit_ts))
                 frames = reader.frames(frame.pos + n, verify=verify)
                 continue
-        if t == c.TRANSACTION_PAYLOAD_EVENT and open_start is not None:
-            # A payload holds the whole rest of its transaction, BEGIN to XID.
-            yield _entry(binlog_file, open_start, frame.end - open_start, open_gtid, open_sid,
-                         frame.timestamp, True)
-            open_start = None
-            parser.reset()
-            continue
-        e = describe(parser, frame, -1, reader.fde)
-        b = e.boundary
-        if b is Boundary.IGNORE:
-            continue
-        if not parser.feed(b, e.opener):
-            if open_start is not None:
-                yield _entry(binlog_file, open_start, frame.pos - open_start, open_gtid, open_sid,
-                             frame.timestamp, False)
-                open_start = None
-            parser.reset()
-            if not parser.feed(b, e.opener):
-                continue
-        if b is Boundary.START:
-            open_start, open_gtid, open_sid = frame.pos, e.gtid, frame.server_id
-        elif b is Boundary.SELF_CONTAINED:
-            yield _entry(binlog_file, frame.pos, frame.size, None, frame.server_id,
-                         frame.timestamp, True)
-        elif b is Boundary.END and open_start is not None:
-            yield _entry(binlog_file, open_start, frame.end - open_start, open_gtid, open_sid,
-                         frame.timestamp, True)
-            open_start = None
-    if open_start is not None:
-        yield _entry(binlog_file, open_start, end - open_start, open_gtid, open_sid, 0, False)
-
-
-def _entry(binlog_file, start, length, g, server_id, end_ts, complete) -> IndexEntry:
-    gtid = g.gtid if g else None
-    ts = ts_from_micros(g.immediate_commit_ts) if g and g.immediate_commit_ts else ts_from_seconds(end_ts)
-    return IndexEntry(start, length, gtid or derived_txn_id(server_id, binlog_file, start), gtid,
-                      ts, complete)
+        entry = indexer.feed(frame)
+        if entry is not None:
+            yield entry
+    last = indexer.finish(end)
+    if last is not None:
+        yield last

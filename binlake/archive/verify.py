@@ -10,26 +10,16 @@ from __future__ import annotations
 
 import hashlib
 import struct
-import zlib
 from dataclasses import dataclass, field
 
-from binlake.assemble import describe
 from binlake.binlog import constants as c
-from binlake.binlog.framing import FormatDescription, Frame, parse_fde_body
+from binlake.binlog.framing import FormatDescription, Frame, crc_ok, parse_fde_body
 from binlake.binlog.gtid import GtidSet, decode_gtid_list, decode_previous_gtids
-from binlake.boundary import Boundary, BoundaryParser
 from binlake.errors import BinlogError
-from binlake.records import derived_txn_id, ts_from_micros, ts_from_seconds
+from binlake.index import IndexEntry, Indexer
+from binlake.records import ts_from_seconds
 
 _HEADER = struct.Struct("<IBIIIH")
-
-
-@dataclass
-class Entry:
-    start: int
-    length: int
-    txn_id: str
-    commit_ts: str
 
 
 @dataclass
@@ -45,11 +35,9 @@ class Verifier:
     first_event_ts: int | None = None
     last_event_ts: int | None = None
     previous_gtids: str | None = None
-    gtids: list[str] = field(default_factory=list)
-    index: list[Entry] = field(default_factory=list)
+    index: list[IndexEntry] = field(default_factory=list)
     last_event_type: int | None = None
-    _parser: BoundaryParser = field(default_factory=BoundaryParser)
-    _open: tuple | None = None  # (start, GtidInfo | None, server_id)
+    _indexer: Indexer | None = None
 
     def magic(self, data: bytes) -> None:
         if data == c.ENCRYPTED_MAGIC:
@@ -72,14 +60,12 @@ class Verifier:
                 raise BinlogError(self.name, pos, f"no FORMAT_DESCRIPTION event at offset 4 (type {type_code})")
             self.fde = parse_fde_body(memoryview(data)[19:])
             self.server_id = server_id
+            self._indexer = Indexer(self.name.rsplit("/", 1)[-1], self.fde)
         fde = self.fde
         body_end = size
         if fde.has_checksum:
             body_end -= 4
-            crc_area = bytearray(data[:body_end])
-            if type_code == c.FORMAT_DESCRIPTION_EVENT:  # the in-use flag is cleared after the CRC
-                struct.pack_into("<H", crc_area, 17, flags & ~c.LOG_EVENT_BINLOG_IN_USE_F)
-            if zlib.crc32(crc_area) != struct.unpack_from("<I", data, body_end)[0]:
+            if not crc_ok(data):
                 raise BinlogError(self.name, pos, f"CRC32 mismatch in {c.event_name(type_code)} event")
         if log_pos and log_pos != pos + size and not flags & c.LOG_EVENT_ARTIFICIAL_F:
             raise BinlogError(self.name, pos, f"{c.event_name(type_code)} event ends at {pos + size} "
@@ -99,36 +85,19 @@ class Verifier:
             self.previous_gtids = str(decode_previous_gtids(frame.body))
         elif t == c.GTID_LIST_EVENT:
             self.previous_gtids = ",".join(decode_gtid_list(frame.body))
-        if t == c.TRANSACTION_PAYLOAD_EVENT and self._open is not None:
-            self._close(frame.end, frame.timestamp)  # a payload holds the rest of its transaction
-            self._parser.reset()
-            return
-        e = describe(self._parser, frame, -1, self.fde)
-        b = e.boundary
-        if b is Boundary.IGNORE:
-            return
-        if not self._parser.feed(b, e.opener):
-            raise BinlogError(self.name, frame.pos, self._parser.error_text(b))
-        if b is Boundary.START:
-            self._open = (frame.pos, e.gtid, frame.server_id)
-            if e.gtid and e.gtid.gtid:
-                self.gtids.append(e.gtid.gtid)
-        elif b is Boundary.SELF_CONTAINED:
-            self._open = (frame.pos, None, frame.server_id)
-            self._close(frame.end, frame.timestamp)
-        elif b is Boundary.END:
-            self._close(frame.end, frame.timestamp)
-
-    def _close(self, end: int, end_ts: int) -> None:
-        start, g, server_id = self._open
-        self._open = None
-        ts = ts_from_micros(g.immediate_commit_ts) if g and g.immediate_commit_ts else ts_from_seconds(end_ts)
-        txn_id = (g.gtid if g else None) or derived_txn_id(server_id, self.name.rsplit("/", 1)[-1], start)
-        self.index.append(Entry(start, end - start, txn_id, ts))
+        entry = self._indexer.feed(frame)
+        if entry is not None:
+            self.index.append(entry)
 
     def finish(self) -> None:
-        if self._open is not None:
-            raise BinlogError(self.name, self._open[0], "file ends inside a transaction")
+        """At the end of the file: a transaction still open is indexed as incomplete."""
+        entry = self._indexer.finish(self.size) if self._indexer else None
+        if entry is not None:
+            self.index.append(entry)
+
+    @property
+    def gtids(self) -> list[str]:
+        return self._indexer.gtids if self._indexer else []
 
     def manifest(self, **extra) -> dict:
         fde = self.fde
@@ -150,6 +119,7 @@ class Verifier:
             "max_commit_ts": max(commit) if commit else None,
             "transaction_count": len(self.index),
             "transactions": [[e.start, e.length, e.txn_id, e.commit_ts] for e in self.index],
+            "incomplete": [e.start for e in self.index if not e.complete],
             **extra,
         }
 

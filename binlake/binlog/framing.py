@@ -87,6 +87,15 @@ def _checksum_aware(server_version: str) -> bool:
     return v >= (5, 6, 1)
 
 
+def crc_ok(event: bytes | memoryview) -> bool:
+    """Whether a whole event's trailing CRC32 matches. A FORMAT_DESCRIPTION event's CRC was
+    computed before the server cleared its LOG_EVENT_BINLOG_IN_USE_F flag on closing the file."""
+    area = bytearray(event[:-4])
+    if area[4] == c.FORMAT_DESCRIPTION_EVENT:
+        area[17] &= ~c.LOG_EVENT_BINLOG_IN_USE_F & 0xFF
+    return zlib.crc32(area) == _U32.unpack_from(event, len(event) - 4)[0]
+
+
 class Frame:
     """One event as cut from the file: its header fields and where its body lies."""
 
@@ -233,13 +242,8 @@ class BinlogReader:
                 fde = parse_fde_body(memoryview(data)[4 + 19:4 + size])
             except (ValueError, struct.error, IndexError) as e:
                 raise self._fail(4, f"corrupt FORMAT_DESCRIPTION event: {e}") from None
-            if fde.has_checksum:
-                flags = struct.unpack_from("<H", data, 4 + 17)[0]
-                crc_area = bytearray(data[4:4 + size - 4])
-                # The server clears LOG_EVENT_BINLOG_IN_USE_F without re-computing the CRC.
-                struct.pack_into("<H", crc_area, 17, flags & ~c.LOG_EVENT_BINLOG_IN_USE_F)
-                if zlib.crc32(crc_area) != _U32.unpack_from(data, 4 + size - 4)[0]:
-                    raise self._fail(4, "checksum mismatch in FORMAT_DESCRIPTION event")
+            if fde.has_checksum and not crc_ok(memoryview(data)[4:4 + size]):
+                raise self._fail(4, "checksum mismatch in FORMAT_DESCRIPTION event")
             return fde, 4
         if type_code == c.START_EVENT_V3:
             binlog_version = 1 if size == 13 + 56 else 3
