@@ -176,8 +176,16 @@ class FileAssembler:
     # -- the main pass -----------------------------------------------------------------
 
     def run(self) -> dict:
+        for _ in self.steps():
+            pass
+        return self.stats
+
+    def steps(self, start: int | None = None) -> Iterator[None]:
+        """Run, yielding after every event: a caller streaming the records out can take them
+        as they come instead of holding a whole file's (see binlake.splits)."""
+        start = self.reader.first_event_pos if start is None else start
         try:
-            for frame, inner in self._stream(self.reader.first_event_pos, self._bad_payload):
+            for frame, inner in self._stream(start, self._bad_payload):
                 self.stats["events"] += 1
                 try:
                     self._on_frame(frame, inner)
@@ -186,6 +194,7 @@ class FileAssembler:
                 except Exception as exc:  # a bug: say where it happened
                     exc.binlake_where = self._where(frame.pos)  # type: ignore[attr-defined]
                     raise
+                yield
         except FatalBinlogError:
             raise
         except BinlogError as exc:
@@ -195,12 +204,14 @@ class FileAssembler:
                 self._break(exc.offset, code, f"{exc}", range_end=self.reader.end)
             else:
                 self._anomaly(exc.offset, self.reader.end, code, str(exc))
-            return self.stats
+            return
         self._flush_orphans()
+        self._at_end()
+
+    def _at_end(self) -> None:
         if self.txn:
             self._break(self.reader.end, "TRUNCATED",
                         f"{self._where(self.reader.end)}: file ends inside a transaction")
-        return self.stats
 
     def _bad_payload(self, frame: Frame, reason: str) -> None:
         self._anomaly(frame.pos, frame.end, "DECODE_ERROR", f"{self._where(frame.pos)}: {reason}")
@@ -274,7 +285,10 @@ class FileAssembler:
     # -- transactions ------------------------------------------------------------------
 
     def _open(self, e: Event) -> None:
-        facts = self._lookahead(e)
+        self.txn = self._new_txn(e, self._lookahead(e))
+        self._add(self.txn, e)
+
+    def _new_txn(self, e: Event, facts: Facts) -> Txn:
         g = e.gtid
         gtid = g.gtid if g else None
         txn_id = gtid or derived_txn_id(e.frame.server_id, self.file, e.frame.pos)
@@ -288,8 +302,7 @@ class FileAssembler:
         xid = None
         if end is not None:
             xid = end.xid if end.xid is not None else (end.query.ddl_xid if end.query else None)
-        self.txn = Txn(e, facts, txn_id, commit_ts, xid, first_ts=e.frame.timestamp)
-        self._add(self.txn, e)
+        return Txn(e, facts, txn_id, commit_ts, xid, first_ts=e.frame.timestamp)
 
     def _lookahead(self, start: Event) -> Facts:
         """Walk the transaction's events without decoding rows, to its end."""
@@ -374,29 +387,39 @@ class FileAssembler:
         except _DECODE_ERRORS as exc:
             self._decode_failed(txn, f, exc)
             return
+        self._place(txn, f, tm, ev)
+
+    def _place(self, txn: Txn, f: Frame, tm: rows_codec.TableMap, ev) -> None:
+        """Number the decoded rows of one rows event and hold them in the current segment."""
         if txn.seg_rows and (txn.seg_rows >= self.opts.segment_rows
                              or txn.seg_bytes >= self.opts.segment_bytes):
             self._flush_segment(txn, end_segment=False)
             txn.segment_id += 1
             txn.seg_rows = txn.seg_bytes = 0
-        name = f"{tm.schema}.{tm.table}"
-        txn.tables.add(name)
-        txn.rows[ev.op] += len(ev.rows)
+        self._count(txn, tm, ev)
         txn.seg_bytes += f.size
         for before, after in ev.rows:
             txn.seg_rows += 1
             if self.opts.rows:
-                txn.seg_buf.append({
-                    "record": "row_change", "txn_id": txn.txn_id, "segment_id": txn.segment_id,
-                    "end_segment": False, "seq": txn.seq, "binlog_file": self.file,
-                    "event_pos": f.pos, "commit_ts": txn.commit_ts,
-                    "event_ts": ts_from_seconds(f.timestamp), "schema": tm.schema,
-                    "table": tm.table, "op": ev.op, "before": before, "after": after,
-                    "rows_query": txn.rows_query, "xid": txn.xid,
-                })
+                txn.seg_buf.append(self._row_change(txn, f, tm, ev.op, before, after))
             txn.seq += 1
         if ev.flags & c.STMT_END_F:
             txn.rows_query = None
+
+    @staticmethod
+    def _count(txn: Txn, tm: rows_codec.TableMap, ev) -> None:
+        txn.tables.add(f"{tm.schema}.{tm.table}")
+        txn.rows[ev.op] += len(ev.rows)
+
+    def _row_change(self, txn: Txn, f: Frame, tm: rows_codec.TableMap, op: str, before, after) -> dict:
+        return {
+            "record": "row_change", "txn_id": txn.txn_id, "segment_id": txn.segment_id,
+            "end_segment": False, "seq": txn.seq, "binlog_file": self.file,
+            "event_pos": f.pos, "commit_ts": txn.commit_ts,
+            "event_ts": ts_from_seconds(f.timestamp), "schema": tm.schema,
+            "table": tm.table, "op": op, "before": before, "after": after,
+            "rows_query": txn.rows_query, "xid": txn.xid,
+        }
 
     def _flush_segment(self, txn: Txn, end_segment: bool) -> None:
         buf, txn.seg_buf = txn.seg_buf, []
@@ -440,43 +463,54 @@ class FileAssembler:
 
     def _emit_txn(self, txn: Txn, kind: str, outcome: str, end_event: str | None,
                   synthetic: bool, end_pos: int) -> None:
-        g = txn.start.gtid
-        start_pos = txn.start.frame.pos
-        length = g.transaction_length if g and g.transaction_length else None
-        end = txn.facts.end
-        xa_xid = None
-        if end is not None and end.xa is not None:
-            xa_xid = end.xa.xid
-        elif end is not None and end.query is not None and kind in ("xa_commit", "xa_rollback"):
-            xa_xid = parse_xa_xid(end.query.text)
-        elif g is not None and g.xa_xid:
-            xa_xid = g.xa_xid
-        rows = txn.rows
-        rec = {
-            "record": "transaction", "txn_id": txn.txn_id, "gtid": g.gtid if g else None,
-            "source": self.opts.source, "server_id": txn.start.frame.server_id,
-            "binlog_file": self.file, "start_pos": start_pos, "end_pos": end_pos,
-            "transaction_length": length, "kind": kind, "outcome": outcome,
-            "end_event": end_event, "synthetic_boundary": synthetic, "xid": txn.xid,
-            "xa_xid": xa_xid, "commit_ts": txn.commit_ts,
-            "original_commit_ts": ts_from_micros(g.original_commit_ts)
-            if g and g.original_commit_ts else None,
-            "first_event_ts": ts_from_seconds(txn.first_ts),
-            "last_committed": g.last_committed if g else None,
-            "sequence_number": g.sequence_number if g else None,
-            "compressed": txn.compressed, "event_count": txn.event_count,
-            "row_count": rows["insert"] + rows["update"] + rows["delete"],
-            "rows_inserted": rows["insert"], "rows_updated": rows["update"],
-            "rows_deleted": rows["delete"], "tables": sorted(txn.tables),
-            "statement": end.query.text if synthetic and end and end.query else None,
-            "segment_count": txn.segment_id,
-        }
+        rec, mismatch = transaction_record(txn, kind, outcome, end_event, synthetic, end_pos,
+                                           self.opts.source, self.file)
         self.stats["transactions"] += 1
         self.emit("transaction", rec)
-        if length and outcome != "incomplete" and length != end_pos - start_pos:
-            self._anomaly(start_pos, end_pos, "LENGTH_MISMATCH",
-                          f"{self._where(start_pos)}: transaction_length {length} but the "
-                          f"transaction spans {end_pos - start_pos} bytes")
+        if mismatch:
+            self._anomaly(*mismatch)
+
+
+def transaction_record(txn: Txn, kind: str, outcome: str, end_event: str | None, synthetic: bool,
+                       end_pos: int, source: str, binlog_file: str) -> tuple[dict, tuple | None]:
+    """The transaction's record, and the LENGTH_MISMATCH anomaly's (start, end, code, detail) if any."""
+    g = txn.start.gtid
+    start_pos = txn.start.frame.pos
+    length = g.transaction_length if g and g.transaction_length else None
+    end = txn.facts.end
+    xa_xid = None
+    if end is not None and end.xa is not None:
+        xa_xid = end.xa.xid
+    elif end is not None and end.query is not None and kind in ("xa_commit", "xa_rollback"):
+        xa_xid = parse_xa_xid(end.query.text)
+    elif g is not None and g.xa_xid:
+        xa_xid = g.xa_xid
+    rows = txn.rows
+    rec = {
+        "record": "transaction", "txn_id": txn.txn_id, "gtid": g.gtid if g else None,
+        "source": source, "server_id": txn.start.frame.server_id,
+        "binlog_file": binlog_file, "start_pos": start_pos, "end_pos": end_pos,
+        "transaction_length": length, "kind": kind, "outcome": outcome,
+        "end_event": end_event, "synthetic_boundary": synthetic, "xid": txn.xid,
+        "xa_xid": xa_xid, "commit_ts": txn.commit_ts,
+        "original_commit_ts": ts_from_micros(g.original_commit_ts)
+        if g and g.original_commit_ts else None,
+        "first_event_ts": ts_from_seconds(txn.first_ts),
+        "last_committed": g.last_committed if g else None,
+        "sequence_number": g.sequence_number if g else None,
+        "compressed": txn.compressed, "event_count": txn.event_count,
+        "row_count": rows["insert"] + rows["update"] + rows["delete"],
+        "rows_inserted": rows["insert"], "rows_updated": rows["update"],
+        "rows_deleted": rows["delete"], "tables": sorted(txn.tables),
+        "statement": end.query.text if synthetic and end and end.query else None,
+        "segment_count": txn.segment_id,
+    }
+    mismatch = None
+    if length and outcome != "incomplete" and length != end_pos - start_pos:
+        mismatch = (start_pos, end_pos, "LENGTH_MISMATCH",
+                    f"{binlog_file}:{start_pos}: transaction_length {length} but the "
+                    f"transaction spans {end_pos - start_pos} bytes")
+    return rec, mismatch
 
 
 def classify_end(start: Event, end: Event | None) -> tuple[str, str, str]:

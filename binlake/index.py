@@ -43,6 +43,7 @@ class Indexer:
         self.parser = BoundaryParser()
         self.open: tuple | None = None  # (start, GtidInfo | None, server_id)
         self.gtids: list[str] = []
+        self.last_ts = 0  # of the open transaction's last typed event: an unfinished one's commit time
 
     def feed(self, frame) -> IndexEntry | None:
         if frame.type == c.TRANSACTION_PAYLOAD_EVENT and self.open is not None:
@@ -53,6 +54,7 @@ class Indexer:
         b = e.boundary
         if b is Boundary.IGNORE:
             return None
+        self.last_ts = frame.timestamp
         out = None
         if not self.parser.feed(b, e.opener):
             if self.open is not None:
@@ -73,7 +75,7 @@ class Indexer:
 
     def finish(self, end: int) -> IndexEntry | None:
         """The transaction still open where the file ends, as incomplete."""
-        return self._close(end, 0, False) if self.open is not None else None
+        return self._close(end, self.last_ts, False) if self.open is not None else None
 
     def _close(self, end: int, end_ts: int, complete: bool) -> IndexEntry:
         start, g, server_id = self.open
