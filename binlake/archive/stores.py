@@ -8,14 +8,36 @@ one part buffered) completed only after every part was sent, and aborted on any 
 from __future__ import annotations
 
 import contextlib
+import mmap
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlparse
 
 from binlake.errors import BinlakeError
 
 PART_SIZE = 16 << 20
+RANGE_CHUNK = 8 << 20  # a ranged GET is spooled to disk this much at a time
+
+
+class MissingObject(BinlakeError):  # noqa: N818 - reads as what happened
+    """The store has no object under a key it was expected to hold."""
+
+
+class Range:
+    """Bytes [start, start + len(data)) of an object, and the object's whole size."""
+
+    def __init__(self, data, total: int) -> None:
+        self.data = data
+        self.total = total
+
+
+def _mapped(f) -> memoryview:
+    size = os.fstat(f.fileno()).st_size
+    if size == 0:
+        return memoryview(b"")
+    return memoryview(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ))
 
 
 class StoreError(BinlakeError):
@@ -72,6 +94,20 @@ class FileStore:
 
     def writer(self, key: str) -> Writer:
         return _FileWriter(self._path(key))
+
+    @contextlib.contextmanager
+    def open_range(self, key: str, start: int, end: int) -> Iterator[Range]:
+        """Bytes [start, end) of an object, memory-mapped: nothing is copied or held."""
+        try:
+            f = open(self._path(key), "rb")  # noqa: SIM115 - closed by the with below
+        except FileNotFoundError:
+            raise MissingObject(f"{self.url}/{key}: no such object") from None
+        with f:
+            view = _mapped(f)
+            try:
+                yield Range(view[start:end], len(view))
+            finally:
+                _release(view)
 
 
 class _FileWriter(Writer):
@@ -157,6 +193,35 @@ class S3Store:
     def writer(self, key: str) -> Writer:
         return _S3Writer(self, self._key(key))
 
+    @contextlib.contextmanager
+    def open_range(self, key: str, start: int, end: int) -> Iterator[Range]:
+        """Bytes [start, end) by one ranged GET, spooled to a temporary file and memory-mapped,
+        so a task's memory does not grow with its range."""
+        from botocore.exceptions import ClientError
+
+        try:
+            r = self.s3.get_object(Bucket=self.bucket, Key=self._key(key), Range=f"bytes={start}-{end - 1}")
+        except ClientError as e:
+            code = e.response.get("Error", {}).get("Code", "")
+            if code in ("NoSuchKey", "404", "NotFound"):
+                raise MissingObject(f"{self.url}/{key}: no such object") from None
+            if code == "InvalidRange":  # the object ends before `start`
+                total = self.s3.head_object(Bucket=self.bucket, Key=self._key(key))["ContentLength"]
+                yield Range(memoryview(b""), total)
+                return
+            raise
+        total = int(r.get("ContentRange", "/0").rsplit("/", 1)[1] or 0) or r["ContentLength"]
+        with tempfile.TemporaryFile(prefix="binlake-range-") as f:
+            body = r["Body"]
+            for chunk in iter(lambda: body.read(RANGE_CHUNK), b""):
+                f.write(chunk)
+            f.flush()
+            view = _mapped(f)
+            try:
+                yield Range(view, total)
+            finally:
+                _release(view)
+
 
 class _S3Writer(Writer):
     def __init__(self, store: S3Store, key: str) -> None:
@@ -187,6 +252,14 @@ class _S3Writer(Writer):
         # Best effort: the upload was never completed, so no object exists either way.
         with contextlib.suppress(Exception):
             self.s3.abort_multipart_upload(Bucket=self.bucket, Key=self.key, UploadId=self.upload_id)
+
+
+def _release(view: memoryview) -> None:
+    obj = view.obj
+    view.release()
+    if isinstance(obj, mmap.mmap):
+        with contextlib.suppress(BufferError):  # a caller still holds a slice: the GC closes it
+            obj.close()
 
 
 def open_store(url: str):
