@@ -1,0 +1,284 @@
+"""Plan a commit-time range of an archive into splits, and run one split.
+
+This is what the Spark job distributes (binlake/spark/); nothing here imports Spark, so
+the same plan can be run in one process and compared with `binlake scan`.
+
+Planning reads only manifests. A file is chosen when its min/max commit timestamps meet
+the range. It is cut into splits of about `split_bytes` at transaction starts, so every
+byte of the file belongs to exactly one split and each split starts with the boundary
+parser at rest, as a whole-file reader would be there. Two rules keep that true:
+- no cut right after an incomplete transaction: the event that broke it must be seen by
+  the task that holds it, to report the same anomaly;
+- a complete transaction longer than a split gets a split of its own, which a survey
+  (binlake/pieces.py) may cut further into pieces.
+
+A split is run when one of its transactions commits inside the range, or when an anomaly
+in it would be dated inside the range. An anomaly is dated by the commit time of the last
+transaction starting at or before it (of the file's first transaction when none does, of
+the file's first event when the file holds none): it lands with the data it concerns, and
+hourly runs and a daily run date it alike.
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import datetime as dt
+import itertools
+import json
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from binlake.archive.run import binlog_key
+from binlake.archive.stores import MissingObject, open_store
+from binlake.assemble import FileAssembler, Options
+from binlake.binlog.framing import BinlogReader, FormatDescription
+from binlake.errors import BinlakeError
+from binlake.pieces import PieceAssembler, survey
+from binlake.records import anomaly
+
+log = logging.getLogger(__name__)
+DEFAULT_SPLIT_BYTES = 64 << 20
+EPOCH = "1970-01-01T00:00:00.000000Z"
+
+
+def parse_time(text: str) -> str:
+    """An ISO 8601 date or time (naive = UTC) in the records' own form, for comparisons."""
+    try:
+        t = dt.datetime.fromisoformat(text.strip().replace(" ", "T"))
+    except ValueError:
+        raise BinlakeError(f"{text!r}: not a date or time (use ISO 8601, e.g. 2026-11-22T10:00:00Z)") from None
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=dt.UTC)
+    return t.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+@dataclass
+class Plan:
+    store: str
+    start: str
+    end: str
+    split_bytes: int
+    sources: list[str] = field(default_factory=list)
+    files: list[dict] = field(default_factory=list)  # {source, file, size, transaction_count}
+    splits: list[dict] = field(default_factory=list)  # ready to run
+    bigs: list[dict] = field(default_factory=list)  # a big transaction each: survey, then pieces
+    anomalies: list[dict] = field(default_factory=list)  # from manifests (GTID_GAP), dated
+
+    @property
+    def bytes(self) -> int:
+        return sum(s["end"] - s["start"] for s in self.splits + self.bigs)
+
+
+def sources(store) -> list[str]:
+    """Every source with at least one manifest in the store."""
+    return sorted({k.split("/", 1)[0] for k in store.keys("") if "/manifests/" in k and k.endswith(".json")})
+
+
+def manifests(store, source: str) -> Iterator[dict]:
+    for key in store.keys(f"{source}/manifests"):
+        if key.endswith(".json"):
+            yield json.loads(store.get(key))
+
+
+def plan(store_url: str, source_names: list[str] | None, start: str, end: str,
+         split_bytes: int = DEFAULT_SPLIT_BYTES) -> Plan:
+    store = open_store(store_url)
+    store.check()
+    names = source_names or sources(store)
+    p = Plan(store_url, parse_time(start), parse_time(end), split_bytes, list(names))
+    if p.start >= p.end:
+        raise BinlakeError(f"empty range: start {p.start} is not before end {p.end}")
+    for source in names:
+        found = 0
+        for m in manifests(store, source):
+            found += 1
+            if _meets(m, p.start, p.end):
+                _plan_file(p, store_url, source, m)
+        if not found:
+            raise BinlakeError(f"{store_url}: no archived files for source {source!r} "
+                               f"(sources here: {', '.join(sources(store)) or 'none'})")
+    log.info("plan %s..%s: %d files, %d splits, %d big transactions, %d bytes", p.start, p.end,
+             len(p.files), len(p.splits), len(p.bigs), p.bytes)
+    return p
+
+
+def _meets(m: dict, start: str, end: str) -> bool:
+    lo, hi = m.get("min_commit_ts"), m.get("max_commit_ts")
+    if lo is None:  # no transaction: dated by its first event
+        lo = hi = m.get("first_event_ts") or EPOCH
+    return lo < end and hi >= start
+
+
+def _plan_file(p: Plan, store_url: str, source: str, m: dict) -> None:
+    entries = m.get("transactions") or []
+    incomplete = set(m.get("incomplete") or [])
+    size = m["size"]
+    first_ts = entries[0][3] if entries else (m.get("first_event_ts") or EPOCH)
+    base = {"store": store_url, "source": source, "file": m["file"], "size": size, "fde": m["format_description"],
+            "split_bytes": p.split_bytes}
+    p.files.append({"source": source, "file": m["file"], "size": size, "transaction_count": len(entries)})
+    if m.get("gap"):
+        p.anomalies.append({**anomaly(source, m["file"], 0, 0, "GTID_GAP", m["gap"]["detail"]), "commit_ts": first_ts})
+
+    def close(cur: dict, stop: int) -> None:
+        cur["end"] = stop
+        dated = cur.pop("dates")
+        if not any(p.start <= ts < p.end for ts in dated + [cur["fallback_ts"]]):
+            return
+        if cur.get("big"):
+            p.bigs.append(cur)
+        else:
+            p.splits.append(cur)
+
+    cur = {**base, "start": 4, "fallback_ts": first_ts, "dates": [], "big": None}
+    prev_complete, last_ts = True, first_ts
+    for st, length, txn_id, ts in entries:
+        complete = st not in incomplete
+        big = complete and length > p.split_bytes
+        if prev_complete and st > cur["start"] and (cur["big"] or big or st - cur["start"] >= p.split_bytes):
+            close(cur, st)
+            cur = {**base, "start": st, "fallback_ts": last_ts, "dates": [], "big": None}
+        if big and cur["start"] == st:
+            cur["big"] = {"start": st, "length": length, "txn_id": txn_id, "commit_ts": ts}
+        cur["dates"].append(ts)
+        prev_complete, last_ts = complete, ts
+    close(cur, size)
+
+
+def pieces_of(big_split: dict, surveyed: dict | None) -> list[dict]:
+    """The splits a big transaction's split becomes: one per piece, or itself when it cannot be cut."""
+    if surveyed is None:
+        return [{**big_split, "big": None}]
+    bounds = [big_split["start"]] + [cut["pos"] for cut in surveyed["cuts"]] + [big_split["end"]]
+    dated = big_split["big"]["commit_ts"]
+    return [{**big_split, "big": surveyed, "piece": i, "start": a, "end": b, "fallback_ts": dated}
+            for i, (a, b) in enumerate(zip(bounds, bounds[1:], strict=False))]
+
+
+def run_survey(split: dict, store=None) -> dict | None:
+    """The survey of a big split's transaction, read from the store."""
+    store = store or open_store(split["store"])
+    fde = FormatDescription.from_dict(split["fde"])
+    big = split["big"]
+    start, end = big["start"], big["start"] + big["length"]
+    try:
+        with store.open_range(binlog_key(split["source"], split["file"]), start, end) as rng:
+            reader = BinlogReader(rng.data, split["file"], base=start, fde=fde)
+            found = survey(reader, start, end, split.get("split_bytes") or DEFAULT_SPLIT_BYTES)
+    except MissingObject:
+        return None  # the split's own task reports it
+    if found is not None:
+        found["txn_id"] = big["txn_id"]
+    return found
+
+
+def run_split(split: dict, opts: Options, store=None) -> Iterator[tuple[str, dict]]:
+    """Records of one split as ("transaction" | "row_change" | "anomaly" | "piece", record).
+
+    Row changes stream out as they are decoded; the split's bytes are memory-mapped (or
+    spooled to a temporary file from S3), never read into memory whole. Anomalies carry
+    `commit_ts`, their date (see the module's doc).
+    """
+    store = store or open_store(split["store"])
+    key = binlog_key(split["source"], split["file"])
+    opts = Options(**{**vars(opts), "source": split["source"]})
+    start, end, size, name = split["start"], split["end"], split["size"], split["file"]
+    pending: list[dict] = []
+    starts: list[tuple[int, str]] = []
+    with contextlib.ExitStack() as stack:
+        try:
+            rng = stack.enter_context(store.open_range(key, start, end))
+        except MissingObject as e:
+            yield "anomaly", {**anomaly(split["source"], name, start, end, "MISSING_OBJECT",
+                                        f"{e}: its manifest says {size} bytes"), "commit_ts": split["fallback_ts"]}
+            return
+        held = min(rng.total, size)
+        if rng.total != size and (start <= held < end or held == end == size):
+            pending.append(anomaly(split["source"], name, held, max(size, rng.total),
+                                   "TRUNCATED" if rng.total < size else "CORRUPT",
+                                   f"{store.url}/{key}: the object holds {rng.total} bytes but its manifest "
+                                   f"says {size}"))
+        out: list[tuple[str, dict]] = []
+        reader = BinlogReader(rng.data, f"{store.url}/{key}", base=start,
+                              fde=FormatDescription.from_dict(split["fde"]))
+        if split.get("big"):
+            asm: FileAssembler = PieceAssembler(reader, opts, lambda k, r: out.append((k, r)), name,
+                                                split["big"], split["piece"])
+        else:
+            asm = FileAssembler(reader, opts, lambda k, r: out.append((k, r)), binlog_file=name)
+        for _ in itertools.chain(asm.steps(), [None]):  # the last records come after the last step
+            for kind, rec in out:
+                if kind == "anomaly":
+                    pending.append(rec)
+                    continue
+                if kind == "transaction":
+                    starts.append((rec["start_pos"], rec["commit_ts"]))
+                yield kind, rec
+            out.clear()
+        if isinstance(asm, PieceAssembler):
+            yield "piece", asm.piece_record()
+    starts.sort()
+    for rec in pending:
+        rec["commit_ts"] = _date(starts, rec["start_pos"], split["fallback_ts"])
+        yield "anomaly", rec
+    log.info("%s %s [%d, %d): %d events, %d transactions, %d row changes, %d anomalies", split["source"], name,
+             start, end, asm.stats["events"], len(starts), asm.stats["row_changes"], len(pending))
+
+
+def _date(starts: list[tuple[int, str]], pos: int, fallback: str) -> str:
+    i = bisect.bisect_right(starts, (pos, "\uffff"))
+    return starts[i - 1][1] if i else fallback
+
+
+def in_range(plan: Plan, kind: str, rec: dict) -> bool:
+    """Transactions and row changes by commit time, anomalies by their date."""
+    return plan.start <= rec["commit_ts"] < plan.end
+
+
+def assemble_locally(p: Plan, opts: Options) -> Iterator[tuple[str, dict]]:
+    """The Spark job's work in one process, in plan order: the reference the job is tested against.
+
+    Holds a big transaction's row changes until its pieces are put together, so it is for
+    tests and small archives; the Spark job does the same with a join instead.
+    """
+    from binlake.pieces import finish
+
+    splits = list(p.splits)
+    bigs = []
+    for big in p.bigs:
+        surveyed = run_survey(big)
+        parts = pieces_of(big, surveyed)
+        (bigs if surveyed else splits).append(parts if surveyed else parts[0])
+    for split in splits:
+        for kind, rec in run_split(split, opts):
+            if in_range(p, kind, rec):
+                yield kind, rec
+    for parts in bigs:
+        held, pieces = [], []
+        for split in parts:
+            for kind, rec in run_split(split, opts):
+                if kind == "piece":
+                    pieces.append(rec)
+                elif kind == "row_change" and rec.get("piece") is not None:
+                    held.append(rec)
+                elif in_range(p, kind, rec):
+                    yield kind, rec
+        first = parts[0]
+        done = finish(first["big"], pieces, opts, first["file"], FormatDescription.from_dict(first["fde"]))
+        done.transaction["source"] = first["source"]
+        if in_range(p, "transaction", done.transaction):
+            yield "transaction", done.transaction
+            if done.anomaly:
+                yield "anomaly", {**anomaly(first["source"], first["file"], *done.anomaly),
+                                  "commit_ts": done.transaction["commit_ts"]}
+            fix = {(piece, o): (s, e, base) for _, piece, o, s, e, base in done.fixes}
+            for rec in held:
+                if (rec["piece"], rec["ev_ord"]) in fix:
+                    s, e, base = fix[rec.pop("piece"), rec.pop("ev_ord")]
+                    rec.update(segment_id=s, end_segment=e, seq=base + rec["seq"])
+                    yield "row_change", rec
+    for rec in p.anomalies:
+        if in_range(p, "anomaly", rec):
+            yield "anomaly", rec
