@@ -4,12 +4,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test install servers lint bench clean
+.PHONY: demo test install servers java lint bench clean
 
 demo: install  ## the whole pipeline on the bundled sample binlogs
 	$(BIN)/binlake demo
 
-test: install servers  ## lint, then every test against real servers
+test: install servers java  ## lint, then every test against real servers
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q -rfEs
 
@@ -18,8 +18,11 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q -e '.[dev,spark]'
 	touch $(STAMP)
+
+java:  ## Spark's Java 17+, checked
+	bash scripts/check-java.sh
 
 servers: install  ## MySQL 9.x (Debian sid, own prefix) and MariaDB 10.11, cached
 	bash scripts/install-servers.sh

@@ -86,6 +86,14 @@ def cmd_archive(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_assemble(args: argparse.Namespace) -> int:
+    try:
+        from binlake.spark import run
+    except ImportError as e:
+        raise BinlakeError(f"assemble needs the Spark extra: pip install 'binlake[spark]' ({e})") from None
+    return run(args)
+
+
 def _default_source_name(url: str) -> str:
     from urllib.parse import urlparse
 
@@ -120,6 +128,14 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--allow-gaps", action="store_true",
                    help="exit 0 even when files were purged before they were archived (GTID_GAP)")
     a.set_defaults(func=cmd_archive)
+
+    from binlake.spark import add_arguments as add_assemble_arguments
+
+    j = sub.add_parser("assemble", help="assemble a commit-time range of an archive into Parquet tables (Spark)")
+    add_assemble_arguments(j)
+    j.add_argument("--master", default="local[*]", help="Spark master (default local[*]; spark://host:7077)")
+    j.add_argument("--conf", action="append", metavar="KEY=VALUE", help="a Spark setting (repeatable)")
+    j.set_defaults(func=cmd_assemble)
 
     d = sub.add_parser("demo", help="run the pipeline on the bundled sample binlogs")
     d.set_defaults(func=cmd_demo)

@@ -70,3 +70,17 @@ def s3_endpoint():
             os.environ.pop(k, None)
         else:
             os.environ[k] = v
+
+
+@pytest.fixture(scope="session")
+def spark(s3_endpoint):
+    """A real local SparkSession (2 cores), made after the S3 endpoint so its workers see it."""
+    try:
+        from binlake.spark.job import session
+    except ImportError as e:
+        require(False, f"pyspark ({e})")
+    spark = session("local[2]", app="binlake-tests", conf={"spark.ui.enabled": "false",
+                                                           "spark.sql.shuffle.partitions": "4"})
+    spark.sparkContext.setLogLevel("ERROR")
+    yield spark
+    spark.stop()

@@ -1,0 +1,55 @@
+"""The Spark-facing part of binlake: the only package that imports pyspark.
+
+`add_arguments` / `main` are shared by `binlake assemble` and
+`spark_jobs/assemble_transactions.py`; they import pyspark only when run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--store", required=True, help="the archive: file:///path or s3://bucket/prefix")
+    p.add_argument("--warehouse", required=True, help="where the tables go: a path, file:///path or s3a://bucket/prefix")
+    p.add_argument("--start", required=True, help="range start, inclusive (ISO 8601; UTC when no zone)")
+    p.add_argument("--end", required=True, help="range end, exclusive")
+    p.add_argument("--source", action="append", dest="sources", metavar="NAME",
+                   help="source name in the store (repeatable; default: every source)")
+    p.add_argument("--split-bytes", type=int, default=64 << 20, help="bytes per split (default 64 MiB)")
+    p.add_argument("--segment-rows", type=int, default=100_000, help="row changes per segment (default 100000)")
+    p.add_argument("--segment-bytes", type=int, default=64 << 20, help="rows-event bytes per segment (default 64 MiB)")
+    p.add_argument("--fail-on-anomaly", action="store_true",
+                   help="exit 1 (after writing) when the range has anomalies")
+
+
+def run(args: argparse.Namespace, spark=None) -> int:
+    """Run the job with parsed arguments; prints the summary as one JSON line."""
+    from dataclasses import asdict
+
+    from binlake.assemble import Options
+    from binlake.spark.job import assemble, session
+
+    spark = spark or session(getattr(args, "master", None), conf=_conf(getattr(args, "conf", None)))
+    opts = Options(segment_rows=args.segment_rows, segment_bytes=args.segment_bytes)
+    summary = assemble(spark, args.store, args.warehouse, args.start, args.end, args.sources, args.split_bytes,
+                       opts, fail_on_anomaly=False)
+    print(json.dumps({"record": "assemble", **asdict(summary)}, separators=(",", ":")))
+    if args.fail_on_anomaly and summary.anomalies:
+        codes = ", ".join(f"{k} {v}" for k, v in sorted(summary.anomalies_by_code.items()))
+        print(f"binlake: {summary.anomalies} anomalies in {summary.start}..{summary.end} ({codes}); "
+              f"see {summary.warehouse}/anomalies", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _conf(pairs: list[str] | None) -> dict[str, str]:
+    out = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise SystemExit(f"binlake: --conf {pair!r}: expected KEY=VALUE")
+        out[key] = value
+    return out

@@ -1,0 +1,333 @@
+"""The assemble job: an archive's commit-time range into the three warehouse tables.
+
+1. Plan on the driver from manifests only (binlake/splits.py).
+2. Survey the transactions bigger than a split, one task each, and cut them into pieces.
+3. Parse every split and piece in parallel (`mapInArrow`: one task per split, Arrow
+   batches out, rows streamed) into a staging Parquet dataset.
+4. Put big transactions together on the driver from their pieces' counts
+   (binlake/pieces.py) and give their rows `seq` and segments by a broadcast join.
+5. Write each table: the rows of the range replace exactly the range's rows in the
+   commit_date partitions it touches (kept rows of other times and sources are
+   rewritten with them), by dynamic partition overwrite through a staging copy. Reruns
+   and backfills are idempotent; N runs over adjacent ranges equal one over their union.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import os
+import time
+import uuid
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from binlake.assemble import Options
+from binlake.binlog.framing import FormatDescription
+from binlake.errors import BinlakeError
+from binlake.pieces import finish
+from binlake.records import anomaly
+from binlake.spark import schema
+from binlake.splits import DEFAULT_SPLIT_BYTES, Plan, pieces_of, plan, run_split, run_survey
+
+log = logging.getLogger("binlake.assemble")
+BATCH = 4096  # records per Arrow batch out of a task
+SETTINGS = {
+    "spark.sql.session.timeZone": "UTC",  # commit_date is the UTC day
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",  # UTC instants every reader knows, not INT96
+    "spark.sql.sources.partitionOverwriteMode": "dynamic",
+}
+
+
+@dataclass
+class Summary:
+    store: str
+    warehouse: str
+    start: str
+    end: str
+    sources: list[str]
+    files: int = 0
+    bytes: int = 0
+    splits: int = 0
+    big_transactions: int = 0
+    pieces: int = 0
+    transactions: int = 0
+    row_changes: int = 0
+    anomalies: int = 0
+    by_kind: dict[str, int] = field(default_factory=dict)
+    by_outcome: dict[str, int] = field(default_factory=dict)
+    anomalies_by_code: dict[str, int] = field(default_factory=dict)
+    partitions: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    spark_master: str = ""
+    application_id: str = ""
+
+
+def warehouse_uri(url: str) -> str:
+    """A warehouse location as Hadoop names it: a plain path becomes file:///abs/path."""
+    return url if "://" in url else "file://" + os.path.abspath(url)
+
+
+def _parse_task(opts: Options):
+    """The function each parse task runs over its split(s): records out as Arrow batches."""
+
+    def run(batches):
+        import pyarrow as pa
+
+        arrow = _arrow_schema(schema.STAGED)
+        for batch in batches:
+            for text in batch.column("split").to_pylist():
+                split = json.loads(text)
+                buf: list[dict] = []
+                for kind, rec in run_split(split, opts):
+                    buf.append(schema.arrow_record(kind, rec, split["source"]))
+                    if len(buf) >= BATCH:
+                        yield pa.RecordBatch.from_pylist(buf, schema=arrow)
+                        buf = []
+                if buf:
+                    yield pa.RecordBatch.from_pylist(buf, schema=arrow)
+
+    return run
+
+
+def _arrow_schema(struct):
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(struct, timezone="UTC")
+
+
+class Job:
+    def __init__(self, spark: SparkSession, store: str, warehouse: str, start: str, end: str,
+                 sources: list[str] | None = None, split_bytes: int = DEFAULT_SPLIT_BYTES,
+                 opts: Options | None = None) -> None:
+        self.spark = spark
+        self.sc = spark.sparkContext
+        for key, value in SETTINGS.items():  # whoever made the session, the tables come out alike
+            spark.conf.set(key, value)
+        self.store = store
+        self.warehouse = warehouse_uri(warehouse).rstrip("/")
+        self.opts = opts or Options()
+        self.plan: Plan = plan(store, sources, start, end, split_bytes)
+        self.sources = self.plan.sources
+        self.run_id = uuid.uuid4().hex[:12]
+        self.staging = f"{self.warehouse}/_staging/{self.run_id}"
+        self.summary = Summary(store, self.warehouse, self.plan.start, self.plan.end, self.sources,
+                               spark_master=self.sc.master, application_id=self.sc.applicationId)
+
+    # -- the steps ---------------------------------------------------------------------
+
+    def run(self) -> Summary:
+        began = time.monotonic()
+        p = self.plan
+        s = self.summary
+        s.files, s.bytes, s.splits = len(p.files), p.bytes, len(p.splits)
+        try:
+            splits, bigs = self._cut_big()
+            staged = self._parse(splits)
+            tables = self._tables(staged, bigs)
+            self._write(tables)
+        finally:
+            self._delete(self.staging)
+        s.seconds = round(time.monotonic() - began, 3)
+        self._write_summary()
+        log.info("assembled %s..%s: %d transactions, %d row changes, %d anomalies in %.1f s", s.start, s.end,
+                 s.transactions, s.row_changes, s.anomalies, s.seconds)
+        return s
+
+    def _cut_big(self) -> tuple[list[dict], list[list[dict]]]:
+        """Survey the big transactions (one task each) and cut them into pieces."""
+        splits = list(self.plan.splits)
+        bigs: list[list[dict]] = []
+        if self.plan.bigs:
+            self.sc.setJobDescription(f"binlake: survey {len(self.plan.bigs)} big transactions")
+            surveyed = self.sc.parallelize(self.plan.bigs, len(self.plan.bigs)).map(run_survey).collect()
+            for big, found in zip(self.plan.bigs, surveyed, strict=True):
+                parts = pieces_of(big, found)
+                splits += parts
+                if found:
+                    bigs.append(parts)
+        self.summary.big_transactions = len(bigs)
+        self.summary.pieces = sum(len(b) for b in bigs)
+        log.info("%d splits, %d big transactions in %d pieces", len(splits), len(bigs), self.summary.pieces)
+        return splits, bigs
+
+    def _parse(self, splits: list[dict]) -> DataFrame:
+        tasks = sorted(splits, key=lambda s: s["start"] - s["end"])  # biggest first
+        path = f"{self.staging}/parsed"
+        if tasks:
+            self.sc.setJobDescription(f"binlake: parse {len(tasks)} splits of {self.plan.bytes} bytes")
+            rdd = self.sc.parallelize([(json.dumps(t),) for t in tasks], len(tasks))
+            df = self.spark.createDataFrame(rdd, "split string")
+            df.mapInArrow(_parse_task(self.opts), schema.STAGED).write.mode("overwrite").parquet(path)
+            return self.spark.read.schema(schema.STAGED).parquet(path)
+        return self.spark.createDataFrame([], schema.STAGED)
+
+    def _tables(self, staged: DataFrame, bigs: list[list[dict]]) -> dict[str, DataFrame]:
+        """The three tables of the range, big transactions put together."""
+        sp = self.spark
+        txns = staged.where("`transaction` IS NOT NULL").select("transaction.*")
+        rows = staged.where("row_change IS NOT NULL").select("row_change.*")
+        anomalies = staged.where("anomaly IS NOT NULL").select("anomaly.*")
+        extra_txns, extra_anomalies, fixes = [], list(self.plan.anomalies), []
+        if bigs:
+            self.sc.setJobDescription("binlake: put big transactions together")
+            pieces = defaultdict(list)
+            for r in staged.where("piece IS NOT NULL").select("piece.*").collect():
+                pieces[r["txn_id"]].append(r.asDict(recursive=True))
+            for parts in bigs:
+                first = parts[0]
+                opts = Options(**{**vars(self.opts), "source": first["source"]})
+                done = finish(first["big"], pieces[first["big"]["txn_id"]], opts, first["file"],
+                              FormatDescription.from_dict(first["fde"]))
+                extra_txns.append(done.transaction)
+                if done.anomaly:
+                    extra_anomalies.append({**anomaly(first["source"], first["file"], *done.anomaly),
+                                            "commit_ts": done.transaction["commit_ts"]})
+                fixes += done.fixes
+        if extra_txns:
+            txns = txns.unionByName(self._frame(extra_txns, "transaction", schema.TRANSACTIONS))
+        if extra_anomalies:
+            anomalies = anomalies.unionByName(self._frame(extra_anomalies, "anomaly", schema.ANOMALIES))
+        plain = rows.where("piece IS NULL").drop("piece", "ev_ord")
+        if fixes:
+            fix = sp.createDataFrame(fixes, "txn_id string, piece int, ev_ord int, fix_segment int, "
+                                            "fix_end boolean, fix_base long")
+            placed = (rows.where("piece IS NOT NULL").join(F.broadcast(fix), ["txn_id", "piece", "ev_ord"])
+                      .withColumn("segment_id", F.col("fix_segment")).withColumn("end_segment", F.col("fix_end"))
+                      .withColumn("seq", F.col("seq") + F.col("fix_base"))
+                      .select(*schema.ROW_CHANGES.fieldNames()))
+            plain = plain.unionByName(placed)
+        lo, hi = _instant(self.plan.start), _instant(self.plan.end)
+        return {name: df.where((F.col("commit_ts") >= F.lit(lo)) & (F.col("commit_ts") < F.lit(hi)))
+                for name, df in (("transactions", txns), ("row_changes", plain), ("anomalies", anomalies))}
+
+    def _frame(self, records: list[dict], kind: str, struct) -> DataFrame:
+        rows = [schema.arrow_record(kind, r, r.get("source"))[kind] for r in records]
+        return self.spark.createDataFrame(rows, struct)
+
+    def _write(self, tables: dict[str, DataFrame]) -> None:
+        s = self.summary
+        dates = _dates(self.plan.start, self.plan.end)
+        new = {}
+        for name, df in tables.items():
+            new[name] = self._replace_range(name, df.withColumn("commit_date", F.to_date("commit_ts")), dates)
+        s.transactions = new["transactions"].count()
+        s.row_changes = new["row_changes"].count()
+        s.anomalies = new["anomalies"].count()
+        s.by_kind = _counts(new["transactions"], "kind")
+        s.by_outcome = _counts(new["transactions"], "outcome")
+        s.anomalies_by_code = _counts(new["anomalies"], "code")
+        s.partitions = [d.isoformat() for d in dates]
+
+    def _replace_range(self, name: str, new: DataFrame, dates: list[dt.date]) -> DataFrame:
+        """Rows of the range replace the range's rows of these sources in the dates touched.
+        Returns the range's new rows (staged, so they are computed once)."""
+        path = f"{self.warehouse}/{name}"
+        struct = _with_date(schema.TABLES[name])
+        self.sc.setJobDescription(f"binlake: write {name}")
+        new.write.mode("overwrite").parquet(f"{self.staging}/new_{name}")
+        new = self.spark.read.schema(struct).parquet(f"{self.staging}/new_{name}")
+        combined = new
+        if self._exists(path):
+            lo, hi = _instant(self.plan.start), _instant(self.plan.end)
+            replaced = (F.col("source").isin(self.sources) & (F.col("commit_ts") >= F.lit(lo))
+                        & (F.col("commit_ts") < F.lit(hi)))
+            old = self.spark.read.schema(struct).parquet(path).where(F.col("commit_date").isin(dates))
+            if new.isEmpty() and old.where(replaced).isEmpty():
+                log.info("%s: nothing in the range, before or now: unchanged", name)
+                return new
+            combined = new.unionByName(old.where(~replaced))
+        out = f"{self.staging}/{name}"
+        combined.write.mode("overwrite").partitionBy("commit_date").parquet(out)
+        staged = self.spark.read.schema(struct).parquet(out)
+        present = {r[0] for r in staged.select("commit_date").distinct().collect()}
+        (staged.write.mode("overwrite").option("partitionOverwriteMode", "dynamic")
+         .partitionBy("commit_date").parquet(path))
+        for d in dates:
+            if d not in present:  # every row of that day was in the range and is gone now
+                self._delete(f"{path}/commit_date={d.isoformat()}")
+        log.info("%s: rewrote %d partitions", name, len(present))
+        return new
+
+    # -- Hadoop file system: works for file:// and s3a:// alike --------------------------
+
+    def _fs(self, path: str):
+        jvm = self.spark._jvm  # noqa: SLF001 - Hadoop's FileSystem has no Python API
+        p = jvm.org.apache.hadoop.fs.Path(path)
+        return p.getFileSystem(self.sc._jsc.hadoopConfiguration()), p  # noqa: SLF001
+
+    def _exists(self, path: str) -> bool:
+        fs, p = self._fs(path)
+        return fs.exists(p)
+
+    def _delete(self, path: str) -> None:
+        fs, p = self._fs(path)
+        if fs.exists(p):
+            fs.delete(p, True)
+
+    def _write_summary(self) -> None:
+        s = self.summary
+        path = f"{self.warehouse}/_summaries/assemble_{_name(s.start)}_{_name(s.end)}.json"
+        fs, p = self._fs(path)
+        out = fs.create(p, True)
+        out.write(bytearray(json.dumps(asdict(self.summary), indent=1).encode()))
+        out.close()
+        log.info("summary: %s", path)
+
+
+def _with_date(struct):
+    from pyspark.sql.types import StructType
+
+    return StructType(struct.fields + [schema.PARTITION])
+
+
+def _instant(ts: str) -> dt.datetime:
+    return dt.datetime.fromisoformat(ts)
+
+
+def _dates(start: str, end: str) -> list[dt.date]:
+    first = _instant(start).date()
+    last = (_instant(end) - dt.timedelta(microseconds=1)).date()
+    return [first + dt.timedelta(days=i) for i in range((last - first).days + 1)]
+
+
+def _name(ts: str) -> str:
+    return ts.replace(":", "").replace("-", "").replace(".000000", "")
+
+
+def _counts(df: DataFrame, column: str) -> dict[str, int]:
+    return {r[0]: r[1] for r in df.groupBy(column).count().collect()}
+
+
+def session(master: str | None = "local[*]", app: str = "binlake-assemble", conf: dict | None = None) -> SparkSession:
+    """A SparkSession as the job wants it: UTC, Arrow on, local masters bound to loopback.
+    `master=None` leaves the master to spark-submit."""
+    import sys
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    b = SparkSession.builder.appName(app).config("spark.sql.execution.arrow.pyspark.enabled", "true")
+    for k, v in SETTINGS.items():
+        b = b.config(k, v)
+    if master:
+        b = b.master(master)
+    if (master or "").startswith("local"):
+        b = b.config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
+    for k, v in (conf or {}).items():
+        b = b.config(k, v)
+    return b.getOrCreate()
+
+
+def assemble(spark: SparkSession, store: str, warehouse: str, start: str, end: str,
+             sources: list[str] | None = None, split_bytes: int = DEFAULT_SPLIT_BYTES,
+             opts: Options | None = None, fail_on_anomaly: bool = False) -> Summary:
+    """Run the job; with `fail_on_anomaly`, raise after writing when the range has error anomalies."""
+    summary = Job(spark, store, warehouse, start, end, sources, split_bytes, opts).run()
+    if fail_on_anomaly and summary.anomalies:
+        codes = ", ".join(f"{k} {v}" for k, v in sorted(summary.anomalies_by_code.items()))
+        raise BinlakeError(f"{summary.anomalies} anomalies in {summary.start}..{summary.end} ({codes}); "
+                           f"see {summary.warehouse}/anomalies")
+    return summary

@@ -1,0 +1,83 @@
+"""The warehouse tables' Spark schemas, and records turned into their Arrow rows.
+
+Fields and order are DESIGN.md's; docs/warehouse.md says what each column holds. Two
+additions: `row_changes.source`, so sources can share a warehouse, and
+`anomalies.commit_ts`, the date an anomaly is filed under (binlake/splits.py).
+`before` / `after` are JSON object strings: one MapType could not hold values of
+different types, and JSON keeps every value's type as `binlake scan` prints it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+from pyspark.sql.types import (
+    ArrayType,
+    BooleanType,
+    DateType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+S, L, N, B, T = StringType(), LongType(), IntegerType(), BooleanType(), TimestampType()
+
+
+def _struct(*fields: tuple) -> StructType:
+    return StructType([StructField(name, typ, True) for name, typ in fields])
+
+
+TRANSACTIONS = _struct(
+    ("txn_id", S), ("gtid", S), ("source", S), ("server_id", L), ("binlog_file", S), ("start_pos", L),
+    ("end_pos", L), ("transaction_length", L), ("kind", S), ("outcome", S), ("end_event", S),
+    ("synthetic_boundary", B), ("xid", L), ("xa_xid", S), ("commit_ts", T), ("original_commit_ts", T),
+    ("first_event_ts", T), ("last_committed", L), ("sequence_number", L), ("compressed", B),
+    ("event_count", L), ("row_count", L), ("rows_inserted", L), ("rows_updated", L), ("rows_deleted", L),
+    ("tables", ArrayType(S)), ("statement", S), ("segment_count", N),
+)
+ROW_CHANGES = _struct(
+    ("txn_id", S), ("segment_id", N), ("end_segment", B), ("seq", L), ("binlog_file", S), ("event_pos", L),
+    ("commit_ts", T), ("event_ts", T), ("schema", S), ("table", S), ("op", S), ("before", S), ("after", S),
+    ("rows_query", S), ("xid", L), ("source", S),
+)
+ANOMALIES = _struct(
+    ("source", S), ("binlog_file", S), ("start_pos", L), ("end_pos", L), ("code", S), ("detail", S),
+    ("severity", S), ("commit_ts", T),
+)
+TABLES = {"transactions": TRANSACTIONS, "row_changes": ROW_CHANGES, "anomalies": ANOMALIES}
+PARTITION = StructField("commit_date", DateType(), True)
+
+# Pieces of big transactions: what binlake.pieces.finish needs, and the rows' place in them.
+PIECES = _struct(
+    ("txn_id", S), ("piece", N), ("event_count", L), ("rows_inserted", L), ("rows_updated", L),
+    ("rows_deleted", L), ("tables", ArrayType(S)), ("compressed", B), ("broken", B),
+    ("events", ArrayType(ArrayType(L))),
+)
+STAGED_ROWS = StructType(ROW_CHANGES.fields + [StructField("piece", N, True), StructField("ev_ord", N, True)])
+# What split tasks emit: one column per record kind, the others null.
+STAGED = _struct(("transaction", TRANSACTIONS), ("row_change", STAGED_ROWS), ("anomaly", ANOMALIES),
+                 ("piece", PIECES))
+
+_TS_FIELDS = {"commit_ts", "original_commit_ts", "first_event_ts", "event_ts"}
+
+
+def _ts(text: str | None) -> dt.datetime | None:
+    return dt.datetime.fromisoformat(text) if text else None
+
+
+def arrow_record(kind: str, rec: dict, source: str) -> dict:
+    """A record as emitted by the assembler, in STAGED's shape."""
+    out = {k: (_ts(v) if k in _TS_FIELDS else v) for k, v in rec.items() if k != "record"}
+    if kind == "row_change":
+        out["before"] = _json(out["before"])
+        out["after"] = _json(out["after"])
+        out["source"] = source
+    return {kind: out}
+
+
+def _json(value) -> str | None:
+    return None if value is None else json.dumps(value, ensure_ascii=False, separators=(",", ":"))

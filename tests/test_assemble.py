@@ -1,0 +1,230 @@
+"""The Spark job on a real local SparkSession, over archives made by `binlake archive` from
+real servers' binlogs, in a file:// store and in S3 (moto's server on loopback): its tables
+equal `binlake scan --rows` row for row, whatever the split size, the range cutting or the
+number of cores."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import boto3
+import pytest
+
+from binlake.archive.run import archive
+from binlake.archive.sources import DirSource, MySQLSource
+from binlake.archive.stores import open_store
+from binlake.assemble import Options
+from tests.support.lake import differences, lake, rows, scanned
+from tests.support.scanning import DATA, REPO, run_cli, scan
+
+FLAVORS = ("mysql", "mariadb")
+DAY = ("2026-11-22", "2026-11-23")
+
+
+@pytest.fixture(scope="module")
+def archives(tmp_path_factory, s3_endpoint):
+    """The committed real-server binlogs of both flavors, archived into a file store and into S3."""
+    root = tmp_path_factory.mktemp("archives")
+    boto3.client("s3").create_bucket(Bucket="assemble")
+    stores = {"file": f"file://{root}/store", "s3": "s3://assemble/archive"}
+    for url in stores.values():
+        for flavor in FLAVORS:
+            archive(DirSource(str(DATA / flavor)), open_store(url), flavor)
+    return stores
+
+
+def data_day() -> tuple[str, str]:
+    """The UTC day the committed binlogs were written on."""
+    out = scan(sorted((DATA / "mysql").glob("binlog.*")))
+    day = dt.date.fromisoformat(min(t["commit_ts"] for t in out["transaction"])[:10])
+    return day.isoformat(), (day + dt.timedelta(days=1)).isoformat()
+
+
+def reference(**opts) -> dict:
+    out = {"transaction": [], "row_change": [], "anomaly": []}
+    for flavor in FLAVORS:
+        for kind, recs in scan(sorted((DATA / flavor).glob("binlog.*")), rows=True, source=flavor, **opts).items():
+            out[kind] += recs
+    return scanned(out)
+
+
+def run_job(spark, store, warehouse, start, end, **kw):
+    from binlake.spark.job import assemble
+
+    opts = Options(**{k: kw.pop(k) for k in ("segment_rows", "segment_bytes") if k in kw})
+    return assemble(spark, store, str(warehouse), start, end, opts=opts, **kw)
+
+
+@pytest.mark.parametrize("where", ["file", "s3"])
+def test_tables_equal_the_scan(spark, archives, tmp_path, where):
+    start, end = data_day()
+    summary = run_job(spark, archives[where], tmp_path / "lake", start, end, split_bytes=2_000)
+    got = lake(tmp_path / "lake")
+    assert differences(got, reference()) == {}
+    assert summary.transactions == sum(got["transactions"].values()) > 100
+    assert summary.row_changes == sum(got["row_changes"].values()) > 200
+    assert summary.anomalies == 0
+    assert summary.splits > 20 and summary.big_transactions > 0 and summary.pieces > summary.big_transactions
+    assert summary.sources == sorted(FLAVORS)
+    # partitioned by the commit's UTC day, a summary beside the tables
+    assert sorted(p.name for p in (tmp_path / "lake" / "transactions").iterdir() if p.is_dir()) == \
+        [f"commit_date={start}"]
+    saved = json.loads(next((tmp_path / "lake" / "_summaries").glob("assemble_*.json")).read_text())
+    assert saved["transactions"] == summary.transactions and saved["start"].startswith(start)
+    assert not list((tmp_path / "lake" / "_staging").glob("*"))
+
+
+def test_hourly_runs_equal_one_daily_run_and_reruns_change_nothing(spark, archives, tmp_path):
+    start, end = data_day()
+    store = archives["file"]
+    run_job(spark, store, tmp_path / "daily", start, end)
+    daily = lake(tmp_path / "daily")
+
+    hours = [f"{start}T{h:02d}:00:00Z" for h in range(24)] + [end]
+    intervals = list(zip(hours, hours[1:], strict=False))
+    random.Random(7).shuffle(intervals)  # a backfill runs intervals in any order
+    for lo, hi in intervals:
+        run_job(spark, store, tmp_path / "hourly", lo, hi)
+    assert lake(tmp_path / "hourly") == daily
+
+    # ranges that cut through the data, so several runs write into one partition
+    times = sorted({r["commit_ts"].isoformat() for r in rows(tmp_path / "daily", "transactions")})
+    cuts = [start, *sorted({times[len(times) // 4], times[len(times) // 2], times[-1]}), end]
+    for lo, hi in zip(cuts, cuts[1:], strict=False):
+        run_job(spark, store, tmp_path / "cut", lo, hi)
+    assert lake(tmp_path / "cut") == daily
+
+    # rerunning the hour with the data, then the day, changes nothing
+    hour = dt.datetime.fromisoformat(times[0]).replace(minute=0, second=0, microsecond=0)
+    run_job(spark, store, tmp_path / "daily", hour.isoformat(), (hour + dt.timedelta(hours=1)).isoformat())
+    run_job(spark, store, tmp_path / "daily", start, end)
+    assert lake(tmp_path / "daily") == daily
+
+
+def test_one_core_and_spark_submit_agree_with_two_cores(spark, archives, tmp_path):
+    start, end = data_day()
+    run_job(spark, archives["file"], tmp_path / "two", start, end, split_bytes=3_000)
+    import pyspark
+
+    submit = Path(sys.executable).parent / "spark-submit"
+    env = {**os.environ, "SPARK_HOME": os.path.dirname(pyspark.__file__), "PYSPARK_PYTHON": sys.executable}
+    proc = subprocess.run([str(submit), "--master", "local[1]", "--conf", "spark.ui.enabled=false",
+                           str(REPO / "spark_jobs" / "assemble_transactions.py"), "--store", archives["file"],
+                           "--warehouse", str(tmp_path / "one"), "--start", start, "--end", end,
+                           "--split-bytes", "3000"], capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads(next(x for x in proc.stdout.splitlines() if x.startswith('{"record":"assemble"')))
+    assert summary["spark_master"] == "local[1]" and summary["transactions"] > 100
+    assert lake(tmp_path / "one") == lake(tmp_path / "two")
+
+
+def test_a_corrupt_file_gives_anomalies_and_the_healthy_files(archives, tmp_path):
+    """Through the command line: the job does not fail unless asked to."""
+    start, end = data_day()
+    store = tmp_path / "store"
+    shutil.copytree(Path(archives["file"][len("file://"):]), store)
+    obj = store / "mysql" / "binlogs" / "binlog.000001"
+    data = bytearray(obj.read_bytes())
+    data[20_000] ^= 0xFF  # inside a transaction's rows
+    obj.write_bytes(bytes(data))
+
+    args = ["assemble", "--store", f"file://{store}", "--warehouse", str(tmp_path / "lake"), "--start", start,
+            "--end", end, "--master", "local[2]", "--conf", "spark.ui.enabled=false"]
+    proc = run_cli(*args)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = lake(tmp_path / "lake")
+    out = {"transaction": [], "row_change": [], "anomaly": []}
+    for flavor in FLAVORS:
+        files = sorted((store / flavor / "binlogs").glob("binlog.*"))
+        for kind, recs in scan(files, rows=True, source=flavor).items():
+            out[kind] += recs
+    assert differences(got, scanned(out)) == {}
+    anomalies = list(rows(tmp_path / "lake", "anomalies"))
+    assert [(a["binlog_file"], a["code"]) for a in anomalies] == [("binlog.000001", "CHECKSUM_MISMATCH")]
+    assert anomalies[0]["start_pos"] <= 20_000 < anomalies[0]["end_pos"]
+    assert f"binlog.000001:{anomalies[0]['start_pos']}: CRC32 mismatch" in anomalies[0]["detail"]
+    healthy = {t["binlog_file"] for t in rows(tmp_path / "lake", "transactions") if t["source"] == "mysql"}
+    assert healthy >= {"binlog.000002", "binlog.000005"}
+
+    failed = run_cli(*args, "--fail-on-anomaly")
+    assert failed.returncode == 1
+    assert "1 anomalies" in failed.stderr and "CHECKSUM_MISMATCH 1" in failed.stderr
+    assert lake(tmp_path / "lake") == got  # written all the same, the anomaly with them
+
+
+# -- a live server: a 200,000-row transaction, and an XA transaction across files ------------
+
+BIG = 200_000
+
+
+@pytest.fixture(scope="module")
+def live_archive(mysql_server, s3_endpoint):
+    server = mysql_server
+    with server.connect() as conn, conn.cursor() as cur:
+        cur.execute("RESET BINARY LOGS AND GTIDS")
+        cur.execute("DROP DATABASE IF EXISTS asm")
+        cur.execute("CREATE DATABASE asm")
+        cur.execute("CREATE TABLE asm.big (id INT PRIMARY KEY, v VARCHAR(40), n DOUBLE)")
+        cur.execute("XA START 'cross-file'")
+        cur.execute("INSERT INTO asm.big VALUES (0, 'prepared', 0)")
+        cur.execute("XA END 'cross-file'")
+        cur.execute("XA PREPARE 'cross-file'")
+        cur.execute("FLUSH BINARY LOGS")
+        cur.execute("XA COMMIT 'cross-file'")
+        cur.execute("SET SESSION cte_max_recursion_depth = 1000000")
+        cur.execute("BEGIN")
+        cur.execute(f"""INSERT INTO asm.big WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s
+                        WHERE i < {BIG}) SELECT i, CONCAT('row-', i), i * 1.5 FROM s""")
+        cur.execute("COMMIT")
+        cur.execute("BEGIN")  # several statements: cuts at statement boundaries, ROWS_QUERY carried over
+        cur.execute("UPDATE asm.big SET n = n + 1 WHERE id <= 30000")
+        cur.execute("DELETE FROM asm.big WHERE id > 170000")
+        cur.execute("INSERT INTO asm.big VALUES (-1, 'last', -1)")
+        cur.execute("COMMIT")
+        cur.execute("FLUSH BINARY LOGS")
+    boto3.client("s3").create_bucket(Bucket="live")
+    store = "s3://live/archive"
+    archive(MySQLSource(f"mysql://root@127.0.0.1:{server.port}"), open_store(store), "db1")
+    with server.connect() as conn, conn.cursor() as cur:
+        cur.execute("SHOW BINARY LOGS")
+        names = [r[0] for r in cur.fetchall()][:-1]
+        cur.execute("SELECT UTC_DATE(), UTC_DATE() + INTERVAL 1 DAY")
+        day = [d.isoformat() for d in cur.fetchone()]
+    return store, [server.binlog_dir / n for n in names], day
+
+
+def test_big_transactions_cut_into_pieces_number_rows_as_one_reader(spark, live_archive, tmp_path):
+    store, files, (start, end) = live_archive
+    seg = {"segment_rows": 30_000}
+    small = run_job(spark, store, tmp_path / "small", start, end, split_bytes=512 << 10, **seg)
+    huge = run_job(spark, store, tmp_path / "huge", start, end, split_bytes=1 << 40, **seg)
+    assert small.big_transactions == 2 and small.pieces > 8
+    assert huge.big_transactions == 0
+    got = lake(tmp_path / "small")
+    assert got == lake(tmp_path / "huge")
+    want = scan(files, rows=True, source="db1", **seg)
+    assert differences(got, scanned(want)) == {}
+
+    txns = {t["txn_id"]: t for t in rows(tmp_path / "small", "transactions")}
+    big = max(txns.values(), key=lambda t: t["row_count"])
+    assert big["rows_inserted"] == BIG and big["segment_count"] == 7  # 200,000 rows by 30,000
+    seqs = sorted((r["seq"], r["segment_id"], r["end_segment"]) for r in rows(tmp_path / "small", "row_changes")
+                  if r["txn_id"] == big["txn_id"])
+    assert [s for s, _, _ in seqs] == list(range(BIG))
+    assert {s for _, s, _ in seqs} == set(range(1, 8))
+    assert all(end == (segment == 7) for _, segment, end in seqs)
+    mixed = next(t for t in txns.values() if t["rows_deleted"])
+    assert (mixed["rows_updated"], mixed["rows_deleted"], mixed["rows_inserted"]) == (30_001, 30_000, 1)  # ids 0..30000
+
+    # the XA prepare and its commit are in different files, linked by the XA xid
+    prepare = next(t for t in txns.values() if t["kind"] == "xa_prepare")
+    commit = next(t for t in txns.values() if t["kind"] == "xa_commit")
+    assert prepare["xa_xid"] == commit["xa_xid"] == "X'63726f73732d66696c65',X'',1"
+    assert prepare["binlog_file"] != commit["binlog_file"]
