@@ -221,7 +221,8 @@ class Job:
         s.by_kind = _counts(new["transactions"], "kind")
         s.by_outcome = _counts(new["transactions"], "outcome")
         s.anomalies_by_code = _counts(new["anomalies"], "code")
-        s.partitions = [d.isoformat() for d in dates]
+        s.partitions = sorted({r[0].isoformat() for r in new["transactions"].select("commit_date").distinct().collect()}
+                              | {r[0].isoformat() for r in new["anomalies"].select("commit_date").distinct().collect()})
 
     def _replace_range(self, name: str, new: DataFrame, dates: list[dt.date]) -> DataFrame:
         """Rows of the range replace the range's rows of these sources in the dates touched.
@@ -236,7 +237,8 @@ class Job:
             lo, hi = _instant(self.plan.start), _instant(self.plan.end)
             replaced = (F.col("source").isin(self.sources) & (F.col("commit_ts") >= F.lit(lo))
                         & (F.col("commit_ts") < F.lit(hi)))
-            old = self.spark.read.schema(struct).parquet(path).where(F.col("commit_date").isin(dates))
+            old = (self.spark.read.schema(struct).parquet(path)
+                   .where(F.col("commit_date").between(F.lit(dates[0]), F.lit(dates[-1]))))
             if new.isEmpty() and old.where(replaced).isEmpty():
                 log.info("%s: nothing in the range, before or now: unchanged", name)
                 return new
@@ -247,8 +249,8 @@ class Job:
         present = {r[0] for r in staged.select("commit_date").distinct().collect()}
         (staged.write.mode("overwrite").option("partitionOverwriteMode", "dynamic")
          .partitionBy("commit_date").parquet(path))
-        for d in dates:
-            if d not in present:  # every row of that day was in the range and is gone now
+        for d in self._partitions(path):
+            if dates[0] <= d <= dates[-1] and d not in present:  # its rows were all in the range and are gone
                 self._delete(f"{path}/commit_date={d.isoformat()}")
         log.info("%s: rewrote %d partitions", name, len(present))
         return new
@@ -263,6 +265,15 @@ class Job:
     def _exists(self, path: str) -> bool:
         fs, p = self._fs(path)
         return fs.exists(p)
+
+    def _partitions(self, path: str) -> list[dt.date]:
+        fs, p = self._fs(path)
+        out = []
+        for st in fs.listStatus(p) if fs.exists(p) else []:
+            name = st.getPath().getName()
+            if st.isDirectory() and name.startswith("commit_date="):
+                out.append(dt.date.fromisoformat(name.split("=", 1)[1]))
+        return out
 
     def _delete(self, path: str) -> None:
         fs, p = self._fs(path)
