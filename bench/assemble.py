@@ -1,0 +1,202 @@
+"""Benchmark the Spark job (`binlake assemble`) beside `binlake scan --rows` on the same files.
+
+Starts a real MySQL 9.x server, writes a corpus (default 256 MiB of rotated files) ending
+with one transaction of 1,000,000 rows, archives it to a file:// store, then runs, each in
+its own process over the whole corpus:
+  (a) `binlake scan --rows` (single process, the reference)
+  (b) `binlake assemble --master local[1]`
+  (c) `binlake assemble --master local[2]`
+  (d) `binlake assemble --master local[2]` over the range holding only the 1,000,000-row
+      transaction, with splits small enough that it is cut into pieces
+While a job runs, the peak RSS (VmHWM) of every process it starts is sampled: the Python
+workers that decode (Spark's executor side in local mode) and the JVM. Writes its section of
+bench/RESULTS.md.
+
+    .venv/bin/python bench/assemble.py [--size-mib N] [--big-rows N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from bench.scan import generate  # noqa: E402
+from tests.support import servers  # noqa: E402
+
+
+def _descendants(pid: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(d.name))
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo += children.get(p, [])
+    return out
+
+
+def _hwm(pid: int) -> tuple[str, int]:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+        cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return "", 0
+    m = re.search(r"VmHWM:\s+(\d+) kB", status)
+    return cmd, int(m.group(1)) if m else 0
+
+
+class Watch:
+    """Runs a command; samples the peak RSS of its Python workers and of its JVM."""
+
+    def __init__(self, argv: list[str]) -> None:
+        self.argv = argv
+        self.worker_kib = 0
+        self.jvm_kib = 0
+        self.driver_kib = 0
+
+    def run(self) -> tuple[float, str]:
+        # A scan's output is gigabytes: it goes to a file, as a user's would, never into this process.
+        with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+            t0 = time.perf_counter()
+            proc = subprocess.Popen(self.argv, stdout=out, stderr=err, text=True)
+            done = threading.Event()
+            t = threading.Thread(target=self._sample, args=(proc.pid, done), daemon=True)
+            t.start()
+            proc.wait()
+            elapsed = time.perf_counter() - t0
+            done.set()
+            t.join()
+            if proc.returncode != 0:
+                err.seek(0)
+                raise SystemExit(f"failed: {' '.join(self.argv)}\n{err.read()[-2000:]}")
+            out.seek(0, os.SEEK_END)
+            out.seek(max(0, out.tell() - 65536))
+            return elapsed, out.read()
+
+    def _sample(self, root: int, done: threading.Event) -> None:
+        while not done.is_set():
+            for pid in _descendants(root):
+                cmd, kib = _hwm(pid)
+                if "pyspark.daemon" in cmd or "pyspark/daemon" in cmd or "pyspark.worker" in cmd:
+                    self.worker_kib = max(self.worker_kib, kib)
+                elif "java" in cmd.split(" ", 1)[0]:
+                    self.jvm_kib = max(self.jvm_kib, kib)
+                elif pid == root:
+                    self.driver_kib = max(self.driver_kib, kib)
+            time.sleep(0.2)
+
+
+def write_section(title: str, text: str) -> None:
+    """Replace (or append) this benchmark's section of bench/RESULTS.md."""
+    path = REPO / "bench" / "RESULTS.md"
+    old = path.read_text() if path.exists() else "# Benchmark results\n"
+    head = f"## {title}\n"
+    if head in old:
+        before, rest = old.split(head, 1)
+        after = rest[rest.find("\n## "):] if "\n## " in rest else ""
+        old = before.rstrip() + "\n\n" + after.lstrip("\n")
+        old = old.rstrip() + "\n"
+    path.write_text(old.rstrip() + f"\n\n{head}\n{text}\n")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--size-mib", type=int, default=256)
+    ap.add_argument("--big-rows", type=int, default=1_000_000)
+    ap.add_argument("--workdir", type=Path)
+    args = ap.parse_args()
+    work = args.workdir or Path(tempfile.mkdtemp(prefix="binlake-bench-assemble-"))
+    server = servers.start("mysql", work / "mysql", max_binlog_size="64M")
+    try:
+        print(f"MySQL {server.version}: generating {args.size_mib} MiB …", file=sys.stderr)
+        files = generate(server, args.size_mib, args.big_rows)
+    finally:
+        server.stop()
+    from binlake.archive.run import archive
+    from binlake.archive.sources import DirSource
+    from binlake.archive.stores import open_store
+    from binlake.binlog.framing import BinlogReader
+    from binlake.index import index_transactions
+
+    copied = work / "binlogs"
+    copied.mkdir()
+    for f in files:  # the corpus alone: rotated files, not the active one
+        (copied / f.name).write_bytes(f.read_bytes())
+    store = f"file://{work}/store"
+    archive(DirSource(str(copied)), open_store(store), "bench")
+    mib = sum(f.stat().st_size for f in files) / (1 << 20)
+    with BinlogReader.open(files[-1]) as r:
+        big = max(index_transactions(r, files[-1].name), key=lambda e: e.length)
+    big_ts = big.commit_ts
+    py = sys.executable
+    cli = [py, "-m", "binlake.cli"]
+    everything = ["--start", "2000-01-01", "--end", "2100-01-01"]
+    rows = []
+
+    w = Watch([*cli, "scan", "--rows", *map(str, files)])  # output to a temporary file, as a user's to disk
+    seconds, _ = w.run()
+    scan_s = seconds
+    rows.append(("binlake scan --rows (1 process)", seconds, mib / seconds, w.driver_kib, None, None))
+    for master in ("local[1]", "local[2]"):
+        w = Watch([*cli, "assemble", "--store", store, "--warehouse", str(work / f"lake-{master[6]}"),
+                   "--master", master, *everything])
+        seconds, out = w.run()
+        summary = json.loads(out.strip().splitlines()[-1])
+        rows.append((f"binlake assemble --master {master} ({summary['splits']} splits)", seconds,
+                     mib / seconds, w.driver_kib, w.worker_kib, w.jvm_kib))
+    import datetime as dt
+
+    t = dt.datetime.fromisoformat(big_ts)
+    w = Watch([*cli, "assemble", "--store", store, "--warehouse", str(work / "lake-big"), "--master", "local[2]",
+               "--start", t.isoformat(), "--end", (t + dt.timedelta(microseconds=1)).isoformat(),
+               "--split-bytes", str(8 << 20)])
+    seconds, out = w.run()
+    big_summary = json.loads(out.strip().splitlines()[-1])
+
+    lines = [
+        f"Corpus: {len(files)} files, {mib:.1f} MiB written by MySQL {server.version}, the last transaction "
+        f"{args.big_rows:,} rows ({big.length / (1 << 20):.0f} MiB); {os.cpu_count()} cores; "
+        "the warehouse on local disk.",
+        "",
+        "| what | seconds | MiB/s | peak RSS driver | peak RSS Python worker | peak RSS JVM |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for name, s, m, d, wk, j in rows:
+        fmt = [f"{v / 1024:.0f} MiB" if v else "–" for v in (d, wk, j)]
+        lines.append(f"| {name} | {s:.1f} | {m:.1f} | {' | '.join(fmt)} |")
+    ratio = rows[2][1] and scan_s / rows[2][1]
+    lines += [
+        "",
+        f"local[2] against the single-process scan: {ratio:.2f}×. The job's time includes the JVM's start, "
+        "planning, the survey of big transactions and writing Parquet three times (staging, the range, "
+        "the partitions).",
+        "",
+        f"The {args.big_rows:,}-row transaction alone, cut into {big_summary['pieces']} pieces of 8 MiB "
+        f"(local[2]): {seconds:.1f} s, peak RSS of a Python worker {w.worker_kib / 1024:.0f} MiB, "
+        f"of the JVM {w.jvm_kib / 1024:.0f} MiB.",
+    ]
+    text = "\n".join(lines)
+    print(text)
+    write_section("bench/assemble.py", f"Made by `.venv/bin/python bench/assemble.py` "
+                                       f"({time.strftime('%Y-%m-%d')}).\n\n{text}")
+
+
+if __name__ == "__main__":
+    main()
