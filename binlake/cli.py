@@ -94,6 +94,14 @@ def cmd_assemble(args: argparse.Namespace) -> int:
     return run(args)
 
 
+def cmd_validate(args: argparse.Namespace) -> int:
+    try:
+        from binlake.spark import run_validate
+    except ImportError as e:
+        raise BinlakeError(f"validate needs the Spark extra: pip install 'binlake[spark]' ({e})") from None
+    return run_validate(args)
+
+
 def _default_source_name(url: str) -> str:
     from urllib.parse import urlparse
 
@@ -136,6 +144,14 @@ def build_parser() -> argparse.ArgumentParser:
     j.add_argument("--master", default="local[*]", help="Spark master (default local[*]; spark://host:7077)")
     j.add_argument("--conf", action="append", metavar="KEY=VALUE", help="a Spark setting (repeatable)")
     j.set_defaults(func=cmd_assemble)
+
+    from binlake.spark import add_validate_arguments
+
+    v = sub.add_parser("validate", help="run the Great Expectations suites over a range of the warehouse")
+    add_validate_arguments(v)
+    v.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
+    v.add_argument("--conf", action="append", metavar="KEY=VALUE", help="a Spark setting (repeatable)")
+    v.set_defaults(func=cmd_validate)
 
     d = sub.add_parser("demo", help="run the pipeline on the bundled sample binlogs")
     d.set_defaults(func=cmd_demo)

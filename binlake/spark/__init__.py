@@ -53,3 +53,36 @@ def _conf(pairs: list[str] | None) -> dict[str, str]:
             raise SystemExit(f"binlake: --conf {pair!r}: expected KEY=VALUE")
         out[key] = value
     return out
+
+
+def add_validate_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--warehouse", required=True, help="the warehouse: a path or file:///path")
+    p.add_argument("--start", required=True, help="range start, inclusive (ISO 8601; UTC when no zone)")
+    p.add_argument("--end", required=True, help="range end, exclusive")
+    p.add_argument("--store", help="the archive, for the manifest checks (default: the one the warehouse's "
+                                   "assemble summaries name)")
+    p.add_argument("--source", action="append", dest="sources", metavar="NAME",
+                   help="validate these sources only (repeatable; default every source)")
+    p.add_argument("--warn-only", action="append", default=[], metavar="SUITE",
+                   choices=["transactions", "row_changes", "anomalies", "continuity"],
+                   help="a failure of this suite is reported but does not fail the run (repeatable)")
+    p.add_argument("--allow-severity", action="append", default=[], metavar="SEVERITY",
+                   help="anomalies of this severity do not fail the anomalies suite (repeatable; e.g. warning)")
+    p.add_argument("--xa-max-age", type=float, default=3600.0, metavar="SECONDS",
+                   help="an XA transaction prepared longer than this before the range's end must have ended "
+                        "(default 3600)")
+
+
+def run_validate(args: argparse.Namespace, spark=None) -> int:
+    """Run the suites with parsed arguments; prints the report; 1 when a (non warn-only) suite failed."""
+    import datetime as dt
+
+    from binlake.spark.job import session
+    from binlake.spark.validate import Config, validate
+
+    spark = spark or session(getattr(args, "master", None), app="binlake-validate",
+                             conf=_conf(getattr(args, "conf", None)))
+    config = Config(set(args.warn_only), list(args.allow_severity), dt.timedelta(seconds=args.xa_max_age))
+    report = validate(spark, args.warehouse, args.start, args.end, args.store, args.sources, config)
+    print(report.text())
+    return 0 if report.success else 1

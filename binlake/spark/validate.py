@@ -1,0 +1,349 @@
+"""Prove a commit-time range of the warehouse: the Great Expectations suites of expectations/.
+
+Each suite runs through a GX Checkpoint over a Spark DataFrame batch of its table for the
+range (transactions, row_changes, anomalies; `continuity` over transactions). Checks that
+need more than one row are GX `UnexpectedRowsExpectation`s: Spark SQL over the batch and a
+few views made here from the warehouse and the archive's manifests:
+
+  bl_transactions      the transactions of the range
+  bl_archive_files     per archived file: how many transactions its manifest puts in the range
+  bl_known_gtids       GTID intervals known outside the range: before it (the first file's
+                       PREVIOUS_GTIDS / GTID_LIST), archived outside it, recorded as purged
+  bl_xa_completions    XA COMMIT / ROLLBACK of any date, by source and xid
+  bl_params            xa_cutoff: the range's end minus the configured age
+
+The GX project lives in {warehouse}/quality/gx (a file data context): its data docs site
+collects every run. Each run also writes {warehouse}/quality/runs/<run>/results.json and
+summary.txt.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from binlake.archive.stores import open_store
+from binlake.binlog.gtid import parse_gtid_set
+from binlake.errors import BinlakeError
+from binlake.spark import schema
+from binlake.spark.job import SETTINGS, warehouse_uri
+from binlake.splits import manifests, parse_time, sources
+
+log = logging.getLogger("binlake.validate")
+SUITES = ("transactions", "row_changes", "anomalies", "continuity")
+BATCH_TABLE = {"transactions": "transactions", "row_changes": "row_changes", "anomalies": "anomalies",
+               "continuity": "transactions"}
+# Columns that say where an unexpected row is, for built-in expectations' results.
+WHERE = {"transactions": ["source", "binlog_file", "start_pos"], "row_changes": ["binlog_file", "event_pos", "seq"],
+         "anomalies": ["source", "binlog_file", "start_pos"]}
+EXPECTATIONS_DIR = Path(os.environ.get("BINLAKE_EXPECTATIONS", Path(__file__).resolve().parents[2] / "expectations"))
+SHOWN = 5  # unexpected rows per failed expectation in the summary
+
+
+@dataclass
+class Config:
+    warn_only: set[str] = field(default_factory=set)  # suites whose failure is reported, not fatal
+    allowed_severities: list[str] = field(default_factory=list)  # anomalies allowed in the range
+    xa_max_age: dt.timedelta = dt.timedelta(hours=1)
+
+
+@dataclass
+class SuiteResult:
+    suite: str
+    success: bool
+    warn_only: bool
+    evaluated: int
+    passed: int
+    failed: list[dict]  # {expectation, description, unexpected: [...]}
+
+
+@dataclass
+class Report:
+    warehouse: str
+    start: str
+    end: str
+    run: str
+    success: bool
+    suites: list[SuiteResult]
+    counts: dict[str, int]
+    docs: str
+    results: str
+
+    def text(self) -> str:
+        lines = [f"binlake validate {self.start}..{self.end}: {'PASSED' if self.success else 'FAILED'} "
+                 f"({', '.join(f'{k} {v}' for k, v in self.counts.items())})"]
+        for s in self.suites:
+            state = "passed" if s.success else ("failed (warn only)" if s.warn_only else "FAILED")
+            lines.append(f"  {s.suite:12} {state:20} {s.passed}/{s.evaluated} expectations")
+            for f in s.failed:
+                lines.append(f"    ✗ {f['expectation']}: {f['description']}")
+                for row in f["unexpected"][:SHOWN]:
+                    lines.append(f"        {json.dumps(row, default=str, ensure_ascii=False)}")
+        lines += [f"  data docs: {self.docs}", f"  results:   {self.results}"]
+        return "\n".join(lines)
+
+
+def load_suite(name: str):
+    """A suite from expectations/<name>.json, as GX's ExpectationSuite."""
+    import great_expectations as gx
+
+    path = EXPECTATIONS_DIR / f"{name}.json"
+    try:
+        return gx.ExpectationSuite(**json.loads(path.read_text()))
+    except OSError as e:
+        raise BinlakeError(f"{path}: cannot read the suite: {e.strerror}") from None
+
+
+class Validation:
+    def __init__(self, spark: SparkSession, warehouse: str, start: str, end: str, store: str | None = None,
+                 source_names: list[str] | None = None, config: Config | None = None) -> None:
+        self.spark = spark
+        for key, value in SETTINGS.items():
+            spark.conf.set(key, value)
+        self.warehouse = warehouse_uri(warehouse).rstrip("/")
+        if not self.warehouse.startswith("file://"):
+            raise BinlakeError(f"{self.warehouse}: validation writes its data docs beside a local warehouse only "
+                               "(file:// or a path) for now")
+        self.root = Path(self.warehouse[len("file://"):])
+        self.start, self.end = parse_time(start), parse_time(end)
+        if self.start >= self.end:
+            raise BinlakeError(f"empty range: start {self.start} is not before end {self.end}")
+        self.config = config or Config()
+        self.store = store or self._store_from_summaries()
+        self.source_names = source_names
+        stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+        self.run_name = f"{_short(self.start)}_{_short(self.end)}_{stamp}"
+
+    # -- the data ----------------------------------------------------------------------
+
+    def _store_from_summaries(self) -> str:
+        """The archive the warehouse was assembled from, as its job summaries record it."""
+        found = sorted((self.root / "_summaries").glob("assemble_*.json"), key=lambda p: p.stat().st_mtime)
+        if not found:
+            raise BinlakeError(f"{self.warehouse}: no assemble summary here; give the archive with --store")
+        return json.loads(found[-1].read_text())["store"]
+
+    def table(self, name: str) -> DataFrame:
+        path = self.root / name
+        struct = StructTypeWithDate(schema.TABLES[name])
+        if not path.exists():
+            raise BinlakeError(f"{self.warehouse}/{name}: no such table (run binlake assemble first)")
+        return self.spark.read.schema(struct).parquet(str(path))
+
+    def in_range(self, df: DataFrame) -> DataFrame:
+        lo, hi = dt.datetime.fromisoformat(self.start), dt.datetime.fromisoformat(self.end)
+        last = (hi - dt.timedelta(microseconds=1)).date()
+        # A row without commit_ts belongs to no day and no range: every range shows it, so it fails.
+        df = df.where(F.col("commit_date").between(F.lit(lo.date()), F.lit(last)) | F.col("commit_date").isNull())
+        df = df.where(((F.col("commit_ts") >= F.lit(lo)) & (F.col("commit_ts") < F.lit(hi)))
+                      | F.col("commit_ts").isNull())
+        if self.source_names:
+            df = df.where(F.col("source").isin(self.source_names))
+        return df.drop("commit_date")
+
+    def views(self, txns: DataFrame) -> None:
+        """The views the multi-row expectations query."""
+        sp = self.spark
+        txns.createOrReplaceTempView("bl_transactions")
+        files, known = self._archive_facts()
+        sp.createDataFrame(files, "source string, binlog_file string, transactions long") \
+            .createOrReplaceTempView("bl_archive_files")
+        sp.createDataFrame(known, "source string, sid string, lo long, hi long").createOrReplaceTempView(
+            "bl_known_gtids")
+        completions = (self.table("transactions").where(F.col("kind").isin("xa_commit", "xa_rollback"))
+                       .select("source", "xa_xid").distinct())
+        completions.createOrReplaceTempView("bl_xa_completions")
+        cutoff = dt.datetime.fromisoformat(self.end) - self.config.xa_max_age
+        sp.createDataFrame([(cutoff,)], "xa_cutoff timestamp").createOrReplaceTempView("bl_params")
+
+    def _archive_facts(self) -> tuple[list[tuple], list[tuple]]:
+        """Per file, its transactions in the range; per (source, sid), the GTID intervals known outside it."""
+        store = open_store(self.store)
+        store.check()
+        files: list[tuple] = []
+        known: list[tuple] = []
+        for source in self.source_names or sources(store):
+            outside: dict[str, list[tuple[int, int]]] = {}
+            first = None
+            chosen = []
+            for m in sorted(manifests(store, source), key=lambda m: _number(m["file"])):
+                lo, hi = m.get("min_commit_ts"), m.get("max_commit_ts")
+                if lo is None or not (lo < self.end and hi >= self.start):
+                    continue
+                chosen.append(m)
+            for m in chosen:
+                entries = m.get("transactions") or []
+                inside = [e for e in entries if self.start <= e[3] < self.end]
+                files.append((source, m["file"], len(inside)))
+                if first is None:
+                    first = m
+                for e in entries:
+                    if not self.start <= e[3] < self.end:
+                        _add_gtid(outside, e[2])
+                for g in ((m.get("gap") or {}).get("missing_gtids") or "").split(","):
+                    _add_interval_text(outside, g.strip())
+            if first is not None:
+                for text in (first.get("previous_gtids") or "").split(","):
+                    _add_interval_text(outside, text.strip(), from_one=True)
+            for sid, intervals in outside.items():
+                known += [(source, sid, a, b) for a, b in _merge(intervals)]
+        return files, known
+
+    # -- the suites ----------------------------------------------------------------------
+
+    def run(self) -> Report:
+        import great_expectations as gx
+
+        txns = self.in_range(self.table("transactions")).cache()
+        batches = {"transactions": txns, "row_changes": self.in_range(self.table("row_changes")),
+                   "anomalies": self.in_range(self.table("anomalies"))}
+        self.views(txns)
+        counts = {"transactions": txns.count(), "row_changes": batches["row_changes"].count(),
+                  "anomalies": batches["anomalies"].count()}
+        log.info("validating %s..%s: %s", self.start, self.end, counts)
+        quality = self.root / "quality"
+        context = gx.get_context(mode="file", project_root_dir=str(quality))
+        source = context.data_sources.add_or_update_spark(name="binlake")
+        results: list[SuiteResult] = []
+        raw: dict[str, dict] = {}
+        for name in SUITES:
+            table = BATCH_TABLE[name]
+            asset = _asset(source, table)
+            batch_def = _batch_definition(asset, table)
+            suite = context.suites.add_or_update(load_suite(name))
+            vd = context.validation_definitions.add_or_update(
+                gx.ValidationDefinition(name=f"binlake_{name}", data=batch_def, suite=suite))
+            checkpoint = context.checkpoints.add_or_update(gx.Checkpoint(
+                name=f"binlake_{name}", validation_definitions=[vd],
+                actions=[gx.checkpoint.UpdateDataDocsAction(name="update_data_docs")],
+                # COMPLETE: the custom expectations return their unexpected rows (at most 200) only so
+                result_format={"result_format": "COMPLETE", "partial_unexpected_count": SHOWN,
+                               "unexpected_index_column_names": WHERE[table]}))
+            run_id = gx.RunIdentifier(run_name=f"{self.run_name}_{name}")
+            result = checkpoint.run(batch_parameters={"dataframe": batches[table]},
+                                    expectation_parameters={"allowed_severities": self.config.allowed_severities},
+                                    run_id=run_id)
+            vr = next(iter(result.run_results.values()))
+            raw[name] = vr.to_json_dict()
+            results.append(_summarise(name, vr, name in self.config.warn_only))
+            log.info("suite %s: %s", name, "passed" if results[-1].success else "failed")
+        success = all(r.success or r.warn_only for r in results)
+        docs = quality / "gx" / "uncommitted" / "data_docs" / "local_site" / "index.html"
+        run_dir = quality / "runs" / self.run_name
+        run_dir.mkdir(parents=True, exist_ok=True)
+        report = Report(self.warehouse, self.start, self.end, self.run_name, success, results, counts, str(docs),
+                        str(run_dir / "results.json"))
+        (run_dir / "results.json").write_text(json.dumps({"report": asdict(report), "gx": raw}, indent=1,
+                                                         default=str))
+        (run_dir / "summary.txt").write_text(report.text() + "\n")
+        txns.unpersist()
+        return report
+
+
+def _asset(source, table: str):
+    try:
+        return source.get_asset(table)
+    except LookupError:
+        return source.add_dataframe_asset(name=table)
+
+
+def _batch_definition(asset, table: str):
+    try:
+        return asset.get_batch_definition(f"{table}_range")
+    except KeyError:
+        return asset.add_batch_definition_whole_dataframe(f"{table}_range")
+
+
+def _summarise(name: str, vr, warn_only: bool) -> SuiteResult:
+    failed = []
+    for r in vr.results:
+        if r.success:
+            continue
+        cfg = r.expectation_config
+        res = r.result or {}
+        details = (res.get("details") or {}) if isinstance(res, dict) else {}
+        unexpected = details.get("unexpected_rows") or res.get("partial_unexpected_index_list") \
+            or res.get("partial_unexpected_list") or []
+        if r.exception_info and r.exception_info.get("raised_exception"):
+            unexpected = [{"error": r.exception_info.get("exception_message")}]
+        failed.append({"expectation": cfg.type, "description": cfg.description or _describe(cfg),
+                       "unexpected": [dict(u) if isinstance(u, dict) else u for u in unexpected][:SHOWN]})
+    stats = vr.statistics
+    return SuiteResult(name, bool(vr.success), warn_only, int(stats["evaluated_expectations"]),
+                       int(stats["successful_expectations"]), failed)
+
+
+def _describe(cfg) -> str:
+    """A built-in expectation, as a person reads it: `kind: expect_column_values_to_be_in_set`."""
+    kw = cfg.kwargs
+    if "column_A" in kw:
+        return f"{kw['column_A']} {'>=' if kw.get('or_equal') else '>'} {kw['column_B']}"
+    if "column" in kw:
+        return f"{kw['column']}: {cfg.type}"
+    return cfg.type
+
+
+def StructTypeWithDate(struct):  # noqa: N802 - reads like the type it returns
+    from pyspark.sql.types import StructType
+
+    return StructType(struct.fields + [schema.PARTITION])
+
+
+def _number(name: str) -> int:
+    tail = name.rsplit(".", 1)[-1]
+    return int(tail) if tail.isdigit() else 0
+
+
+def _short(ts: str) -> str:
+    return ts.replace(":", "").replace("-", "").replace(".000000", "")
+
+
+def _add_gtid(known: dict, gtid: str) -> None:
+    """One GTID (MySQL uuid[:tag]:gno or MariaDB domain-server-seq) into per-sid intervals."""
+    if ":" in gtid:
+        sid, _, n = gtid.rpartition(":")
+    elif gtid.count("-") == 2 and gtid.replace("-", "").isdigit():
+        sid, n = gtid.split("-")[0], gtid.split("-")[2]
+    else:
+        return  # a derived txn_id: no GTID
+    known.setdefault(sid, []).append((int(n), int(n)))
+
+
+def _add_interval_text(known: dict, text: str, from_one: bool = False) -> None:
+    """A GTID set (MySQL) or a MariaDB `d-s-n` (all of domain d up to n when from_one)."""
+    if not text:
+        return
+    if ":" in text:
+        for (uuid, tag), ivs in parse_gtid_set(text).intervals.items():
+            sid = f"{uuid}:{tag}" if tag else uuid
+            known.setdefault(sid, []).extend((a, b - 1) for a, b in ivs)
+    elif text.count("-") == 2:
+        d, _, n = text.split("-")
+        known.setdefault(d, []).append((1, int(n)) if from_one else (int(n), int(n)))
+    elif ".." in text:  # MariaDB purge gap: d-s-a..b
+        head, b = text.split("..")
+        d, _, a = head.split("-")
+        known.setdefault(d, []).append((int(a), int(b)))
+
+
+def _merge(intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[list[int]] = []
+    for a, b in sorted(intervals):
+        if out and a <= out[-1][1] + 1:
+            out[-1][1] = max(out[-1][1], b)
+        else:
+            out.append([a, b])
+    return [(a, b) for a, b in out]
+
+
+def validate(spark: SparkSession, warehouse: str, start: str, end: str, store: str | None = None,
+             sources: list[str] | None = None, config: Config | None = None) -> Report:
+    """Run the suites; the report says whether the range can be trusted (see Report.success)."""
+    return Validation(spark, warehouse, start, end, store, sources, config).run()

@@ -1,0 +1,279 @@
+"""The Great Expectations suites pass on the warehouse made from real servers' binlogs, and
+each expectation fails on a broken variant of it: binlogs damaged in the archive (a dropped
+XID or COMMIT, a file cut mid-transaction) or tables broken after assembly (a duplicated
+transaction, a GTID hole, a wrong transaction_length, a row change without its transaction,
+a segment set without its end, …). The data docs open in headless Chromium."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import struct
+import zlib
+from pathlib import Path
+
+import pytest
+
+from binlake.archive.run import archive
+from binlake.archive.sources import DirSource
+from binlake.archive.stores import open_store
+from binlake.binlog import constants as c
+from binlake.binlog.framing import BinlogReader
+from tests.support.scanning import DATA, run_cli
+
+FLAVORS = ("mysql", "mariadb")
+
+
+def expectation_ids(report) -> dict[str, set[str]]:
+    """Failed expectations per suite, named by their description (or type and column)."""
+    return {s.suite: {f["description"] for f in s.failed} for s in report.suites}
+
+
+@pytest.fixture(scope="module")
+def base(spark, tmp_path_factory):
+    """The committed binlogs of both flavors archived (file store) and assembled."""
+    from binlake.spark.job import assemble
+
+    root = tmp_path_factory.mktemp("quality")
+    store = f"file://{root}/store"
+    for flavor in FLAVORS:
+        archive(DirSource(str(DATA / flavor)), open_store(store), flavor)
+    start, end = "2000-01-01", "2100-01-01"
+    assemble(spark, store, str(root / "lake"), start, end, split_bytes=1 << 40)
+    return root, store, (start, end)
+
+
+def validate(spark, warehouse, store, rng, **config):
+    from binlake.spark.validate import Config, validate
+
+    return validate(spark, str(warehouse), *rng, store=store, config=Config(**config))
+
+
+def test_the_real_outputs_pass(spark, base):
+    root, store, rng = base
+    report = validate(spark, root / "lake", store, rng)
+    assert report.success, report.text()
+    assert [s.suite for s in report.suites] == ["transactions", "row_changes", "anomalies", "continuity"]
+    assert all(s.success and s.evaluated == s.passed > 0 for s in report.suites)
+    assert report.counts["transactions"] > 100 and report.counts["row_changes"] > 200
+    saved = json.loads(Path(report.results).read_text())
+    assert saved["report"]["success"] is True and set(saved["gx"]) == {s.suite for s in report.suites}
+    assert Path(report.docs).is_file()
+
+
+# -- breaking the tables after assembly ----------------------------------------------------
+
+def _copy_lake(root: Path, name: str) -> Path:
+    dst = root / name
+    if dst.exists():
+        shutil.rmtree(dst)
+    shutil.copytree(root / "lake", dst, ignore=shutil.ignore_patterns("quality"))
+    return dst
+
+
+def _rewrite(spark, lake: Path, table: str, change) -> None:
+    """Apply `change(DataFrame) -> DataFrame` to a table and write it back whole."""
+    from binlake.spark import schema
+    from binlake.spark.validate import StructTypeWithDate
+
+    struct = StructTypeWithDate(schema.TABLES[table])
+    df = spark.read.schema(struct).parquet(str(lake / table))
+    new = change(df).select(*struct.fieldNames())
+    tmp = lake / f"_{table}"
+    new.write.mode("overwrite").partitionBy("commit_date").parquet(str(tmp))
+    shutil.rmtree(lake / table)
+    tmp.rename(lake / table)
+
+
+def _pick(spark, lake: Path, sql: str):
+    from binlake.spark import schema
+    from binlake.spark.validate import StructTypeWithDate
+
+    for table in ("transactions", "row_changes"):
+        spark.read.schema(StructTypeWithDate(schema.TABLES[table])).parquet(str(lake / table)) \
+            .createOrReplaceTempView(f"t_{table}")
+    return spark.sql(sql).first()
+
+
+def _break_tables(spark, root: Path, variant: str) -> Path:
+    from pyspark.sql import functions as F
+
+    lake = _copy_lake(root, f"lake_{variant}")
+    big = _pick(spark, lake, "SELECT txn_id, gtid FROM t_transactions WHERE row_count > 1 AND gtid LIKE '%:%' "
+                             "ORDER BY start_pos DESC LIMIT 1")
+    one = F.col("txn_id") == big["txn_id"]
+    if variant == "duplicated_transaction":
+        _rewrite(spark, lake, "transactions", lambda df: df.unionByName(df.where(one)))
+    elif variant == "gtid_hole":  # a whole transaction gone, rows and all
+        _rewrite(spark, lake, "transactions", lambda df: df.where(~one))
+        _rewrite(spark, lake, "row_changes", lambda df: df.where(~one))
+    elif variant == "wrong_transaction_length":
+        _rewrite(spark, lake, "transactions", lambda df: df.withColumn(
+            "transaction_length", F.when(one, F.col("transaction_length") + 1).otherwise(F.col("transaction_length"))))
+    elif variant == "row_change_without_transaction":
+        _rewrite(spark, lake, "transactions", lambda df: df.where(~one))
+    elif variant == "segment_without_end":
+        _rewrite(spark, lake, "row_changes", lambda df: df.withColumn(
+            "end_segment", F.when(one, F.lit(False)).otherwise(F.col("end_segment"))))
+    elif variant == "rows_lost_and_mangled":  # rows of one transaction: one lost, the others' fields broken
+        _rewrite(spark, lake, "row_changes", lambda df: df.where(~(one & (F.col("seq") == 0))).withColumn(
+            "op", F.when(one & (F.col("seq") == 1), F.lit("upsert")).otherwise(F.col("op"))).withColumn(
+            "commit_ts", F.when(one, F.col("commit_ts") + F.expr("INTERVAL 1 SECOND")).otherwise(F.col("commit_ts")))
+            .withColumn("before", F.when(one & (F.col("op") == "insert"), F.lit("{}")).otherwise(F.col("before"))))
+    elif variant == "garbage_fields":  # each field of one transaction out of its domain
+        _rewrite(spark, lake, "transactions", lambda df: _set(df, one, {
+            "kind": F.lit("merge"), "outcome": F.lit("maybe"), "end_event": F.lit("GTID"),
+            "end_pos": F.col("start_pos"),
+            "synthetic_boundary": F.lit(True), "first_event_ts": F.col("commit_ts") + F.expr("INTERVAL 1 HOUR"),
+            "event_count": F.lit(0), "segment_count": F.lit(0), "rows_inserted": F.col("rows_inserted") + 1}))
+    elif variant == "null_ids":
+        _rewrite(spark, lake, "transactions", lambda df: _set(df, one, {"commit_ts": F.lit(None),
+                                                                         "txn_id": F.lit(None)}))
+    elif variant == "xa_never_ended":
+        _rewrite(spark, lake, "transactions", lambda df: df.where(~F.col("kind").isin("xa_commit", "xa_rollback")))
+    else:
+        raise AssertionError(variant)
+    return lake
+
+
+def _set(df, where, values: dict):
+    """The rows matching `where` with columns replaced (each computed from the row as it was)."""
+    from pyspark.sql import functions as F
+
+    return df.select(*[F.when(where, values[c]).otherwise(F.col(c)).alias(c) if c in values else F.col(c)
+                       for c in df.columns])
+
+
+TABLE_VARIANTS = {
+    "duplicated_transaction": {
+        "transactions": {"txn_id: expect_column_values_to_be_unique"},
+        "continuity": {"each archived file's transaction count", "no GTID appears twice"}},
+    "gtid_hole": {"continuity": {"each archived file's transaction count", "GTIDs follow on"}},
+    "wrong_transaction_length": {"transactions": {"`transaction_length`"}},
+    "row_change_without_transaction": {
+        "row_changes": {"every row change's `txn_id`"},
+        "continuity": {"each archived file's transaction count", "GTIDs follow on"}},
+    "segment_without_end": {"row_changes": {"segments run 1..k"}},
+    "rows_lost_and_mangled": {"row_changes": {"op: expect_column_values_to_be_in_set", "`seq` runs 0..n-1",
+                                              "each row change carries", "`before` is present"}},
+    "garbage_fields": {"transactions": {"kind: expect_column_values_to_be_in_set",
+                                        "outcome: expect_column_values_to_be_in_set",
+                                        "end_event: expect_column_values_to_be_in_set",
+                                        "end_pos > start_pos", "`synthetic_boundary`", "commit_ts >= first_event_ts",
+                                        "event_count: expect_column_values_to_be_between",
+                                        "segment_count: expect_column_values_to_be_between",
+                                        "`row_count = ", "`transaction_length`"}},
+    "null_ids": {"transactions": {"txn_id: expect_column_values_to_not_be_null",
+                                  "commit_ts: expect_column_values_to_not_be_null"}},
+    "xa_never_ended": {"continuity": {"an XA transaction prepared", "each archived file's transaction count",
+                                      "GTIDs follow on"}},
+}
+
+
+def _matches(failed: dict[str, set[str]], wanted: dict[str, set[str]]) -> list[str]:
+    """Wanted failures (prefixes of descriptions) that did not happen."""
+    return [f"{suite}: {w}" for suite, ws in wanted.items() for w in ws
+            if not any(d.startswith(w) for d in failed.get(suite, set()))]
+
+
+@pytest.mark.parametrize("variant", sorted(TABLE_VARIANTS))
+def test_broken_tables_fail(spark, base, variant):
+    root, store, rng = base
+    lake = _break_tables(spark, root, variant)
+    report = validate(spark, lake, store, rng, xa_max_age=__import__("datetime").timedelta(0))
+    assert not report.success
+    failed = expectation_ids(report)
+    assert _matches(failed, TABLE_VARIANTS[variant]) == [], report.text()
+    assert "✗" in report.text()
+
+
+# -- breaking the binlogs in the archive -----------------------------------------------------
+
+def _reassemble(spark, root: Path, name: str, damage) -> tuple[Path, str]:
+    from binlake.spark.job import assemble
+
+    store_dir = root / f"store_{name}"
+    if store_dir.exists():
+        shutil.rmtree(store_dir)
+    shutil.copytree(root / "store", store_dir)
+    damage(store_dir / "mysql" / "binlogs")
+    store = f"file://{store_dir}"
+    assemble(spark, store, str(root / f"lake_{name}"), "2000-01-01", "2100-01-01", split_bytes=1 << 40)
+    return root / f"lake_{name}", store
+
+
+def _neutralise(path: Path, type_code: int, nth: int = 0) -> int:
+    """Turn the nth event of a type into an ignorable one of the same size (CRC fixed): the
+    transaction loses it without any offset moving."""
+    data = bytearray(path.read_bytes())
+    with BinlogReader.open(path) as r:
+        frames = [f for f in r.frames() if f.type == type_code]
+        target = frames[nth]
+        pos, size, crc = target.pos, target.size, r.fde.has_checksum
+    data[pos + 4] = c.IGNORABLE_LOG_EVENT
+    struct.pack_into("<H", data, pos + 17, struct.unpack_from("<H", data, pos + 17)[0] | c.LOG_EVENT_IGNORABLE_F)
+    if crc:
+        struct.pack_into("<I", data, pos + size - 4, zlib.crc32(data[pos:pos + size - 4]))
+    path.write_bytes(bytes(data))
+    return pos
+
+
+def _commit_query(path: Path) -> int:
+    with BinlogReader.open(path) as r:
+        for i, f in enumerate(f for f in r.frames() if f.type == c.QUERY_EVENT):
+            if bytes(f.body).rstrip(b"\0").endswith(b"COMMIT"):
+                return i
+    raise AssertionError("no QUERY 'COMMIT' in the test data")
+
+
+BINLOG_VARIANTS = {
+    "dropped_xid": lambda d: _neutralise(d / "binlog.000001", c.XID_EVENT, 3),
+    "dropped_commit": lambda d: _neutralise(d / "binlog.000001", c.QUERY_EVENT, _commit_query(d / "binlog.000001")),
+    "truncated_mid_transaction": lambda d: (d / "binlog.000002").write_bytes((d / "binlog.000002").read_bytes()[:6000]),
+}
+
+
+@pytest.mark.parametrize("variant", sorted(BINLOG_VARIANTS))
+def test_broken_binlogs_fail(spark, base, variant):
+    root, store, rng = base
+    lake, damaged = _reassemble(spark, root, variant, BINLOG_VARIANTS[variant])
+    report = validate(spark, lake, damaged, rng)
+    assert not report.success
+    failed = expectation_ids(report)
+    wanted = {"transactions": {"outcome: expect_column_values_to_not_be_in_set"},
+              "anomalies": {"severity: expect_column_values_to_be_in_set"}}
+    if variant == "truncated_mid_transaction":
+        wanted["continuity"] = {"each archived file's transaction count"}
+    assert _matches(failed, wanted) == [], report.text()
+    # the summary names the broken transaction's file and offset
+    text = report.text()
+    assert "binlog.00000" in text and '"start_pos"' in text
+
+
+def test_warn_only_and_allowed_severities(spark, base):
+    root, store, rng = base
+    lake, damaged = _reassemble(spark, root, "dropped_xid_2", BINLOG_VARIANTS["dropped_xid"])
+    report = validate(spark, lake, damaged, rng, warn_only={"transactions", "anomalies"})
+    assert report.success and not all(s.success for s in report.suites)
+    assert "failed (warn only)" in report.text()
+    report = validate(spark, lake, damaged, rng, warn_only={"transactions"}, allowed_severities=["error"])
+    assert report.success and next(s for s in report.suites if s.suite == "anomalies").success
+
+
+def test_cli_fails_with_a_readable_report(base):
+    root, store, rng = base
+    lake, damaged = _reassemble(spark_session(), root, "dropped_xid_cli", BINLOG_VARIANTS["dropped_xid"])
+    args = ["--start", rng[0], "--end", rng[1], "--master", "local[1]", "--conf", "spark.ui.enabled=false"]
+    proc = run_cli("validate", "--warehouse", str(lake), "--store", damaged, *args)
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert "FAILED" in proc.stdout and "outcome: expect_column_values_to_not_be_in_set" in proc.stdout
+    assert "data docs:" in proc.stdout
+    ok = run_cli("validate", "--warehouse", str(root / "lake"), *args)  # the store from the summaries
+    assert ok.returncode == 0, ok.stdout[-2000:] + ok.stderr[-2000:]
+    assert "PASSED" in ok.stdout
+
+
+def spark_session():
+    from pyspark.sql import SparkSession
+
+    return SparkSession.getActiveSession()
