@@ -4,12 +4,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test install servers java lint bench clean
+.PHONY: demo test install servers java browser lint bench clean
 
 demo: install  ## the whole pipeline on the bundled sample binlogs
 	$(BIN)/binlake demo
 
-test: install servers java  ## lint, then every test against real servers
+test: install servers java browser  ## lint, then every test against real servers
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q -rfEs
 
@@ -18,8 +18,11 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev,spark]'
+	$(BIN)/pip install -q -e '.[dev,spark,quality]'
 	touch $(STAMP)
+
+browser:  ## Debian's chromium for the browser tests
+	bash scripts/install-browser.sh
 
 java:  ## Spark's Java 17+, checked
 	bash scripts/check-java.sh
@@ -30,8 +33,10 @@ servers: install  ## MySQL 9.x (Debian sid, own prefix) and MariaDB 10.11, cache
 lint: install
 	$(BIN)/ruff check .
 
-bench: install servers
+bench: install servers java
 	$(BIN)/python bench/scan.py
+	$(BIN)/python bench/archive.py
+	$(BIN)/python bench/assemble.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -21,6 +21,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -123,12 +124,6 @@ def main() -> None:
     ap.add_argument("--workdir", type=Path)
     args = ap.parse_args()
     work = args.workdir or Path(tempfile.mkdtemp(prefix="binlake-bench-assemble-"))
-    server = servers.start("mysql", work / "mysql", max_binlog_size="64M")
-    try:
-        print(f"MySQL {server.version}: generating {args.size_mib} MiB …", file=sys.stderr)
-        files = generate(server, args.size_mib, args.big_rows)
-    finally:
-        server.stop()
     from binlake.archive.run import archive
     from binlake.archive.sources import DirSource
     from binlake.archive.stores import open_store
@@ -136,11 +131,24 @@ def main() -> None:
     from binlake.index import index_transactions
 
     copied = work / "binlogs"
-    copied.mkdir()
-    for f in files:  # the corpus alone: rotated files, not the active one
-        (copied / f.name).write_bytes(f.read_bytes())
     store = f"file://{work}/store"
-    archive(DirSource(str(copied)), open_store(store), "bench")
+    facts = work / "corpus.json"
+    if facts.exists():  # --workdir of an earlier run: its corpus and archive again
+        version = json.loads(facts.read_text())["version"]
+    else:
+        server = servers.start("mysql", work / "mysql", max_binlog_size="64M")
+        try:
+            print(f"MySQL {server.version}: generating {args.size_mib} MiB …", file=sys.stderr)
+            generated = generate(server, args.size_mib, args.big_rows)
+        finally:
+            server.stop()
+        version = server.version
+        copied.mkdir()
+        for f in generated:  # the corpus alone: rotated files, not the active one
+            (copied / f.name).write_bytes(f.read_bytes())
+        archive(DirSource(str(copied)), open_store(store), "bench")
+        facts.write_text(json.dumps({"version": version}))
+    files = sorted(copied.glob("binlog.*"))
     mib = sum(f.stat().st_size for f in files) / (1 << 20)
     with BinlogReader.open(files[-1]) as r:
         big = max(index_transactions(r, files[-1].name), key=lambda e: e.length)
@@ -155,6 +163,7 @@ def main() -> None:
     scan_s = seconds
     rows.append(("binlake scan --rows (1 process)", seconds, mib / seconds, w.driver_kib, None, None))
     for master in ("local[1]", "local[2]"):
+        shutil.rmtree(work / f"lake-{master[6]}", ignore_errors=True)
         w = Watch([*cli, "assemble", "--store", store, "--warehouse", str(work / f"lake-{master[6]}"),
                    "--master", master, *everything])
         seconds, out = w.run()
@@ -164,6 +173,7 @@ def main() -> None:
     import datetime as dt
 
     t = dt.datetime.fromisoformat(big_ts)
+    shutil.rmtree(work / "lake-big", ignore_errors=True)
     w = Watch([*cli, "assemble", "--store", store, "--warehouse", str(work / "lake-big"), "--master", "local[2]",
                "--start", t.isoformat(), "--end", (t + dt.timedelta(microseconds=1)).isoformat(),
                "--split-bytes", str(8 << 20)])
@@ -171,7 +181,7 @@ def main() -> None:
     big_summary = json.loads(out.strip().splitlines()[-1])
 
     lines = [
-        f"Corpus: {len(files)} files, {mib:.1f} MiB written by MySQL {server.version}, the last transaction "
+        f"Corpus: {len(files)} files, {mib:.1f} MiB written by MySQL {version}, the last transaction "
         f"{args.big_rows:,} rows ({big.length / (1 << 20):.0f} MiB); {os.cpu_count()} cores; "
         "the warehouse on local disk.",
         "",

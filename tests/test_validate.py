@@ -277,3 +277,31 @@ def spark_session():
     from pyspark.sql import SparkSession
 
     return SparkSession.getActiveSession()
+
+
+def test_data_docs_in_chromium(spark, base, tmp_path):
+    """The data docs of a passing and of a failing run, opened in headless Chromium."""
+    from tests.conftest import require
+    from tests.support import browser
+
+    require(browser.available(), "Debian's chromium (scripts/install-browser.sh)")
+    root, store, rng = base
+    passing = validate(spark, root / "lake", store, rng)
+    lake, damaged = _reassemble(spark, root, "dropped_xid_docs", BINLOG_VARIANTS["dropped_xid"])
+    failing = validate(spark, lake, damaged, rng)
+    for report, status in ((passing, "Succeeded"), (failing, "Failed")):
+        site = Path(report.docs).parent
+        with browser.page() as page:
+            page.goto(Path(report.docs).as_uri())
+            assert "Great Expectations" in page.title()
+            assert "Validation Results" in page.inner_text("body")
+            for suite in ("transactions", "row_changes", "anomalies", "continuity"):
+                html = next((site / "validations" / suite).glob(f"{report.run}_{suite}/*/*.html"))
+                page.goto(html.as_uri())
+                text = page.inner_text("body")
+                assert f"Expectation Suite: {suite}" in text
+                result = next(s for s in report.suites if s.suite == suite)
+                assert f"Status: {'Succeeded' if result.success else 'Failed'}" in text
+                assert f"Evaluated Expectations\n\t\n{result.evaluated}" in text
+            page.screenshot(path=str(tmp_path / f"{status}.png"), full_page=True)
+        assert report.success is (status == "Succeeded")

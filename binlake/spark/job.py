@@ -84,10 +84,12 @@ def _parse_task(opts: Options):
         import pyarrow as pa
 
         arrow = _arrow_schema(schema.STAGED)
-        kinds = arrow.names
+        kinds = [n for n in arrow.names if n != "kind"]
 
         def batch(kind: str, recs: list[dict]):
-            cols = [pa.array(recs, type=f.type) if f.name == kind else pa.nulls(len(recs), f.type) for f in arrow]
+            cols = [pa.array(recs, type=f.type) if f.name == kind else pa.nulls(len(recs), f.type)
+                    for f in arrow if f.name != "kind"]
+            cols.append(pa.array([kind] * len(recs), type=pa.string()))
             return pa.RecordBatch.from_arrays(cols, schema=arrow)
 
         for b in batches:
@@ -175,7 +177,7 @@ class Job:
             self.sc.setJobDescription(f"binlake: parse {len(tasks)} splits of {self.plan.bytes} bytes")
             rdd = self.sc.parallelize([(json.dumps(t),) for t in tasks], len(tasks))
             df = self.spark.createDataFrame(rdd, "split string")
-            (df.mapInArrow(_parse_task(self.opts), schema.STAGED).write.mode("overwrite")
+            (df.mapInArrow(_parse_task(self.opts), schema.STAGED).write.mode("overwrite").partitionBy("kind")
              .option("parquet.block.size", STAGING_ROW_GROUP).parquet(path))
             return self.spark.read.schema(schema.STAGED).parquet(path)
         return self.spark.createDataFrame([], schema.STAGED)
@@ -183,14 +185,14 @@ class Job:
     def _tables(self, staged: DataFrame, bigs: list[list[dict]]) -> dict[str, DataFrame]:
         """The three tables of the range, big transactions put together."""
         sp = self.spark
-        txns = staged.where("`transaction` IS NOT NULL").select("transaction.*")
-        rows = staged.where("row_change IS NOT NULL").select("row_change.*")
-        anomalies = staged.where("anomaly IS NOT NULL").select("anomaly.*")
+        txns = staged.where("kind = 'transaction'").select("transaction.*")  # each read prunes to its kind
+        rows = staged.where("kind = 'row_change'").select("row_change.*")
+        anomalies = staged.where("kind = 'anomaly'").select("anomaly.*")
         extra_txns, extra_anomalies, fixes = [], list(self.plan.anomalies), []
         if bigs:
             self.sc.setJobDescription("binlake: put big transactions together")
             pieces = defaultdict(list)
-            for r in staged.where("piece IS NOT NULL").select("piece.*").collect():
+            for r in staged.where("kind = 'piece'").select("piece.*").collect():
                 pieces[r["txn_id"]].append(r.asDict(recursive=True))
             for parts in bigs:
                 first = parts[0]
@@ -226,28 +228,36 @@ class Job:
     def _write(self, tables: dict[str, DataFrame]) -> None:
         s = self.summary
         dates = _dates(self.plan.start, self.plan.end)
-        new = {}
         for name, df in tables.items():
-            new[name] = self._replace_range(name, df.withColumn("commit_date", F.to_date("commit_ts")), dates)
-        s.transactions = new["transactions"].count()
-        s.row_changes = new["row_changes"].count()
-        s.anomalies = new["anomalies"].count()
-        s.by_kind = _counts(new["transactions"], "kind")
-        s.by_outcome = _counts(new["transactions"], "outcome")
-        s.anomalies_by_code = _counts(new["anomalies"], "code")
-        s.partitions = sorted({r[0].isoformat() for r in new["transactions"].select("commit_date").distinct().collect()}
-                              | {r[0].isoformat() for r in new["anomalies"].select("commit_date").distinct().collect()})
+            self._replace_range(name, df.withColumn("commit_date", F.to_date("commit_ts")), dates)
+        written = {n: self._range_rows(n, dates) for n in tables}  # read back: counts come from Parquet footers
+        s.transactions = written["transactions"].count()
+        s.row_changes = written["row_changes"].count()
+        s.anomalies = written["anomalies"].count()
+        s.by_kind = _counts(written["transactions"], "kind")
+        s.by_outcome = _counts(written["transactions"], "outcome")
+        s.anomalies_by_code = _counts(written["anomalies"], "code")
+        s.partitions = sorted({r[0].isoformat() for n in ("transactions", "anomalies")
+                               for r in written[n].select("commit_date").distinct().collect()})
 
-    def _replace_range(self, name: str, new: DataFrame, dates: list[dt.date]) -> DataFrame:
-        """Rows of the range replace the range's rows of these sources in the dates touched.
-        Returns the range's new rows (staged, so they are computed once)."""
+    def _range_rows(self, name: str, dates: list[dt.date]) -> DataFrame:
+        """The rows of the range (and these sources) in a table."""
+        lo, hi = _instant(self.plan.start), _instant(self.plan.end)
+        df = self.spark.read.schema(_with_date(schema.TABLES[name])).parquet(f"{self.warehouse}/{name}")
+        return (df.where(F.col("commit_date").between(F.lit(dates[0]), F.lit(dates[-1])))
+                .where((F.col("commit_ts") >= F.lit(lo)) & (F.col("commit_ts") < F.lit(hi)))
+                .where(F.col("source").isin(self.sources)))
+
+    def _replace_range(self, name: str, new: DataFrame, dates: list[dt.date]) -> None:
+        """Rows of the range replace the range's rows of these sources in the dates touched."""
         path = f"{self.warehouse}/{name}"
         struct = _with_date(schema.TABLES[name])
         self.sc.setJobDescription(f"binlake: write {name}")
-        new.write.mode("overwrite").parquet(f"{self.staging}/new_{name}")
-        new = self.spark.read.schema(struct).parquet(f"{self.staging}/new_{name}")
-        combined = new
-        if self._exists(path):
+        touched = [d for d in self._partitions(path) if dates[0] <= d <= dates[-1]]
+        writer = None
+        if not touched:  # nothing to keep: the new rows go straight to the table
+            writer = new.write
+        else:
             lo, hi = _instant(self.plan.start), _instant(self.plan.end)
             replaced = (F.col("source").isin(self.sources) & (F.col("commit_ts") >= F.lit(lo))
                         & (F.col("commit_ts") < F.lit(hi)))
@@ -255,19 +265,18 @@ class Job:
                    .where(F.col("commit_date").between(F.lit(dates[0]), F.lit(dates[-1]))))
             if new.isEmpty() and old.where(replaced).isEmpty():
                 log.info("%s: nothing in the range, before or now: unchanged", name)
-                return new
-            combined = new.unionByName(old.where(~replaced))
-        out = f"{self.staging}/{name}"
-        combined.write.mode("overwrite").partitionBy("commit_date").parquet(out)
-        staged = self.spark.read.schema(struct).parquet(out)
-        present = {r[0] for r in staged.select("commit_date").distinct().collect()}
-        (staged.write.mode("overwrite").option("partitionOverwriteMode", "dynamic")
-         .partitionBy("commit_date").parquet(path))
-        for d in self._partitions(path):
-            if dates[0] <= d <= dates[-1] and d not in present:  # its rows were all in the range and are gone
+                return
+            # the kept rows are read from the partitions about to be overwritten: stage them first
+            out = f"{self.staging}/{name}"
+            new.unionByName(old.where(~replaced)).write.mode("overwrite").partitionBy("commit_date").parquet(out)
+            writer = self.spark.read.schema(struct).parquet(out).write
+        (writer.mode("overwrite").option("partitionOverwriteMode", "dynamic").partitionBy("commit_date")
+         .parquet(path))
+        staged = {d for d in touched if self._exists(f"{self.staging}/{name}/commit_date={d.isoformat()}")}
+        for d in touched:
+            if d not in staged:  # its rows were all in the range and are gone: nothing overwrote it
                 self._delete(f"{path}/commit_date={d.isoformat()}")
-        log.info("%s: rewrote %d partitions", name, len(present))
-        return new
+        log.info("%s: wrote the range, %d existing partitions rewritten", name, len(staged))
 
     # -- Hadoop file system: works for file:// and s3a:// alike --------------------------
 
