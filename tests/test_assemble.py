@@ -228,3 +228,27 @@ def test_big_transactions_cut_into_pieces_number_rows_as_one_reader(spark, live_
     commit = next(t for t in txns.values() if t["kind"] == "xa_commit")
     assert prepare["xa_xid"] == commit["xa_xid"] == "X'63726f73732d66696c65',X'',1"
     assert prepare["binlog_file"] != commit["binlog_file"]
+
+
+def test_a_standalone_cluster_agrees_with_local(spark, archives, tmp_path):
+    """`--master spark://…`: executors in their own JVMs on a real standalone cluster."""
+    from tests.conftest import require
+    from tests.support import spark_cluster
+
+    start, end = data_day()
+    try:
+        cluster = spark_cluster.start(tmp_path)
+    except RuntimeError as e:
+        require(False, f"a Spark standalone cluster ({e})")
+    try:
+        proc = run_cli("assemble", "--store", archives["file"], "--warehouse", str(tmp_path / "cluster"),
+                       "--start", start, "--end", end, "--split-bytes", "3000", "--master", cluster.url,
+                       "--conf", f"spark.pyspark.python={sys.executable}", "--conf", "spark.ui.enabled=false",
+                       "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.driver.bindAddress=127.0.0.1")
+    finally:
+        cluster.stop()
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert summary["spark_master"] == cluster.url and summary["application_id"].startswith("app-")
+    run_job(spark, archives["file"], tmp_path / "local", start, end, split_bytes=3_000)
+    assert lake(tmp_path / "cluster") == lake(tmp_path / "local")

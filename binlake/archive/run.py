@@ -38,7 +38,7 @@ def archive(source, store, source_name: str) -> ArchiveResult:
     """
     store.check()
     result = ArchiveResult()
-    files = sorted(source.files(), key=lambda f: _number(f.name))
+    files = sorted(source.files(), key=lambda f: file_number(f.name))
     log.info("%s: %d rotated files", source.url, len(files))
     last = _last_manifest(store, source_name)
     for f in files:
@@ -46,7 +46,7 @@ def archive(source, store, source_name: str) -> ArchiveResult:
             result.skipped.append(f.name)
             continue
         manifest = _copy(source, store, source_name, f)
-        if last is not None and _number(f.name) > _number(last["file"]):
+        if last is not None and file_number(f.name) > file_number(last["file"]):
             gap = _gap(last, manifest)
             if gap:
                 manifest["gap"] = gap
@@ -55,7 +55,7 @@ def archive(source, store, source_name: str) -> ArchiveResult:
                                     "severity": "error"})
                 log.error("%s: %s", source.url, gap["detail"])
         store.put(manifest_key(source_name, f.name), json.dumps(manifest, indent=1).encode())
-        if last is None or _number(f.name) > _number(last["file"]):
+        if last is None or file_number(f.name) > file_number(last["file"]):
             last = manifest
         result.archived.append(f.name)
         result.bytes += f.size
@@ -87,7 +87,7 @@ def _copy(source, store, source_name: str, f) -> dict:
                              archived_at=dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"))
 
 
-def _number(name: str) -> int:
+def file_number(name: str) -> int:
     return int(name.rsplit(".", 1)[1])
 
 
@@ -96,13 +96,14 @@ def _last_manifest(store, source_name: str) -> dict | None:
     names = [n for n in names if n.rsplit(".", 1)[-1].isdigit()]
     if not names:
         return None
-    return json.loads(store.get(manifest_key(source_name, max(names, key=_number))))
+    return json.loads(store.get(manifest_key(source_name, max(names, key=file_number))))
 
 
 def _gap(last: dict, new: dict) -> dict | None:
     """What was lost between the last archived file and this one: purged files and their GTIDs."""
     base, digits = new["file"].rsplit(".", 1)
-    missing_files = [f"{base}.{n:0{len(digits)}d}" for n in range(_number(last["file"]) + 1, _number(new["file"]))]
+    lost = range(file_number(last["file"]) + 1, file_number(new["file"]))
+    missing_files = [f"{base}.{n:0{len(digits)}d}" for n in lost]
     if new.get("flavor") == "mariadb":
         missing_gtids = _maria_missing(last, new)
     else:

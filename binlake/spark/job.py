@@ -36,12 +36,15 @@ from binlake.splits import DEFAULT_SPLIT_BYTES, Plan, pieces_of, plan, run_split
 
 log = logging.getLogger("binlake.assemble")
 BATCH = 4096  # records per Arrow batch out of a task
-LOCAL_MEMORY = "2g"  # JVM heap of a local[*] session unless --conf spark.driver.memory=… says otherwise
+LOCAL_MEMORY = "3g"  # JVM heap of a local[*] session unless --conf spark.driver.memory=… says otherwise
 STAGING_ROW_GROUP = 32 << 20  # smaller row groups than Parquet's 128 MiB: the staged rows are read back at once
 SETTINGS = {
     "spark.sql.session.timeZone": "UTC",  # commit_date is the UTC day
     "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",  # UTC instants every reader knows, not INT96
     "spark.sql.sources.partitionOverwriteMode": "dynamic",
+    # A task writes its few commit_date partitions through concurrent writers instead of sorting
+    # all its rows by date first (the sort of wide row changes ran a 2 GiB heap out).
+    "spark.sql.maxConcurrentOutputFileWriters": "8",
 }
 
 
@@ -177,7 +180,9 @@ class Job:
             self.sc.setJobDescription(f"binlake: parse {len(tasks)} splits of {self.plan.bytes} bytes")
             rdd = self.sc.parallelize([(json.dumps(t),) for t in tasks], len(tasks))
             df = self.spark.createDataFrame(rdd, "split string")
-            (df.mapInArrow(_parse_task(self.opts), schema.STAGED).write.mode("overwrite").partitionBy("kind")
+            # not partitioned by kind (that sorts every task's rows): a batch holds one kind, so row
+            # groups do too and the readers below skip the others' by their statistics
+            (df.mapInArrow(_parse_task(self.opts), schema.STAGED).write.mode("overwrite")
              .option("parquet.block.size", STAGING_ROW_GROUP).parquet(path))
             return self.spark.read.schema(schema.STAGED).parquet(path)
         return self.spark.createDataFrame([], schema.STAGED)
@@ -185,7 +190,7 @@ class Job:
     def _tables(self, staged: DataFrame, bigs: list[list[dict]]) -> dict[str, DataFrame]:
         """The three tables of the range, big transactions put together."""
         sp = self.spark
-        txns = staged.where("kind = 'transaction'").select("transaction.*")  # each read prunes to its kind
+        txns = staged.where("kind = 'transaction'").select("transaction.*")
         rows = staged.where("kind = 'row_change'").select("row_change.*")
         anomalies = staged.where("kind = 'anomaly'").select("anomaly.*")
         extra_txns, extra_anomalies, fixes = [], list(self.plan.anomalies), []
@@ -305,7 +310,7 @@ class Job:
 
     def _write_summary(self) -> None:
         s = self.summary
-        path = f"{self.warehouse}/_summaries/assemble_{_name(s.start)}_{_name(s.end)}.json"
+        path = f"{self.warehouse}/_summaries/assemble_{compact_ts(s.start)}_{compact_ts(s.end)}.json"
         fs, p = self._fs(path)
         out = fs.create(p, True)
         out.write(bytearray(json.dumps(asdict(self.summary), indent=1).encode()))
@@ -329,7 +334,8 @@ def _dates(start: str, end: str) -> list[dt.date]:
     return [first + dt.timedelta(days=i) for i in range((last - first).days + 1)]
 
 
-def _name(ts: str) -> str:
+def compact_ts(ts: str) -> str:
+    """A timestamp for file names: 20261122T100000Z."""
     return ts.replace(":", "").replace("-", "").replace(".000000", "")
 
 

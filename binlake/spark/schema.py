@@ -60,7 +60,7 @@ PIECES = _struct(
 STAGED_ROWS = StructType(ROW_CHANGES.fields + [StructField("piece", N, True), StructField("ev_ord", N, True)])
 # What split tasks emit: one column per record kind, the others null.
 STAGED = _struct(("transaction", TRANSACTIONS), ("row_change", STAGED_ROWS), ("anomaly", ANOMALIES),
-                 ("piece", PIECES), ("kind", S))  # kind: which column is set; the staging is partitioned by it
+                 ("piece", PIECES), ("kind", S))  # kind: which column is set
 
 _TS_FIELDS = {"commit_ts", "original_commit_ts", "first_event_ts", "event_ts"}
 

@@ -29,11 +29,12 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from binlake.archive.run import file_number
 from binlake.archive.stores import open_store
 from binlake.binlog.gtid import parse_gtid_set
 from binlake.errors import BinlakeError
 from binlake.spark import schema
-from binlake.spark.job import SETTINGS, warehouse_uri
+from binlake.spark.job import SETTINGS, compact_ts, warehouse_uri
 from binlake.splits import manifests, parse_time, sources
 
 log = logging.getLogger("binlake.validate")
@@ -119,7 +120,7 @@ class Validation:
         self.store = store or self._store_from_summaries()
         self.source_names = source_names
         stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
-        self.run_name = f"{_short(self.start)}_{_short(self.end)}_{stamp}"
+        self.run_name = f"{compact_ts(self.start)}_{compact_ts(self.end)}_{stamp}"
 
     # -- the data ----------------------------------------------------------------------
 
@@ -173,7 +174,7 @@ class Validation:
             outside: dict[str, list[tuple[int, int]]] = {}
             first = None
             chosen = []
-            for m in sorted(manifests(store, source), key=lambda m: _number(m["file"])):
+            for m in sorted(manifests(store, source), key=lambda m: file_number(m["file"])):
                 lo, hi = m.get("min_commit_ts"), m.get("max_commit_ts")
                 if lo is None or not (lo < self.end and hi >= self.start):
                     continue
@@ -294,15 +295,6 @@ def StructTypeWithDate(struct):  # noqa: N802 - reads like the type it returns
     from pyspark.sql.types import StructType
 
     return StructType(struct.fields + [schema.PARTITION])
-
-
-def _number(name: str) -> int:
-    tail = name.rsplit(".", 1)[-1]
-    return int(tail) if tail.isdigit() else 0
-
-
-def _short(ts: str) -> str:
-    return ts.replace(":", "").replace("-", "").replace(".000000", "")
 
 
 def _add_gtid(known: dict, gtid: str) -> None:
