@@ -305,3 +305,33 @@ def test_data_docs_in_chromium(spark, base, tmp_path):
                 assert f"Evaluated Expectations\n\t\n{result.evaluated}" in text
             page.screenshot(path=str(tmp_path / f"{status}.png"), full_page=True)
         assert report.success is (status == "Succeeded")
+
+
+def test_a_recorded_purge_gap_is_not_a_gtid_hole(spark, tmp_path):
+    """Files purged before they were archived: the archive records the gap (GTID_GAP), so the
+    GTIDs it lost are no hole for the continuity suite; the anomaly itself still fails the
+    anomalies suite unless its severity is allowed. Without the record, the hole fails."""
+    from binlake.spark.job import assemble
+
+    src = tmp_path / "binlogs"
+    src.mkdir()
+    for f in sorted((DATA / "mysql").glob("binlog.*")):
+        if f.name != "binlog.000002":  # purged on the server before the archiver saw it
+            shutil.copy(f, src / f.name)
+    store = f"file://{tmp_path}/store"
+    result = archive(DirSource(str(src)), open_store(store), "mysql")
+    assert [g["code"] for g in result.gaps] == ["GTID_GAP"]
+    rng = ("2000-01-01", "2100-01-01")
+    assemble(spark, store, str(tmp_path / "lake"), *rng)
+
+    report = validate(spark, tmp_path / "lake", store, rng)
+    failed = expectation_ids(report)
+    assert failed["continuity"] == set() and failed["anomalies"], report.text()
+    assert validate(spark, tmp_path / "lake", store, rng, allowed_severities=["error"]).success
+
+    manifest = tmp_path / "store" / "mysql" / "manifests" / "binlog.000003.json"
+    m = json.loads(manifest.read_text())
+    del m["gap"]  # the same hole, not recorded
+    manifest.write_text(json.dumps(m))
+    report = validate(spark, tmp_path / "lake", store, rng, allowed_severities=["error"])
+    assert _matches(expectation_ids(report), {"continuity": {"GTIDs follow on"}}) == [], report.text()
