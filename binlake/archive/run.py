@@ -30,6 +30,14 @@ def manifest_key(source: str, name: str) -> str:
     return f"{source}/manifests/{name}.json"
 
 
+def pending(source, store, source_name: str) -> list:
+    """The rotated files of a source that have no manifest yet, in binlog order."""
+    store.check()
+    files = sorted(source.files(), key=lambda f: file_number(f.name))
+    log.info("%s: %d rotated files", source.url, len(files))
+    return [f for f in files if not store.exists(manifest_key(source_name, f.name))]
+
+
 def archive(source, store, source_name: str) -> ArchiveResult:
     """Copy every rotated file without a manifest; a manifest's presence means "safely archived".
 
@@ -40,28 +48,44 @@ def archive(source, store, source_name: str) -> ArchiveResult:
     result = ArchiveResult()
     files = sorted(source.files(), key=lambda f: file_number(f.name))
     log.info("%s: %d rotated files", source.url, len(files))
-    last = _last_manifest(store, source_name)
     for f in files:
-        if store.exists(manifest_key(source_name, f.name)):
+        manifest = archive_file(source, store, source_name, f, files)
+        if manifest is None:
             result.skipped.append(f.name)
             continue
-        manifest = _copy(source, store, source_name, f)
-        if last is not None and file_number(f.name) > file_number(last["file"]):
-            gap = _gap(last, manifest)
-            if gap:
-                manifest["gap"] = gap
-                result.gaps.append({"source": source_name, "binlog_file": f.name, "start_pos": 0,
-                                    "end_pos": 0, "code": "GTID_GAP", "detail": gap["detail"],
-                                    "severity": "error"})
-                log.error("%s: %s", source.url, gap["detail"])
-        store.put(manifest_key(source_name, f.name), json.dumps(manifest, indent=1).encode())
-        if last is None or file_number(f.name) > file_number(last["file"]):
-            last = manifest
+        if "gap" in manifest:
+            result.gaps.append(gap_anomaly(source_name, manifest))
         result.archived.append(f.name)
         result.bytes += f.size
-        log.info("%s: archived %s (%d bytes, %d transactions)", source.url, f.name, f.size,
-                 manifest["transaction_count"])
     return result
+
+
+def archive_file(source, store, source_name: str, f, listing: list) -> dict | None:
+    """Archive one rotated file (None when it already is). Files of one source may be archived
+    concurrently (one Airflow task each): a purge gap is looked for only where the file before
+    this one is gone from the server, since the server's own files follow each other."""
+    key = manifest_key(source_name, f.name)
+    if store.exists(key):
+        return None
+    manifest = _copy(source, store, source_name, f)
+    previous = _previous_manifest(store, source_name, f.name)
+    if previous is not None:
+        after = file_number(previous["file"])
+        on_server = any(after < file_number(g.name) < file_number(f.name) for g in listing)
+        gap = None if on_server else _gap(previous, manifest)
+        if gap:
+            manifest["gap"] = gap
+            log.error("%s: %s", source.url, gap["detail"])
+    store.put(key, json.dumps(manifest, indent=1).encode())
+    log.info("%s: archived %s (%d bytes, %d transactions)", source.url, f.name, f.size,
+             manifest["transaction_count"])
+    return manifest
+
+
+def gap_anomaly(source_name: str, manifest: dict) -> dict:
+    """The GTID_GAP anomaly of a manifest that records files purged before they were archived."""
+    return {"source": source_name, "binlog_file": manifest["file"], "start_pos": 0, "end_pos": 0,
+            "code": "GTID_GAP", "detail": manifest["gap"]["detail"], "severity": "error"}
 
 
 def _copy(source, store, source_name: str, f) -> dict:
@@ -91,9 +115,10 @@ def file_number(name: str) -> int:
     return int(name.rsplit(".", 1)[1])
 
 
-def _last_manifest(store, source_name: str) -> dict | None:
+def _previous_manifest(store, source_name: str, name: str) -> dict | None:
+    """The manifest of the archived file just before `name` in binlog order."""
     names = [k.rsplit("/", 1)[1][:-len(".json")] for k in store.keys(f"{source_name}/manifests")]
-    names = [n for n in names if n.rsplit(".", 1)[-1].isdigit()]
+    names = [n for n in names if n.rsplit(".", 1)[-1].isdigit() and file_number(n) < file_number(name)]
     if not names:
         return None
     return json.loads(store.get(manifest_key(source_name, max(names, key=file_number))))
