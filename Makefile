@@ -16,9 +16,10 @@ test: install servers java browser  ## lint, then every test against real server
 install: $(STAMP)
 
 $(STAMP): pyproject.toml
+	bash scripts/install-build-deps.sh
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev,spark,quality]'
+	$(BIN)/pip install -q -e '.[dev,airflow]'
 	touch $(STAMP)
 
 browser:  ## Debian's chromium for the browser tests
