@@ -82,6 +82,13 @@ def manifests(store, source: str) -> Iterator[dict]:
             yield json.loads(store.get(key))
 
 
+def archived_until(store, source: str) -> str | None:
+    """How far the archive of a source reaches: the newest event time of its archived files.
+    Every transaction committed before it is archived, since a server writes in commit order."""
+    ends = [m["last_event_ts"] for m in manifests(store, source) if m.get("last_event_ts")]
+    return max(ends) if ends else None
+
+
 def plan(store_url: str, source_names: list[str] | None, start: str, end: str,
          split_bytes: int = DEFAULT_SPLIT_BYTES) -> Plan:
     store = open_store(store_url)

@@ -1,0 +1,122 @@
+"""The archive stage as Airflow tasks: list each source's newly rotated files, archive each file
+in its own mapped task, and record one Asset event per source and file."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+
+from airflow.sdk import Asset, AssetAlias, get_current_context, task
+
+from binlake_airflow import resources, settings
+
+log = logging.getLogger(__name__)
+
+# Source errors no retry can mend: the task fails at once, with the reason.
+FATAL = ("access denied", "missing privilege", "binary logging is off")
+
+
+@contextlib.contextmanager
+def _source_errors():
+    from airflow.exceptions import AirflowFailException
+
+    from binlake.archive.sources import SourceError
+
+    try:
+        yield
+    except SourceError as e:
+        if any(reason in str(e) for reason in FATAL):
+            raise AirflowFailException(str(e)) from None
+        raise
+
+ARCHIVE_ALIAS = AssetAlias("binlake_archive")
+
+
+def archive_asset(source: str) -> Asset:
+    """The Asset of one source's archive: its events say which file arrived, and up to when."""
+    return Asset(name=f"binlake_archive_{source}", uri=f"binlake://archive/{source}", group="binlake")
+
+
+@task(doc_md="""
+### Find rotated binlog files
+For every source of the `binlake` Variable: rotate the active file first when the source says
+`flush_binary_logs` (so quiet servers still reach the archive), then list the server's closed
+files that have no manifest in the store yet. One item per file, in binlog order.
+""")
+def list_new_files() -> list[dict]:
+    cfg = settings.load()
+    store = resources.open_store(cfg)
+    from binlake.archive.run import pending
+
+    items = []
+    for spec in cfg.sources:
+        with _source_errors():
+            source = resources.open_source(spec)
+            if spec.flush_binary_logs and spec.mysql_conn_id:
+                source.files()  # credentials and privileges first, with binlake's own clear errors
+                resources.flush_binary_logs(spec)
+            new = pending(source, store, spec.name)
+        log.info("%s: %d rotated files to archive%s", spec.name, len(new),
+                 f" ({new[0].name}..{new[-1].name})" if new else "")
+        items += [{"source": spec.name, "file": f.name} for f in new]
+    return items
+
+
+@task(outlets=[ARCHIVE_ALIAS], map_index_template="{{ binlake_file }}", retries=3, doc_md="""
+### Archive one binlog file
+Copies the file over the replication protocol (or from its directory), verifying CRC32,
+positions, size and sha256 while it streams; the object is committed whole, then its manifest
+(with the transaction index) is written. A rerun finds the manifest and does nothing. A file
+purged from the server before it was copied is skipped here; the next file's manifest records
+the gap, and the validation of its range reports it.
+""")
+def archive_file(item: dict) -> dict | None:
+    from airflow.exceptions import AirflowSkipException
+
+    from binlake.archive.run import archive_file as archive_one
+    from binlake.archive.run import file_number
+
+    context = get_current_context()
+    context["binlake_file"] = f"{item['source']}/{item['file']}"
+    cfg = settings.load()
+    spec = cfg.source(item["source"])
+    source = resources.open_source(spec)
+    with _source_errors():
+        listing = sorted(source.files(), key=lambda f: file_number(f.name))
+    f = next((f for f in listing if f.name == item["file"]), None)
+    if f is None:
+        raise AirflowSkipException(f"{spec.name}: {item['file']} is no longer on the server (purged)")
+    with _source_errors():
+        manifest = archive_one(source, resources.open_store(cfg), spec.name, f, listing)
+    if manifest is None:
+        raise AirflowSkipException(f"{spec.name}: {f.name} is already archived")
+    facts = {"source": spec.name, "file": f.name, "size": manifest["size"], "sha256": manifest["sha256"],
+             "transactions": manifest["transaction_count"], "max_commit_ts": manifest["max_commit_ts"],
+             "last_event_ts": manifest["last_event_ts"], "gap": (manifest.get("gap") or {}).get("detail")}
+    context["outlet_events"][ARCHIVE_ALIAS].add(archive_asset(spec.name), extra=facts)
+    return facts
+
+
+@task(trigger_rule="none_failed", doc_md="""
+### Summary
+Counts what this run archived per source, and names any purge gap (files removed from the server
+before they could be copied). Skipped files (already archived, purged) do not stop it; a file that
+could not be archived fails the run.
+""")
+def summarize(results: list[dict | None]) -> dict:
+    done = [r for r in results or [] if r]
+    by_source: dict[str, dict] = {}
+    for r in done:
+        s = by_source.setdefault(r["source"], {"files": 0, "bytes": 0, "transactions": 0, "gaps": []})
+        s["files"] += 1
+        s["bytes"] += r["size"]
+        s["transactions"] += r["transactions"]
+        if r["gap"]:
+            s["gaps"].append(r["gap"])
+    for name, s in sorted(by_source.items()):
+        log.info("%s: archived %d files, %d bytes, %d transactions", name, s["files"], s["bytes"], s["transactions"])
+        for gap in s["gaps"]:
+            log.error("%s: %s", name, gap)
+    if not done:
+        log.info("nothing new to archive")
+    return by_source

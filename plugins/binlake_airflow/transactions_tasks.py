@@ -1,0 +1,137 @@
+"""The transactions stage as Airflow tasks: wait until the archive covers the interval, assemble it
+with spark-submit (the Spark provider's operator), validate it with the suites, publish the report."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from pathlib import Path
+
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+from airflow.sdk import Asset, BaseHook, PokeReturnValue, task
+
+from binlake_airflow import resources, settings
+
+log = logging.getLogger(__name__)
+
+JOB = Path(__file__).resolve().parents[2] / "spark_jobs" / "assemble_transactions.py"
+REPORT_ASSET = Asset(name="binlake_quality_report", uri="binlake://warehouse/quality", group="binlake")
+
+# The interval a run covers: its data interval, unless the run's params name another range
+# (a manual run over any range: `airflow dags trigger -c '{"start": …, "end": …}'`).
+START = "{{ params.start or data_interval_start.isoformat() }}"
+END = "{{ params.end or data_interval_end.isoformat() }}"
+
+
+@task.sensor(poke_interval=60, timeout=2 * 3600, mode="reschedule", doc_md="""
+### Wait for the archive
+An interval can be assembled once every transaction committed in it is archived: once each
+source's archive holds a file with an event at or after the interval's end (servers write in
+commit order). Sources marked `final` (old binlogs that get no more files) are always complete.
+Sources with `flush_binary_logs` reach this point at every archive run even when quiet.
+""")
+def wait_for_archive(end: str) -> PokeReturnValue:
+    from binlake.splits import archived_until, parse_time
+
+    cfg = settings.load()
+    store = resources.open_store(cfg)
+    target = parse_time(end)
+    behind = []
+    for spec in cfg.sources:
+        until = None if spec.final else archived_until(store, spec.name)
+        if not spec.final and (until is None or until < target):
+            behind.append(f"{spec.name} (archived up to {until or 'nothing yet'})")
+    if behind:
+        log.info("waiting for the archive to reach %s: %s", target, ", ".join(behind))
+    return PokeReturnValue(is_done=not behind)
+
+
+class AssembleOperator(SparkSubmitOperator):
+    """`spark_jobs/assemble_transactions.py` through spark-submit, on the `binlake` Variable's
+    store, warehouse, sources and Spark connection. The job replaces exactly the interval's
+    transactions (dynamic partition overwrite), so a retry or rerun is safe."""
+
+    template_fields = (*SparkSubmitOperator.template_fields, "start", "end")
+
+    def __init__(self, *, start: str = START, end: str = END, **kwargs) -> None:
+        kwargs.setdefault("application", str(JOB))
+        kwargs.setdefault("name", "binlake-assemble")
+        super().__init__(**kwargs)
+        self.start = start
+        self.end = end
+
+    def execute(self, context):
+        cfg = settings.load()
+        self._conn_id = cfg.spark_conn_id
+        conn = BaseHook.get_connection(cfg.spark_conn_id)
+        local = (conn.host or "").startswith("local")
+        args = ["--store", cfg.store, "--warehouse", cfg.warehouse, "--start", self.start, "--end", self.end,
+                "--split-bytes", str(cfg.split_bytes)]
+        for spec in cfg.sources:
+            args += ["--source", spec.name]
+        self.application_args = args
+        aws = resources.aws_environment(cfg)
+        # The driver runs here, with this interpreter (it has binlake); executors find theirs.
+        env = {**aws, "PYSPARK_DRIVER_PYTHON": sys.executable}
+        conf = dict(self.conf or {})
+        if local:
+            env["PYSPARK_PYTHON"] = sys.executable
+            conf.setdefault("spark.driver.bindAddress", "127.0.0.1")  # nothing listens beyond loopback
+            conf.setdefault("spark.driver.host", "127.0.0.1")
+            conf.setdefault("spark.driver.memory", "3g")  # local executors live in the driver's JVM
+        else:
+            conf.update({f"spark.executorEnv.{k}": v for k, v in aws.items()})
+        conf.update(cfg.spark_conf)
+        self.conf = conf
+        self.env_vars = {**(self.env_vars or {}), **env}
+        log.info("assembling %s .. %s of %s into %s (%s)", self.start, self.end,
+                 ", ".join(s.name for s in cfg.sources), cfg.warehouse, conn.host)
+        return super().execute(context)
+
+
+@task(retries=1, doc_md="""
+### Validate the interval
+Runs the Great Expectations suites of `expectations/` (transactions, row_changes, anomalies,
+continuity) on the interval's rows in a local SparkSession; results and data docs go under
+`{warehouse}/quality/`. A failed suite fails this task, unless the Variable's `warn_only`
+names it.
+""")
+def validate(start: str, end: str) -> dict:
+    import datetime as dt
+
+    from binlake.spark.job import session
+    from binlake.spark.validate import Config
+    from binlake.spark.validate import validate as run_suites
+
+    cfg = settings.load()
+    os.environ.update(resources.aws_environment(cfg))  # the manifest checks read the archive with boto3
+    spark = session("local[*]", app="binlake-validate")
+    config = Config(set(cfg.warn_only), list(cfg.allowed_severities), dt.timedelta(seconds=cfg.xa_max_age_seconds))
+    report = run_suites(spark, cfg.warehouse, start, end, cfg.store, [s.name for s in cfg.sources], config)
+    text = report.text()
+    for line in text.splitlines():
+        log.info("%s", line)
+    result = {"success": report.success, "start": report.start, "end": report.end, "run": report.run,
+              "counts": report.counts, "docs": report.docs, "results": report.results,
+              "suites": {s.suite: "passed" if s.success else ("warned" if s.warn_only else "failed")
+                         for s in report.suites}}
+    if not report.success:
+        from airflow.exceptions import AirflowFailException
+
+        # A failed suite is a fact about the data: retrying cannot change it.
+        raise AirflowFailException(f"validation failed for {start} .. {end}; report: {report.docs}")
+    return result
+
+
+@task(outlets=[REPORT_ASSET], doc_md="""
+### Publish the report
+Records where the interval's quality report is: an event of the `binlake_quality_report` Asset
+(visible under Assets, with the data docs path in its extra), this task's return value, and the log.
+""")
+def publish_report(result: dict, *, outlet_events=None) -> dict:
+    log.info("quality report for %s .. %s: %s (data docs %s)", result["start"], result["end"],
+             "PASSED" if result["success"] else "FAILED", result["docs"])
+    if outlet_events is not None:
+        outlet_events[REPORT_ASSET].extra = {k: result[k] for k in ("start", "end", "success", "docs", "results")}
+    return result
