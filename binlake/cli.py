@@ -10,7 +10,7 @@ from pathlib import Path
 
 from binlake.assemble import Options
 from binlake.errors import BinlakeError, BinlogError
-from binlake.scan import ScanSummary, scan_files
+from binlake.scan import scan_files
 
 
 def _dump(rec: dict) -> str:
@@ -46,25 +46,9 @@ def sample_files() -> list[str]:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    files = sample_files()
-    counts = {"row_change": 0, "anomaly": 0}
+    from binlake.demo import run
 
-    def emit(kind: str, rec: dict) -> None:
-        if kind in counts:
-            counts[kind] += 1
-
-    summary: ScanSummary = scan_files(files, Options(source="demo"), emit)
-    print(f"binlake demo: scanned {summary.files} bundled binlog files "
-          f"({summary.events} events)")
-    print(f"  transactions: {summary.transactions}")
-    for kind, n in sorted(summary.by_kind.items()):
-        print(f"    {kind:12} {n}")
-    for outcome, n in sorted(summary.by_outcome.items()):
-        print(f"    outcome {outcome:12} {n}")
-    print(f"  row changes:  {summary.row_changes}")
-    print(f"  anomalies:    {summary.anomalies}")
-    print("  try: binlake scan --rows --anomalies " + " ".join(files[:1]))
-    return 0
+    return run(args.home)
 
 
 def cmd_archive(args: argparse.Namespace) -> int:
@@ -154,6 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
     v.set_defaults(func=cmd_validate)
 
     d = sub.add_parser("demo", help="run the pipeline on the bundled sample binlogs")
+    d.add_argument("--home", help="the Airflow home to run in (default: a new temporary directory)")
     d.set_defaults(func=cmd_demo)
     return p
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from binlake.records import ANOMALY_FIELDS, ROW_CHANGE_FIELDS, TRANSACTION_FIELDS
 from tests.support.scanning import DATA, PUBLIC, ndjson, run_cli
 
@@ -32,8 +34,15 @@ def test_anomaly_records():
     assert anomaly["code"] == "TRUNCATED" and anomaly["detail"].startswith("trunc_binlog.000001:")
 
 
-def test_demo():
-    proc = run_cli("demo")
-    assert proc.returncode == 0, proc.stderr
-    assert "transactions: 151" in proc.stdout
-    assert "anomalies:    0" in proc.stdout
+def test_demo_runs_the_pipeline_through_the_dags(tmp_path):
+    """The README's first command: the bundled samples through binlake_archive and
+    binlake_transactions (`airflow dags test`, SQLite), then a summary and the report's path."""
+    proc = run_cli("demo", "--home", str(tmp_path / "home"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout
+    assert "binlake_transactions 2026-11-22T11:00:00Z .. 2026-11-22T12:00:00Z: success" in out
+    assert "transactions: 151" in out and "row changes:  271" in out and "anomalies:    0" in out
+    assert "xa_prepare   4" in out and "ddl          56" in out
+    assert "validation:   PASSED" in out
+    report = Path(out.split("report:", 1)[1].split()[0])
+    assert report.is_file() and report.name == "index.html"
