@@ -4,12 +4,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test install servers java browser lint bench clean
+.PHONY: demo test install servers java browser compose lint bench clean
 
 demo: install  ## the whole pipeline on the bundled sample binlogs
 	$(BIN)/binlake demo
 
-test: install servers java browser  ## lint, then every test against real servers
+test: install servers java browser compose  ## lint, then every test against real servers
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q -rfEs
 
@@ -24,6 +24,9 @@ $(STAMP): pyproject.toml
 
 browser:  ## Debian's chromium for the browser tests
 	bash scripts/install-browser.sh
+
+compose:  ## the Docker Compose plugin (Debian sid, cached) for `docker compose config` in the tests
+	bash scripts/install-compose.sh >/dev/null
 
 java:  ## Spark's Java 17+, checked
 	bash scripts/check-java.sh
