@@ -1,0 +1,143 @@
+"""A real Airflow 3 for the tests: a temporary AIRFLOW_HOME with SQLite, this checkout's DAGs, the
+`airflow` command of the venv; `airflow dags test` runs, or a running api-server + scheduler +
+dag-processor (LocalExecutor) on 127.0.0.1 for backfills and the browser."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from binlake.demo import airflow_env
+
+AIRFLOW = str(Path(sys.executable).parent / "airflow")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Airflow:
+    def __init__(self, home: Path, env: dict[str, str] | None = None, keep_aws_env: bool = False) -> None:
+        self.home = home
+        home.mkdir(parents=True, exist_ok=True)
+        self.env = airflow_env(home)
+        if not keep_aws_env:  # the DAGs must reach S3 through their AWS connection, not the test's environment
+            self.env = {k: v for k, v in self.env.items() if not k.startswith("AWS_")}
+        self.env.update(env or {})
+        self.procs: list[tuple[subprocess.Popen, object]] = []
+        self.port = 0
+        self.cli("db", "migrate")
+
+    def cli(self, *args: str, check: bool = True, timeout: float = 1200) -> subprocess.CompletedProcess:
+        proc = subprocess.run([AIRFLOW, *args], env=self.env, capture_output=True, text=True, timeout=timeout)
+        if check and proc.returncode != 0:
+            raise AssertionError(f"airflow {' '.join(args)} exited {proc.returncode}:\n{proc.stdout[-4000:]}\n"
+                                 f"{proc.stderr[-4000:]}")
+        return proc
+
+    def dags_test(self, dag_id: str, conf: dict | None = None) -> dict:
+        """`airflow dags test`; the run it made, with the state of each of its tasks."""
+        before = {r["run_id"] for r in self.runs(dag_id)}
+        args = ["dags", "test", dag_id] + (["-c", json.dumps(conf)] if conf else [])
+        out = self.cli(*args, check=False)  # a failed run is an outcome the test reads, like a success
+        (run,) = [r for r in self.runs(dag_id) if r["run_id"] not in before]
+        run["tasks"] = self.task_states(dag_id, run["run_id"])
+        run["output"] = out.stdout + out.stderr
+        return run
+
+    def runs(self, dag_id: str) -> list[dict]:
+        proc = self.cli("dags", "list-runs", dag_id, "-o", "json", check=False)
+        if proc.returncode != 0 and "does not exist" in proc.stdout + proc.stderr:
+            return []  # not parsed into the database yet: no runs
+        out = proc.stdout
+        listing = [ln for ln in out.splitlines() if ln.startswith("[")]
+        return json.loads(listing[-1]) if listing else []
+
+    def task_states(self, dag_id: str, run_id: str) -> dict[str, str]:
+        out = self.cli("tasks", "states-for-dag-run", dag_id, run_id, "-o", "json").stdout
+        listing = [ln for ln in out.splitlines() if ln.startswith("[")]
+        states: dict[str, str] = {}
+        for t in json.loads(listing[-1]) if listing else []:
+            key = t["task_id"] if t.get("map_index", -1) in (-1, "-1") else f"{t['task_id']}[{t['map_index']}]"
+            states[key] = t["state"]
+        return states
+
+    # -- the running services ------------------------------------------------------------------
+
+    def start(self) -> str:
+        """api-server, scheduler (no log server: logs are read from disk) and dag-processor on loopback."""
+        self.port = free_port()
+        self.env.update({
+            "AIRFLOW__API__HOST": "127.0.0.1",
+            "AIRFLOW__API__PORT": str(self.port),
+            "AIRFLOW__API__BASE_URL": f"http://127.0.0.1:{self.port}",
+            "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{self.port}/execution/",
+            "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+            "AIRFLOW__CORE__PARALLELISM": "2",
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "admin:admin",
+            "AIRFLOW__API_AUTH__JWT_SECRET": "binlake-tests-" + os.urandom(8).hex(),
+            "AIRFLOW__SCHEDULER__ENABLE_HEALTH_CHECK": "False",
+        })
+        for args in (["api-server"], ["scheduler", "--skip-serve-logs"], ["dag-processor"]):
+            log = open(self.home / f"{args[0]}.log", "ab")  # noqa: SIM115 - closed in stop()
+            proc = subprocess.Popen([AIRFLOW, *args], env=self.env, stdout=log, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
+            self.procs.append((proc, log))
+        self._wait_listening()
+        return f"http://127.0.0.1:{self.port}"
+
+    def _wait_listening(self, timeout: float = 120) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for proc, _ in self.procs:
+                if proc.poll() is not None:
+                    raise RuntimeError(f"{proc.args[1]} exited {proc.returncode}: see {self.home}")
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", self.port)) == 0:
+                    return
+            time.sleep(0.5)
+        raise RuntimeError(f"the api-server is not listening on {self.port} after {timeout:.0f} s")
+
+    def password(self) -> str:
+        return json.loads((self.home / "simple_auth_manager_passwords.json.generated").read_text())["admin"]
+
+    def wait_runs(self, dag_id: str, run_ids: set[str] | None = None, count: int = 0, timeout: float = 1200) -> list:
+        """Wait until the named runs (or `count` runs) have ended; returns them."""
+        deadline = time.monotonic() + timeout
+        while True:
+            runs = [r for r in self.runs(dag_id) if run_ids is None or r["run_id"] in run_ids]
+            ended = [r for r in runs if r["state"] in ("success", "failed")]
+            if len(ended) >= max(count, len(run_ids or ())) and len(ended) == len(runs):
+                return runs
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{dag_id}: runs not ended after {timeout:.0f} s: {runs}")
+            time.sleep(5)
+
+    def stop(self) -> None:
+        for proc, _ in self.procs:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc, log in self.procs:
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+            with_group_gone(proc.pid)
+            log.close()
+        self.procs = []
+
+
+def with_group_gone(pgid: int) -> None:
+    """Task processes (spark-submit and its JVM) live in the service's group: none may outlive it."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pgid, signal.SIGKILL)

@@ -1,0 +1,141 @@
+"""The DAGs as Airflow runs them: real `airflow dags test` runs against the real MySQL server, the
+S3 endpoint and Spark; backfills through a running scheduler; the UI in headless Chromium."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import boto3
+
+from tests.support.airflow import Airflow
+from tests.support.lake import differences, lake, scanned
+from tests.support.scanning import REPO, scan
+
+ARTIFACTS = Path(os.environ.get("BINLAKE_TEST_ARTIFACTS", REPO / ".artifacts"))
+DAG_CHECK = """
+import json, sys
+from airflow.dag_processing.dagbag import DagBag
+bag = DagBag(dag_folder=sys.argv[1])
+out = {"errors": {k: str(v) for k, v in bag.import_errors.items()}, "dags": {}}
+for dag_id, dag in bag.dags.items():
+    out["dags"][dag_id] = {
+        "doc": bool(dag.doc_md), "max_active_runs": dag.max_active_runs, "catchup": dag.catchup,
+        "timetable": type(dag.timetable).__name__, "summary": getattr(dag.timetable, "summary", None),
+        "tasks": {t.task_id: {"type": [c.__name__ for c in type(t).__mro__], "doc": bool(t.doc_md),
+                              "retries": t.retries, "downstream": sorted(t.downstream_task_ids),
+                              "mapped": "MappedOperator" in [c.__name__ for c in type(t).__mro__]} for t in dag.tasks}}
+print(json.dumps(out))
+"""
+
+
+def test_dags_import_cleanly_with_docs_retries_and_the_spark_operator(tmp_path):
+    af = Airflow(tmp_path / "home")
+    proc = subprocess.run([str(Path(af.env["PATH"].split(os.pathsep)[0]) / "python"), "-c", DAG_CHECK,
+                           str(REPO / "dags")], env=af.env, capture_output=True, text=True, timeout=300, check=True)
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got["errors"] == {}
+    archive, txns = got["dags"]["binlake_archive"], got["dags"]["binlake_transactions"]
+    assert archive["doc"] and txns["doc"]
+    assert archive["max_active_runs"] == 1 and not archive["catchup"]
+    assert set(archive["tasks"]) == {"list_new_files", "archive_file", "summarize"}
+    assert archive["tasks"]["archive_file"]["mapped"]
+    assert txns["timetable"] == "CronDataIntervalTimetable" and txns["summary"] == "0 * * * *"
+    assert txns["tasks"]["wait_for_archive"]["downstream"] == ["assemble"]
+    assert txns["tasks"]["assemble"]["downstream"] == ["validate"]
+    assert txns["tasks"]["validate"]["downstream"] == ["publish_report"]
+    assert "SparkSubmitOperator" in txns["tasks"]["assemble"]["type"]
+    for dag in (archive, txns):
+        for task_id, task in dag["tasks"].items():
+            assert task["doc"], f"{task_id} has no doc_md"
+            assert task["retries"] >= 1 or task_id == "publish_report", task_id
+
+    # the same files under `airflow dags list-import-errors`, as a user checks them
+    af.cli("dags", "reserialize")
+    assert "No data found" in af.cli("dags", "list-import-errors").stdout
+
+
+# -- a live MySQL server into the S3 endpoint, through the Airflow connections -------------------
+
+
+def test_live_server_through_both_dags(mysql_server, s3_endpoint, tmp_path):
+    server = mysql_server
+    with server.connect() as conn, conn.cursor() as cur:
+        cur.execute("RESET BINARY LOGS AND GTIDS")
+        cur.execute("DROP DATABASE IF EXISTS shop")
+        cur.execute("CREATE DATABASE shop")
+    start = dt.datetime.now(dt.UTC).replace(microsecond=0) - dt.timedelta(seconds=1)
+    for _ in range(2):  # the docker-compose workload (seeded), over two files
+        compose_workload(server, transactions=150)
+        with server.connect() as conn, conn.cursor() as cur:
+            cur.execute("FLUSH BINARY LOGS")
+    boto3.client("s3").create_bucket(Bucket="airflow-live")
+    warehouse = tmp_path / "warehouse"
+    settings = {"store": "s3://airflow-live/archive", "aws_conn_id": "binlake_s3", "warehouse": str(warehouse),
+                "sources": [{"name": "live", "mysql_conn_id": "binlake_mysql", "flush_binary_logs": True}]}
+    af = Airflow(tmp_path / "home", env={
+        "AIRFLOW_VAR_BINLAKE": json.dumps(settings),
+        "AIRFLOW_CONN_BINLAKE_MYSQL": json.dumps({"conn_type": "mysql", "host": server.host, "port": server.port,
+                                                  "login": server.user, "password": server.password}),
+        "AIRFLOW_CONN_BINLAKE_S3": json.dumps({"conn_type": "aws", "login": "testing", "password": "testing",
+                                               "extra": {"endpoint_url": s3_endpoint,
+                                                         "region_name": "us-east-1"}}),
+    })
+    end = dt.datetime.now(dt.UTC)  # before the archive run's FLUSH: its rotation reaches past `end`
+    run = af.dags_test("binlake_archive")
+    assert run["state"] == "success", run["output"][-3000:]
+    with server.connect() as conn, conn.cursor() as cur:
+        cur.execute("SHOW BINARY LOGS")
+        names = [r[0] for r in cur.fetchall()][:-1]  # the active file is never archived
+    assert sum(1 for t in run["tasks"] if t.startswith("archive_file[")) == len(names)
+    s3 = boto3.client("s3")
+    for name in names:  # byte-identical to the server's files
+        body = s3.get_object(Bucket="airflow-live", Key=f"archive/live/binlogs/{name}")["Body"].read()
+        assert body == (server.binlog_dir / name).read_bytes(), name
+        assert s3.head_object(Bucket="airflow-live", Key=f"archive/live/manifests/{name}.json")
+
+    conf = {"start": start.isoformat(), "end": end.isoformat()}
+    run = af.dags_test("binlake_transactions", conf)
+    assert run["state"] == "success", run["output"][-3000:]
+    assert run["tasks"] == {"wait_for_archive": "success", "assemble": "success", "validate": "success",
+                            "publish_report": "success"}
+    got = lake(warehouse)
+    want = scan([server.binlog_dir / n for n in names], rows=True, source="live")
+    assert got["transactions"] and differences(got, scanned(want)) == {}
+    report = next((warehouse / "quality" / "runs").glob("*/results.json"))
+    assert json.loads(report.read_text())["report"]["success"] is True
+
+    # a rerun of the same interval changes nothing; an archive rerun finds nothing new but the flushed file
+    assert af.dags_test("binlake_transactions", conf)["state"] == "success"
+    assert lake(warehouse) == got
+    again = af.dags_test("binlake_archive")
+    assert again["state"] == "success"
+    assert sum(1 for t in again["tasks"] if t.startswith("archive_file[")) == 1
+
+
+def compose_workload(server, transactions: int) -> None:
+    env = {**os.environ, "MYSQL_HOST": server.host, "MYSQL_PORT": str(server.port), "MYSQL_USER": server.user,
+           "MYSQL_PASSWORD": server.password, "WORKLOAD_SEED": "77", "WORKLOAD_INTERVAL": "0",
+           "WORKLOAD_LIMIT": str(transactions)}
+    subprocess.run([sys.executable, str(REPO / "docker" / "workload.py")], env=env, check=True, timeout=600,
+                   capture_output=True)
+
+
+def test_wrong_mysql_password_fails_the_listing_with_the_reason(mysql_server, tmp_path):
+    settings = {"store": f"file://{tmp_path / 'archive'}", "warehouse": str(tmp_path / "warehouse"),
+                "sources": [{"name": "live", "mysql_conn_id": "binlake_mysql"}]}
+    af = Airflow(tmp_path / "home", env={
+        "AIRFLOW_VAR_BINLAKE": json.dumps(settings),
+        "AIRFLOW_CONN_BINLAKE_MYSQL": json.dumps({"conn_type": "mysql", "host": mysql_server.host,
+                                                  "port": mysql_server.port, "login": "nobody",
+                                                  "password": "wrong"}),
+    })
+    run = af.dags_test("binlake_archive")
+    assert run["state"] == "failed"
+    assert run["tasks"]["list_new_files"] == "failed"  # at once: credentials do not heal by retrying
+    assert "access denied (wrong user or password)" in run["output"]
+    assert not (tmp_path / "archive").exists() or not any((tmp_path / "archive").rglob("*.json"))
