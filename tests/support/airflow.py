@@ -122,6 +122,16 @@ class Airflow:
                 raise AssertionError(f"{dag_id}: runs not ended after {timeout:.0f} s: {runs}")
             time.sleep(5)
 
+    def wait_rerun(self, dag_id: str, run_id: str, ended: str, timeout: float = 1200) -> dict:
+        """Wait until a run that ended at `ended` has run again and ended."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            (run,) = [r for r in self.runs(dag_id) if r["run_id"] == run_id]
+            if run["state"] in ("success", "failed") and run["end_date"] != ended:
+                return run
+            time.sleep(5)
+        raise AssertionError(f"{dag_id} {run_id} did not run again within {timeout:.0f} s")
+
     def stop(self) -> None:
         for proc, _ in self.procs:
             if proc.poll() is None:

@@ -1,0 +1,129 @@
+"""Airflow as users run it: api-server, scheduler and dag-processor on 127.0.0.1 (LocalExecutor,
+SQLite). A backfill over minute intervals equals one run over the whole range and reruns change
+nothing; the UI, driven in headless Chromium, shows both DAGs and runs binlake_transactions."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from tests.conftest import require
+from tests.support import browser
+from tests.support.airflow import Airflow
+from tests.support.lake import lake
+from tests.support.scanning import run_cli
+from tests.test_airflow import ARTIFACTS
+
+# The bundled samples were written on 2026-11-22 between 11:47:59 and 11:48:04 (UTC): minute
+# intervals cut through them. No scheduled runs after END: only the backfills run.
+FROM, TO, END = "2026-11-22T11:46:00+00:00", "2026-11-22T11:48:00+00:00", "2026-11-22T11:50:00"
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory):
+    home = tmp_path_factory.mktemp("airflow")
+    af = Airflow(home, env={"BINLAKE_TRANSACTIONS_SCHEDULE": "* * * * *", "BINLAKE_TRANSACTIONS_END_DATE": END})
+    run = af.dags_test("binlake_archive")  # the samples into the default local archive
+    assert run["state"] == "success", run["output"][-3000:]
+    url = af.start()
+    try:
+        yield af, url
+    finally:
+        af.stop()
+
+
+def test_backfill_equals_one_run_and_reruns_change_nothing(stack, tmp_path):
+    af, _ = stack
+    warehouse = af.home / "binlake" / "warehouse"
+    af.cli("dags", "reserialize")
+    af.cli("dags", "unpause", "binlake_transactions")
+    out = af.cli("backfill", "create", "--dag-id", "binlake_transactions", "--from-date", FROM, "--to-date", TO,
+                 "--max-active-runs", "1")
+    assert out.returncode == 0
+    runs = af.wait_runs("binlake_transactions", count=3)
+    assert sorted(r["logical_date"][:16] for r in runs) == ["2026-11-22T11:46", "2026-11-22T11:47",
+                                                            "2026-11-22T11:48"]
+    assert {r["state"] for r in runs} == {"success"}, runs
+    got = lake(warehouse)
+
+    # one run over the whole range (the job itself, outside Airflow) gives the same rows
+    store = f"file://{af.home / 'binlake' / 'archive'}"
+    proc = run_cli("assemble", "--store", store, "--warehouse", str(tmp_path / "whole"), "--start", FROM,
+                   "--end", "2026-11-22T11:49:00+00:00", "--master", "local[2]")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    whole = lake(tmp_path / "whole")
+    assert sum(whole["transactions"].values()) == 151 and got == whole
+
+    # each interval was validated and has its own quality run
+    reports = [json.loads(p.read_text())["report"] for p in (warehouse / "quality" / "runs").glob("*/results.json")]
+    assert sorted((r["start"][11:16], r["success"]) for r in reports) == [("11:46", True), ("11:47", True),
+                                                                         ("11:48", True)]
+
+    # rerun the middle interval (it cuts through the data): the backfill queues its run again
+    (middle,) = [r for r in runs if r["logical_date"].startswith("2026-11-22T11:47")]
+    af.cli("backfill", "create", "--dag-id", "binlake_transactions", "--from-date", "2026-11-22T11:47:00+00:00",
+           "--to-date", "2026-11-22T11:47:00+00:00", "--reprocess-behavior", "completed")
+    again = af.wait_rerun("binlake_transactions", middle["run_id"], middle["end_date"])
+    assert again["state"] == "success"
+    assert lake(warehouse) == got
+
+
+def test_the_ui_shows_both_dags_and_runs_a_triggered_interval(stack):
+    require(browser.available(), "Debian's chromium (scripts/install-browser.sh)")
+    af, url = stack
+    af.cli("dags", "reserialize")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with browser.page() as page:
+        page.goto(url + "/", wait_until="networkidle")
+        page.get_by_label("Username").fill("admin")
+        page.get_by_label("Password").fill(af.password())
+        page.get_by_role("button", name="Sign in").click()
+        page.wait_for_url(re.compile(r"^(?!.*/auth/login)"), timeout=30_000)
+        page.goto(url + "/dags", wait_until="networkidle")
+        page.get_by_text("binlake_archive").first.wait_for(timeout=60_000)
+        page.get_by_text("binlake_transactions").first.wait_for(timeout=60_000)
+        assert page.get_by_text(re.compile("import error", re.I)).count() == 0
+        page.screenshot(path=str(ARTIFACTS / "airflow-dags.png"), full_page=True)
+
+        before = {r["run_id"] for r in af.runs("binlake_transactions")}
+        page.goto(url + "/dags/binlake_transactions", wait_until="networkidle")
+        page.get_by_role("button", name="Trigger Dag").click()
+        dialog = page.get_by_role("dialog")
+        # the DAG's params, as the trigger form shows them (titles and descriptions from the DAG)
+        # a logical date before the DAG's end date (later ones get no tasks), then the range as params
+        dialog.get_by_test_id("datetime-input").click()
+        page.get_by_placeholder("YYYY/MM/DD").fill("2026/11/22")
+        page.get_by_placeholder("HH:mm").fill("11:30")
+        dialog.get_by_text("Data Interval", exact=True).click()  # closes the date picker
+        dialog.get_by_text("Start (optional)").wait_for()
+        dialog.get_by_text("Range start (ISO 8601, UTC). Empty: the run's data interval.").wait_for()
+        dialog.locator("input[name=element_start]").fill("2026-11-22T11:00:00Z")
+        dialog.locator("input[name=element_end]").fill("2026-11-22T12:00:00Z")
+        page.screenshot(path=str(ARTIFACTS / "airflow-trigger.png"))
+        dialog.get_by_role("button", name="Trigger").last.click()
+        new = _new_run(af, before)
+        runs = af.wait_runs("binlake_transactions", run_ids={new})
+        assert runs[0]["state"] == "success" and runs[0]["logical_date"].startswith("2026-11-22T11:30")
+        assert af.task_states("binlake_transactions", new) == {
+            "wait_for_archive": "success", "assemble": "success", "validate": "success", "publish_report": "success"}
+        page.goto(f"{url}/dags/binlake_transactions/runs/{new}", wait_until="networkidle")
+        page.get_by_text("4 Task Instances").wait_for(timeout=60_000)
+        assert page.get_by_text("Success", exact=True).count() >= 5  # the run and its four tasks
+        page.screenshot(path=str(ARTIFACTS / "airflow-run.png"), full_page=True)
+    report = next(p for p in (af.home / "binlake" / "warehouse" / "quality" / "runs").glob("*/results.json")
+                  if "20261122T110000Z_20261122T120000Z" in p.parent.name)
+    assert json.loads(report.read_text())["report"]["counts"]["transactions"] == 151
+
+
+def _new_run(af: Airflow, before: set[str], timeout: float = 60) -> str:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        new = [r["run_id"] for r in af.runs("binlake_transactions") if r["run_id"] not in before]
+        if new:
+            return new[0]
+        time.sleep(2)
+    raise AssertionError("the trigger from the UI created no run")
