@@ -96,7 +96,11 @@ def test_the_ui_shows_both_dags_and_runs_a_triggered_interval(stack):
         dialog.get_by_test_id("datetime-input").click()
         page.get_by_placeholder("YYYY/MM/DD").fill("2026/11/22")
         page.get_by_placeholder("HH:mm").fill("11:30")
-        dialog.get_by_text("Data Interval", exact=True).click()  # closes the date picker
+        # Escape closes the picker's popover (not the dialog); clicking elsewhere may land on the popover
+        page.get_by_placeholder("HH:mm").press("Escape")
+        page.get_by_placeholder("HH:mm").wait_for(state="hidden")
+        assert dialog.is_visible()
+        dialog.get_by_text("Nov 22, 2026 11:30").wait_for()
         dialog.get_by_text("Start (optional)").wait_for()
         dialog.get_by_text("Range start (ISO 8601, UTC). Empty: the run's data interval.").wait_for()
         dialog.locator("input[name=element_start]").fill("2026-11-22T11:00:00Z")

@@ -27,6 +27,8 @@ def test_server_settings(request, name):
         names = [r[0] for r in cur.fetchall()]
     assert len(names) >= 2 and all((server.binlog_dir / n).exists() for n in names)
     out = subprocess.run([*server.mysqlbinlog, str(server.binlog_dir / names[0])], capture_output=True,
-                         text=True, timeout=60)
-    assert out.returncode == 0, out.stderr
-    assert "Start: binlog v 4" in out.stdout or "Format_desc" in out.stdout
+                         timeout=60)
+    # the dump quotes row images and statements as logged: bytes, not necessarily UTF-8
+    stdout, stderr = out.stdout.decode("utf-8", "replace"), out.stderr.decode("utf-8", "replace")
+    assert out.returncode == 0, stderr
+    assert "Start: binlog v 4" in stdout or "Format_desc" in stdout
