@@ -18,7 +18,10 @@ def _dump(rec: dict) -> str:
 
 
 def cmd_scan(args: argparse.Namespace) -> int:
-    out = sys.stdout
+    import orjson  # the JSON lines of --rows are most of a scan's work: orjson writes them 10x faster
+
+    sys.stdout.flush()
+    out = sys.stdout.buffer
     wanted = {"transaction"}
     if args.rows:
         wanted.add("row_change")
@@ -29,7 +32,7 @@ def cmd_scan(args: argparse.Namespace) -> int:
         if kind in wanted:
             if "record" not in rec:
                 rec = {"record": kind, **rec}
-            out.write(_dump(rec) + "\n")
+            out.write(orjson.dumps(rec, option=orjson.OPT_APPEND_NEWLINE))
 
     opts = Options(source=args.source, segment_rows=args.segment_rows,
                    segment_bytes=args.segment_bytes, rows=args.rows)

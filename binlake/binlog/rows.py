@@ -22,6 +22,7 @@ from pymysqlreplication.json_binary import JsonDiff, JsonDiffOperation
 from pymysqlreplication.packet import BinLogPacketWrapper
 
 from binlake.binlog import constants as c
+from binlake.binlog import fastrows
 from binlake.binlog.events import uncompress_maria
 from binlake.binlog.varlen import read_packed
 from binlake.errors import RowDecodeError
@@ -97,6 +98,7 @@ class TableMap:
     table_obj: object = field(repr=False, default=None)  # the package's Table
     vectors: frozenset[int] = frozenset()
     charset_unknown: frozenset[int] = frozenset()  # string columns without charset metadata
+    fast: tuple | None = field(repr=False, default=None)  # the compiled decoder's plan (fastrows)
 
 
 @dataclass
@@ -169,7 +171,9 @@ def decode_table_map(body, post_header_len: int, flavor: str) -> TableMap:
             # No charset in the metadata: take the bytes, and decide per value (UTF-8 or base64).
             col.character_set_name = "binary"
             guessed.add(i)
-    return TableMap(ev.table_id, ev.schema, ev.table, names, types, t, vectors, frozenset(guessed))
+    tm = TableMap(ev.table_id, ev.schema, ev.table, names, types, t, vectors, frozenset(guessed))
+    tm.fast = fastrows.plan(tm)
+    return tm
 
 
 _NEEDS_METADATA = frozenset({
@@ -219,6 +223,11 @@ def decode_rows(event_type: int, body, post_header_len: int, table_map: TableMap
         raise RowDecodeError(f"event type {event_type} is not a rows event")
     try:
         as_type, b = _rows_body(event_type, bytes(body), post_header_len, len(table_map.column_names))
+        if table_map.fast is not None and fastrows.enabled():
+            done = fastrows.decode(as_type, b, op, table_map.fast)
+            if done is not None:
+                return RowsEvent(table_map.table_id, done[0], op, done[1])
+        fastrows.counts["reference"] += 1
         phl = bytearray(40)
         phl[as_type - 1] = 10 if as_type in _V2 else 8
         ev = _wrap(as_type, b, flavor, {table_map.table_id: table_map.table_obj}, bytes(phl))

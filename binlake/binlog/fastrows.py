@@ -1,0 +1,127 @@
+"""Row images through the compiled decoder (`_rowdecode.c`), where it applies.
+
+The compiled decoder walks a rows event's images once and builds binlake's JSON-typed values
+directly. It covers the column types of ordinary tables (integers, floats, strings and BLOBs
+in any Python codec, DECIMAL, DATETIME2/TIMESTAMP2/TIME2/DATE, YEAR, ENUM, SET, BIT). Tables
+with JSON, GEOMETRY, VECTOR or pre-5.6 temporal columns, partial JSON updates and anything
+unexpected go to the reference path in rows.py, which the tests compare this one with.
+`BINLAKE_PURE_PYTHON=1` turns the compiled path off.
+"""
+
+from __future__ import annotations
+
+import codecs
+import os
+import struct
+
+from pymysql.charset import charset_by_name
+from pymysqlreplication.constants import FIELD_TYPE
+
+from binlake.binlog import constants as c
+from binlake.binlog.varlen import read_packed
+
+try:
+    from binlake.binlog import _rowdecode
+except ImportError:  # built without a C compiler: the reference path does everything
+    _rowdecode = None
+
+OPS = {"insert": 0, "update": 1, "delete": 2}
+# Rows events decoded by each path in this process (tests and benchmarks read it).
+counts = {"compiled": 0, "reference": 0}
+_V2 = {c.WRITE_ROWS_EVENT, c.UPDATE_ROWS_EVENT, c.DELETE_ROWS_EVENT}
+_INTS = {FIELD_TYPE.TINY: ("K_INT8", "K_UINT8"), FIELD_TYPE.SHORT: ("K_INT16", "K_UINT16"),
+         FIELD_TYPE.INT24: ("K_INT24", "K_UINT24"), FIELD_TYPE.LONG: ("K_INT32", "K_UINT32"),
+         FIELD_TYPE.LONGLONG: ("K_INT64", "K_UINT64")}
+_TEMPORAL = {FIELD_TYPE.DATETIME2: "K_DATETIME2", FIELD_TYPE.TIMESTAMP2: "K_TIMESTAMP2",
+             FIELD_TYPE.TIME2: "K_TIME2"}
+
+
+def enabled() -> bool:
+    return _rowdecode is not None and os.environ.get("BINLAKE_PURE_PYTHON", "") in ("", "0")
+
+
+def plan(table_map) -> tuple | None:
+    """Per column (name, kind, a, b, extra) for the compiled decoder; None when a column needs
+    the reference path. Built once per TABLE_MAP."""
+    if _rowdecode is None or table_map.vectors:
+        return None
+    k = _rowdecode
+    out = []
+    for i, col in enumerate(table_map.table_obj.columns):
+        t = col.type
+        if t in _INTS:
+            entry = (getattr(k, _INTS[t][bool(col.unsigned)]), 0, 0, None)
+        elif t == FIELD_TYPE.FLOAT:
+            entry = (k.K_FLOAT, 0, 0, None)
+        elif t == FIELD_TYPE.DOUBLE:
+            entry = (k.K_DOUBLE, 0, 0, None)
+        elif t == FIELD_TYPE.YEAR:
+            entry = (k.K_YEAR, 0, 0, None)
+        elif t in (FIELD_TYPE.VARCHAR, FIELD_TYPE.STRING, FIELD_TYPE.BLOB):
+            size = col.length_size if t == FIELD_TYPE.BLOB else (2 if col.max_length > 255 else 1)
+            if not 1 <= size <= 4:
+                return None
+            entry = _string(k, size, col.character_set_name, i in table_map.charset_unknown)
+        elif t == FIELD_TYPE.NEWDECIMAL:
+            entry = (k.K_DECIMAL, col.precision, col.decimals, None)
+        elif t in _TEMPORAL:
+            if not 0 <= (col.fsp or 0) <= 6:
+                return None
+            entry = (getattr(k, _TEMPORAL[t]), col.fsp or 0, 0, None)
+        elif t == FIELD_TYPE.DATE:
+            entry = (k.K_DATE, 0, 0, None)
+        elif t == FIELD_TYPE.ENUM:
+            entry = (k.K_ENUM, col.size, 0, list(col.enum_values) if col.enum_values else None)
+        elif t == FIELD_TYPE.SET:
+            entry = (k.K_SET, col.size, 0, list(col.set_values) if col.set_values else None)
+        elif t == FIELD_TYPE.BIT:
+            entry = (k.K_BIT, col.bytes, col.bits, None)
+        else:
+            return None
+        if entry[0] in (k.K_ENUM, k.K_SET) and not 1 <= entry[1] <= 8:
+            return None
+        out.append((col.name, *entry))
+    return tuple(out)
+
+
+def _string(k, size: int, charset: str | None, unknown: bool) -> tuple:
+    if unknown:
+        return (k.K_STR_GUESS, size, 0, None)
+    cs = charset_by_name(charset) if charset else None
+    encoding = cs.encoding if cs else charset
+    if encoding == "utf8":
+        return (k.K_STR_UTF8, size, 0, None)
+    try:
+        codecs.lookup(encoding or "")
+    except LookupError:  # 'binary', or a charset Python has no codec for: the bytes, as base64
+        return (k.K_STR_BINARY, size, 0, None)
+    return (k.K_STR_CODEC, size, 0, encoding)
+
+
+def decode(as_type: int, body: bytes, op: str, table_plan: tuple) -> tuple[int, list] | None:
+    """(flags, [(before, after), ...]) of a rows event body (table id widened, uncompressed),
+    or None when the compiled decoder declines it."""
+    if as_type in _V2:
+        flags, extra = struct.unpack_from("<HH", body, 6)
+        pos = 8 + extra
+    elif as_type in (c.WRITE_ROWS_EVENT_V1, c.UPDATE_ROWS_EVENT_V1, c.DELETE_ROWS_EVENT_V1):
+        (flags,) = struct.unpack_from("<H", body, 6)
+        pos = 8
+    else:  # partial JSON updates and anything else
+        return None
+    ncols, pos = read_packed(body, pos)
+    if ncols != len(table_plan):
+        return None
+    n = (ncols + 7) // 8
+    present = body[pos:pos + n]
+    pos += n
+    present2 = b""
+    if op == "update":
+        present2 = body[pos:pos + n]
+        pos += n
+    try:
+        rows = _rowdecode.decode(body, pos, table_plan, present, present2, OPS[op])
+    except _rowdecode.Fallback:
+        return None
+    counts["compiled"] += 1
+    return flags, rows
