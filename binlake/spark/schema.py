@@ -10,8 +10,8 @@ different types, and JSON keeps every value's type as `binlake scan` prints it.
 from __future__ import annotations
 
 import datetime as dt
-import json
 
+import orjson
 from pyspark.sql.types import (
     ArrayType,
     BooleanType,
@@ -80,4 +80,45 @@ def arrow_record(kind: str, rec: dict, source: str) -> dict:
 
 
 def _json(value) -> str | None:
-    return None if value is None else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return None if value is None else orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+
+
+# Fields that hold one long text shared by many records (a multi-row INSERT's Rows_query is
+# repeated on each of its rows): each distinct text crosses into Arrow once, then is copied in C++.
+_SHARED_TEXT = {"rows_query"}
+
+
+def arrow_batch(arrow, kind: str, recs: list[dict]):
+    """One Arrow batch of STAGED (`arrow`, its Arrow schema) from records of one kind, built
+    column by column; the other kinds' columns are all null."""
+    import pyarrow as pa
+
+    n = len(recs)
+    cols = []
+    for f in arrow:
+        if f.name == "kind":
+            cols.append(pa.array([kind] * n, type=pa.string()))
+        elif f.name == kind:
+            children = [_column(pa, [r.get(c.name) for r in recs], c) for c in f.type]
+            cols.append(pa.StructArray.from_arrays(children, fields=list(f.type)))
+        else:
+            cols.append(pa.nulls(n, f.type))
+    return pa.RecordBatch.from_arrays(cols, schema=arrow)
+
+
+def _column(pa, values: list, f):
+    if f.name not in _SHARED_TEXT:
+        return pa.array(values, type=f.type)
+    ids: dict[int, int] = {}
+    distinct: list[str] = []
+    index: list[int | None] = []
+    for v in values:  # by identity: all of them are alive in `values` meanwhile
+        if v is None:
+            index.append(None)
+            continue
+        i = ids.get(id(v))
+        if i is None:
+            i = ids[id(v)] = len(distinct)
+            distinct.append(v)
+        index.append(i)
+    return pa.DictionaryArray.from_arrays(pa.array(index, pa.int32()), pa.array(distinct, f.type)).cast(f.type)
