@@ -163,15 +163,14 @@ class PieceAssembler(FileAssembler):
         self._count(txn, tm, ev)
         ordinal = len(self.ev_stats)
         self.ev_stats.append([len(ev.rows), f.size])
-        for before, after in ev.rows:
-            if self.opts.rows:
-                rec = self._row_change(txn, f, tm, ev.op, before, after)
+        if self.opts.rows:
+            for rec in self._row_changes(txn, f, tm, ev.op, ev.rows):
                 rec["segment_id"] = None  # set by finish()
                 rec["piece"] = self.piece
                 rec["ev_ord"] = ordinal
                 self.stats["row_changes"] += 1
                 self.emit("row_change", rec)
-            txn.seq += 1
+        txn.seq += len(ev.rows)
         if ev.flags & c.STMT_END_F:
             txn.rows_query = None
 

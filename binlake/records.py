@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import uuid
 
 TXN_NAMESPACE = uuid.UUID("6b1f3c2e-8d4a-5b7e-9c1d-0a2b3c4d5e6f")
@@ -26,6 +27,7 @@ def derived_txn_id(server_id: int, binlog_file: str, start_pos: int) -> str:
     return str(uuid.uuid5(TXN_NAMESPACE, f"{server_id}:{binlog_file}:{start_pos}"))
 
 
+@functools.lru_cache(maxsize=4096)  # every row of an event carries its timestamp: format it once
 def ts_from_seconds(seconds: int) -> str:
     return dt.datetime.fromtimestamp(seconds, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.000000Z")
 

@@ -7,7 +7,7 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from binlake.assemble import Emit, FileAssembler, Options
+from binlake.assemble import Emit, EmitRows, FileAssembler, Options
 from binlake.binlog.framing import BinlogReader
 
 log = logging.getLogger(__name__)
@@ -25,7 +25,8 @@ class ScanSummary:
     by_outcome: dict[str, int] = field(default_factory=dict)
 
 
-def scan_files(paths: Iterable[str | os.PathLike], opts: Options, emit: Emit) -> ScanSummary:
+def scan_files(paths: Iterable[str | os.PathLike], opts: Options, emit: Emit,
+               emit_rows: EmitRows | None = None) -> ScanSummary:
     """Scan each file in turn; raises BinlogError (file:offset) when a file cannot be read."""
     summary = ScanSummary()
 
@@ -37,8 +38,8 @@ def scan_files(paths: Iterable[str | os.PathLike], opts: Options, emit: Emit) ->
 
     for path in paths:
         with BinlogReader.open(path, name=os.fspath(path)) as reader:
-            stats = FileAssembler(reader, opts, counting_emit,
-                                  binlog_file=os.path.basename(path)).run()
+            stats = FileAssembler(reader, opts, counting_emit, binlog_file=os.path.basename(path),
+                                  emit_rows=emit_rows).run()
         summary.files += 1
         for key in ("events", "transactions", "row_changes", "anomalies", "ignored_unknown"):
             setattr(summary, key, getattr(summary, key) + stats[key])

@@ -132,8 +132,23 @@ def rows_table_id(event_type: int, body, post_header_len: int) -> int:
     return int.from_bytes(b[:4] if post_header_len == 6 else b, "little")
 
 
+_TABLE_MAPS: dict[tuple[bytes, int, str], TableMap] = {}
+
+
 def decode_table_map(body, post_header_len: int, flavor: str) -> TableMap:
-    b = _normalise_table_id(bytes(body), post_header_len)
+    """The TABLE_MAP's table. Each transaction maps its tables again with the same bytes:
+    decoded once, then the same (read-only) TableMap is handed out."""
+    key = (bytes(body), post_header_len, flavor)
+    tm = _TABLE_MAPS.get(key)
+    if tm is None:
+        if len(_TABLE_MAPS) >= 1024:
+            _TABLE_MAPS.clear()
+        tm = _TABLE_MAPS[key] = _decode_table_map(key[0], post_header_len, flavor)
+    return tm
+
+
+def _decode_table_map(body: bytes, post_header_len: int, flavor: str) -> TableMap:
+    b = _normalise_table_id(body, post_header_len)
     try:
         # VECTOR (MySQL 9) is unknown to the package: present it as a BLOB (same
         # metadata and value layout) and turn the bytes into floats afterwards.
