@@ -24,6 +24,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench.results import write_section  # noqa: E402
 from bench.scan import generate  # noqa: E402
 from tests.support import servers  # noqa: E402
 
@@ -85,8 +86,7 @@ def main() -> None:
     lines += [f"| {n} | {s:.2f} | {total / s:.1f} |" for n, s in rows]
     text = "\n".join(lines)
     print(text)
-    with open(REPO / "bench" / "RESULTS.md", "a") as fh:
-        fh.write(f"\n## bench/archive.py\n\n{text}\n")
+    write_section("bench/archive.py", text)
 
 
 if __name__ == "__main__":

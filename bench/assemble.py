@@ -32,7 +32,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.scan import generate  # noqa: E402
+from bench.results import write_section  # noqa: E402
+from bench.scan import generate, server_settings  # noqa: E402
 from tests.support import servers  # noqa: E402
 
 
@@ -105,24 +106,13 @@ class Watch:
             time.sleep(0.2)
 
 
-def write_section(title: str, text: str) -> None:
-    """Replace (or append) this benchmark's section of bench/RESULTS.md."""
-    path = REPO / "bench" / "RESULTS.md"
-    old = path.read_text() if path.exists() else "# Benchmark results\n"
-    head = f"## {title}\n"
-    if head in old:
-        before, rest = old.split(head, 1)
-        after = rest[rest.find("\n## "):] if "\n## " in rest else ""
-        old = before.rstrip() + "\n\n" + after.lstrip("\n")
-        old = old.rstrip() + "\n"
-    path.write_text(old.rstrip() + f"\n\n{head}\n{text}\n")
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--size-mib", type=int, default=256)
     ap.add_argument("--big-rows", type=int, default=1_000_000)
     ap.add_argument("--workdir", type=Path)
+    ap.add_argument("--rows-query", action="store_true",
+                    help="generate with binlog_rows_query_log_events=ON (each row change carries its statement)")
     args = ap.parse_args()
     work = args.workdir or Path(tempfile.mkdtemp(prefix="binlake-bench-assemble-"))
     from binlake.archive.run import archive
@@ -137,7 +127,7 @@ def main() -> None:
     if facts.exists():  # --workdir of an earlier run: its corpus and archive again
         version = json.loads(facts.read_text())["version"]
     else:
-        server = servers.start("mysql", work / "mysql", max_binlog_size="64M")
+        server = servers.start("mysql", work / "mysql", **server_settings(args.rows_query))
         try:
             print(f"MySQL {server.version}: generating {args.size_mib} MiB …", file=sys.stderr)
             generated = generate(server, args.size_mib, args.big_rows)

@@ -8,8 +8,8 @@ plus one transaction of 200,000 rows, then measures, each in a fresh process:
   (c) `mysqlbinlog` plain, and `mysqlbinlog -vv --base64-output=DECODE-ROWS`
   (d) peak RSS of `binlake scan --rows` on the file holding the 200k-row transaction
 
-Prints a table and writes it to bench/RESULTS.md. Run: `make bench` or
-`.venv/bin/python bench/scan.py [--size-mib N] [--workdir DIR]`.
+Prints a table and writes its section of bench/RESULTS.md. Run: `make bench` or
+`.venv/bin/python bench/scan.py [--size-mib N] [--workdir DIR] [--files BINLOG...]`.
 """
 
 from __future__ import annotations
@@ -26,10 +26,18 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench.results import write_section  # noqa: E402
 from tests.support import servers  # noqa: E402
 
 ROW_SQL = ("CREATE TABLE bench.t (id BIGINT PRIMARY KEY AUTO_INCREMENT, a INT, b VARCHAR(64), "
            "c DECIMAL(12,2), d DATETIME(6), e DOUBLE, f TEXT) ENGINE=InnoDB")
+
+
+def server_settings(rows_query: bool) -> dict:
+    """The bench server: 64 MiB files; Rows_query events off as MySQL ships (on, every row
+    change carries its statement's text, DESIGN.md: with this workload's 200-row INSERTs that
+    is ~40 KB per row, and the JSON output grows ~80x)."""
+    return {"max_binlog_size": "64M", "binlog_rows_query_log_events": "ON" if rows_query else "OFF"}
 
 
 def generate(server, size_mib: int, big_rows: int) -> list[Path]:
@@ -73,10 +81,10 @@ def generate(server, size_mib: int, big_rows: int) -> list[Path]:
     return [server.binlog_dir / n for n in names]
 
 
-def timed(argv: list[str], stdout=subprocess.DEVNULL) -> tuple[float, int]:
+def timed(argv: list[str], stdout=subprocess.DEVNULL, env: dict | None = None) -> tuple[float, int]:
     """Wall seconds and peak RSS (KiB) of a command run in its own process."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=stdout, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(argv, stdout=stdout, stderr=subprocess.PIPE, env=env)
     _, status, usage = os.wait4(proc.pid, 0)
     elapsed = time.perf_counter() - t0
     if os.waitstatus_to_exitcode(status) != 0:
@@ -84,14 +92,18 @@ def timed(argv: list[str], stdout=subprocess.DEVNULL) -> tuple[float, int]:
     return elapsed, usage.ru_maxrss
 
 
-def count_events(files: list[Path]) -> int:
+def count_events(files: list[Path]) -> tuple[int, int]:
+    """Events, and of them Rows_query events."""
+    from binlake.binlog import constants as c
     from binlake.binlog.framing import BinlogReader
 
-    n = 0
+    n = queries = 0
     for f in files:
         with BinlogReader.open(f) as r:
-            n += sum(1 for _ in r.frames(verify=False))
-    return n
+            for fr in r.frames(verify=False):
+                n += 1
+                queries += fr.type == c.ROWS_QUERY_LOG_EVENT
+    return n, queries
 
 
 def main() -> None:
@@ -99,57 +111,90 @@ def main() -> None:
     ap.add_argument("--size-mib", type=int, default=256)
     ap.add_argument("--big-rows", type=int, default=200_000)
     ap.add_argument("--workdir", type=Path)
+    ap.add_argument("--files", type=Path, nargs="+",
+                    help="measure these binlog files (a corpus made before) instead of generating one")
+    ap.add_argument("--rows-query", action="store_true",
+                    help="generate with binlog_rows_query_log_events=ON (each row change carries its statement)")
     args = ap.parse_args()
-    work = args.workdir or Path(tempfile.mkdtemp(prefix="binlake-bench-"))
-    py = sys.executable
-    server = servers.start("mysql", work, max_binlog_size="64M")
-    try:
-        print(f"MySQL {server.version}: generating {args.size_mib} MiB …", file=sys.stderr)
-        files = generate(server, args.size_mib, args.big_rows)
-        mysqlbinlog = server.mysqlbinlog
-    finally:
-        server.stop()
+    if args.files:
+        files = sorted(args.files)
+    else:
+        work = args.workdir or Path(tempfile.mkdtemp(prefix="binlake-bench-"))
+        server = servers.start("mysql", work, **server_settings(args.rows_query))
+        try:
+            print(f"MySQL {server.version}: generating {args.size_mib} MiB …", file=sys.stderr)
+            files = generate(server, args.size_mib, args.big_rows)
+        finally:
+            server.stop()
+    mysqlbinlog = servers._mysql_argv("mysqlbinlog")
+    from binlake.binlog.fastrows import enabled
+    from binlake.binlog.framing import BinlogReader
+
+    with BinlogReader.open(files[0]) as r:
+        version = r.fde.server_version
     total = sum(f.stat().st_size for f in files)
-    events = count_events(files)
+    events, queries = count_events(files)
     mib = total / (1 << 20)
-    big_file = files[-1]  # written last: the file holding the big transaction
+    big_file = max(files, key=lambda f: f.stat().st_mtime)  # written last: it holds the big transaction
     strs = [str(f) for f in files]
     rows = []
+    py = sys.executable
 
-    def row(name: str, seconds: float, rss: int | None = None) -> None:
-        rows.append((name, seconds, mib / seconds, events / seconds, rss))
+    def row(name: str, argv: list[str], env: dict | None = None) -> float:
+        print(f"  {name} …", file=sys.stderr)
+        t, _ = timed(argv, env=env)
+        rows.append((name, t, mib / t, events / t))
+        return t
 
-    t, _ = timed([py, "-c", "import sys; from binlake.binlog.framing import BinlogReader\n"
-                  "from binlake.index import index_transactions\n"
-                  "for p in sys.argv[1:]:\n"
-                  "    r = BinlogReader.open(p); sum(1 for _ in index_transactions(r, p))", *strs])
-    row("binlake boundary-only (index, jumps)", t)
-    t, _ = timed([py, "-m", "binlake.cli", "scan", *strs])
-    row("binlake scan (transactions)", t)
-    t, _ = timed([py, "-m", "binlake.cli", "scan", "--rows", *strs])
-    row("binlake scan --rows", t)
-    t, _ = timed([*mysqlbinlog, *strs])
-    row("mysqlbinlog", t)
-    t, _ = timed([*mysqlbinlog, "-vv", "--base64-output=DECODE-ROWS", *strs])
-    row("mysqlbinlog -vv --base64-output=DECODE-ROWS", t)
+    row("binlake boundary-only (index, jumps)",
+        [py, "-c", "import sys; from binlake.binlog.framing import BinlogReader\n"
+         "from binlake.index import index_transactions\n"
+         "for p in sys.argv[1:]:\n"
+         "    r = BinlogReader.open(p); sum(1 for _ in index_transactions(r, p))", *strs])
+    scan = row("binlake scan (transactions; rows decoded for the counts)", [py, "-m", "binlake.cli", "scan", *strs])
+    rows_fast = row("binlake scan --rows", [py, "-m", "binlake.cli", "scan", "--rows", *strs])
+    row("binlake scan --rows, pure-Python reference (BINLAKE_PURE_PYTHON=1)",
+        [py, "-m", "binlake.cli", "scan", "--rows", *strs], env={**os.environ, "BINLAKE_PURE_PYTHON": "1"})
+    row("mysqlbinlog", [*mysqlbinlog, *strs])
+    vv = row("mysqlbinlog -vv --base64-output=DECODE-ROWS", [*mysqlbinlog, "-vv", "--base64-output=DECODE-ROWS", *strs])
     _, rss = timed([py, "-m", "binlake.cli", "scan", "--rows", str(big_file)])
+    out_bytes = _output_bytes([py, "-m", "binlake.cli", "scan", "--rows", str(big_file)])
+    vv_bytes = _output_bytes([*mysqlbinlog, "-vv", "--base64-output=DECODE-ROWS", str(big_file)])
     big_mib = big_file.stat().st_size / (1 << 20)
 
     lines = [
-        f"Corpus: {len(files)} files, {mib:.1f} MiB, {events} events, written by MySQL "
-        f"{server.version}; {os.cpu_count()} cores; single process each.",
+        f"Corpus: {len(files)} files, {mib:.1f} MiB, {events} events ({queries} of them Rows_query), "
+        f"written by MySQL {version}; "
+        f"{os.cpu_count()} cores; single process each; the compiled row decoder "
+        f"{'on' if enabled() else 'NOT BUILT'}.",
         "",
         "| what | seconds | MiB/s | events/s |",
         "|---|---:|---:|---:|",
     ]
-    lines += [f"| {n} | {s:.2f} | {m:.1f} | {e:,.0f} |" for n, s, m, e, _ in rows]
-    lines += ["", f"Peak RSS of `binlake scan --rows` on {big_file.name} ({big_mib:.0f} MiB, holding "
-              f"the {args.big_rows:,}-row transaction): {rss / 1024:.0f} MiB"]
+    lines += [f"| {n} | {s:.2f} | {m:.1f} | {e:,.0f} |" for n, s, m, e in rows]
+    lines += [
+        "",
+        f"Against `mysqlbinlog -vv` on the same files (ratio of speeds): `scan` {vv / scan:.2f}, "
+        f"`scan --rows` {vv / rows_fast:.2f}.",
+        "",
+        f"On {big_file.name} ({big_mib:.0f} MiB, holding the {args.big_rows:,}-row transaction): peak RSS of "
+        f"`binlake scan --rows` {rss / 1024:.0f} MiB; it prints {out_bytes / 2**20:,.0f} MiB of JSON lines "
+        f"where `mysqlbinlog -vv` prints {vv_bytes / 2**20:,.0f} MiB"
+        + (" (each row change carries its event's Rows_query, DESIGN.md)." if queries else "."),
+    ]
     text = "\n".join(lines)
     print(text)
-    out = REPO / "bench" / "RESULTS.md"
-    out.write_text(f"# Benchmark results\n\nMade by `make bench` ({time.strftime('%Y-%m-%d')}).\n\n"
-                   f"## bench/scan.py\n\n{text}\n")
+    title = "bench/scan.py" + (" --rows-query (Rows_query events on)" if queries else "")
+    write_section(title, f"Made by `make bench` ({time.strftime('%Y-%m-%d')}).\n\n{text}")
+
+
+def _output_bytes(argv: list[str]) -> int:
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    n = 0
+    while chunk := proc.stdout.read(1 << 20):
+        n += len(chunk)
+    proc.wait()
+    return n
 
 
 if __name__ == "__main__":

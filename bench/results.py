@@ -1,0 +1,19 @@
+"""bench/RESULTS.md: each benchmark owns one `## ` section and replaces only that one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+PATH = Path(__file__).resolve().parent / "RESULTS.md"
+
+
+def write_section(title: str, text: str) -> None:
+    """Replace (or append) the section headed `## {title}`; the other sections stay as they are."""
+    old = PATH.read_text() if PATH.exists() else "# Benchmark results\n"
+    head = f"## {title}\n"
+    if head in old:
+        before, rest = old.split(head, 1)
+        after = rest[rest.find("\n## "):] if "\n## " in rest else ""
+        old = before.rstrip() + "\n\n" + after.lstrip("\n")
+    path_text = old.rstrip() + f"\n\n{head}\n{text}\n"
+    PATH.write_text(path_text)
