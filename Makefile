@@ -16,7 +16,7 @@ test: install servers java browser compose  ## lint, then every test against rea
 install: $(STAMP)
 
 $(STAMP): pyproject.toml
-	bash scripts/install-build-deps.sh
+	PYTHON=$(PYTHON) bash scripts/install-build-deps.sh
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev,airflow]'
