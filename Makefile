@@ -41,6 +41,7 @@ bench: install servers java
 	$(BIN)/python bench/scan.py
 	$(BIN)/python bench/archive.py
 	$(BIN)/python bench/assemble.py
+	$(BIN)/python bench/memory.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -54,14 +54,17 @@ def _descendants(pid: int) -> list[int]:
     return out
 
 
-def _hwm(pid: int) -> tuple[str, int]:
+def _hwm(pid: int) -> tuple[str, int, int]:
+    """Command line, peak RSS (VmHWM, which counts the pages of a mapped file read through) and
+    the anonymous RSS now (RssAnon: the process's own memory), in KiB."""
     try:
         status = Path(f"/proc/{pid}/status").read_text()
         cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
     except OSError:
-        return "", 0
-    m = re.search(r"VmHWM:\s+(\d+) kB", status)
-    return cmd, int(m.group(1)) if m else 0
+        return "", 0, 0
+    hwm = re.search(r"VmHWM:\s+(\d+) kB", status)
+    anon = re.search(r"RssAnon:\s+(\d+) kB", status)
+    return cmd, int(hwm.group(1)) if hwm else 0, int(anon.group(1)) if anon else 0
 
 
 class Watch:
@@ -73,6 +76,7 @@ class Watch:
         self.worker_kib = 0
         self.jvm_kib = 0
         self.driver_kib = 0
+        self.anon_kib = {"driver": 0, "worker": 0, "jvm": 0}  # peaks of RssAnon, sampled
 
     def run(self) -> tuple[float, str]:
         # Output to a file, never into this process; a scan's (gigabytes) to /dev/null as in bench/scan.py.
@@ -96,14 +100,20 @@ class Watch:
     def _sample(self, root: int, done: threading.Event) -> None:
         while not done.is_set():
             for pid in _descendants(root):
-                cmd, kib = _hwm(pid)
+                cmd, kib, anon = _hwm(pid)
                 if "pyspark.daemon" in cmd or "pyspark/daemon" in cmd or "pyspark.worker" in cmd:
                     self.worker_kib = max(self.worker_kib, kib)
+                    who = "worker"
                 elif "java" in cmd.split(" ", 1)[0]:
                     self.jvm_kib = max(self.jvm_kib, kib)
+                    who = "jvm"
                 elif pid == root:
                     self.driver_kib = max(self.driver_kib, kib)
-            time.sleep(0.2)
+                    who = "driver"
+                else:
+                    continue
+                self.anon_kib[who] = max(self.anon_kib[who], anon)
+            time.sleep(0.1)
 
 
 def main() -> None:
