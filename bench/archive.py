@@ -24,7 +24,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.results import write_section  # noqa: E402
+from bench.results import publish  # noqa: E402
 from bench.scan import generate  # noqa: E402
 from tests.support import servers  # noqa: E402
 
@@ -84,9 +84,7 @@ def main() -> None:
     lines = [f"Corpus: {len(files)} rotated files, {total:.1f} MiB, MySQL {server.version}; "
              f"{os.cpu_count()} cores.", "", "| what | seconds | MiB/s |", "|---|---:|---:|"]
     lines += [f"| {n} | {s:.2f} | {total / s:.1f} |" for n, s in rows]
-    text = "\n".join(lines)
-    print(text)
-    write_section("bench/archive.py", text)
+    publish("bench/archive.py", lines)
 
 
 if __name__ == "__main__":

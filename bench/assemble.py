@@ -32,7 +32,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.results import write_section  # noqa: E402
+from bench.results import publish  # noqa: E402
 from bench.scan import generate, server_settings  # noqa: E402
 from tests.support import servers  # noqa: E402
 
@@ -203,10 +203,7 @@ def main() -> None:
         f"(local[2]): {seconds:.1f} s, peak RSS of a Python worker {w.worker_kib / 1024:.0f} MiB, "
         f"of the JVM {w.jvm_kib / 1024:.0f} MiB.",
     ]
-    text = "\n".join(lines)
-    print(text)
-    write_section("bench/assemble.py", f"Made by `.venv/bin/python bench/assemble.py` "
-                                       f"({time.strftime('%Y-%m-%d')}).\n\n{text}")
+    publish("bench/assemble.py", lines)
 
 
 if __name__ == "__main__":

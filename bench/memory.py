@@ -30,7 +30,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.assemble import Watch  # noqa: E402
-from bench.results import write_section  # noqa: E402
+from bench.results import publish  # noqa: E402
 from bench.scan import server_settings  # noqa: E402
 from tests.support import servers  # noqa: E402
 
@@ -123,10 +123,7 @@ def main() -> None:
     lines += ["", "Peak RSS (VmHWM) counts the pages of the binlog file that binlake maps (mmap) and reads through: "
               "they are the kernel's page cache, shared and reclaimable. In brackets, the peak of the process's "
               "own memory (RssAnon, sampled every 0.1 s)."]
-    text = "\n".join(lines)
-    print(text)
-    write_section("bench/memory.py", f"Made by `.venv/bin/python bench/memory.py` ({time.strftime('%Y-%m-%d')}).\n\n"
-                                     f"{text}")
+    publish("bench/memory.py", lines)
 
 
 if __name__ == "__main__":

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import sys
+import time
 from pathlib import Path
 
-PATH = Path(__file__).resolve().parent / "RESULTS.md"
+REPO = Path(__file__).resolve().parents[1]
+PATH = REPO / "bench" / "RESULTS.md"
 
 
 def write_section(title: str, text: str) -> None:
@@ -17,3 +20,11 @@ def write_section(title: str, text: str) -> None:
         old = before.rstrip() + "\n\n" + after.lstrip("\n")
     path_text = old.rstrip() + f"\n\n{head}\n{text}\n"
     PATH.write_text(path_text)
+
+
+def publish(title: str, lines: list[str]) -> None:
+    """Print a benchmark's report and write it as its section, saying which script made it and when."""
+    text = "\n".join(lines)
+    print(text)
+    script = Path(sys.argv[0]).resolve().relative_to(REPO)
+    write_section(title, f"Made by `.venv/bin/python {script}` ({time.strftime('%Y-%m-%d')}).\n\n{text}")

@@ -26,7 +26,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.results import write_section  # noqa: E402
+from bench.results import publish  # noqa: E402
 from tests.support import servers  # noqa: E402
 
 ROW_SQL = ("CREATE TABLE bench.t (id BIGINT PRIMARY KEY AUTO_INCREMENT, a INT, b VARCHAR(64), "
@@ -182,10 +182,7 @@ def main() -> None:
         f"where `mysqlbinlog -vv` prints {vv_bytes / 2**20:,.0f} MiB"
         + (" (each row change carries its event's Rows_query, DESIGN.md)." if queries else "."),
     ]
-    text = "\n".join(lines)
-    print(text)
-    title = "bench/scan.py" + (" --rows-query (Rows_query events on)" if queries else "")
-    write_section(title, f"Made by `make bench` ({time.strftime('%Y-%m-%d')}).\n\n{text}")
+    publish("bench/scan.py" + (" --rows-query (Rows_query events on)" if queries else ""), lines)
 
 
 def _output_bytes(argv: list[str]) -> int:

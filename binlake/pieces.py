@@ -164,12 +164,13 @@ class PieceAssembler(FileAssembler):
         ordinal = len(self.ev_stats)
         self.ev_stats.append([len(ev.rows), f.size])
         if self.opts.rows:
-            for rec in self._row_changes(txn, f, tm, ev.op, ev.rows):
+            recs = self._row_changes(txn, f, tm, ev.op, ev.rows)
+            for rec in recs:
                 rec["segment_id"] = None  # set by finish()
                 rec["piece"] = self.piece
                 rec["ev_ord"] = ordinal
-                self.stats["row_changes"] += 1
-                self.emit("row_change", rec)
+            self.stats["row_changes"] += len(recs)
+            self.emit_rows(recs)
         txn.seq += len(ev.rows)
         if ev.flags & c.STMT_END_F:
             txn.rows_query = None

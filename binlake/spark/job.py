@@ -85,9 +85,6 @@ def _parse_task(opts: Options):
         arrow = _arrow_schema(schema.STAGED)
         kinds = [n for n in arrow.names if n != "kind"]
 
-        def batch(kind: str, recs: list[dict]):
-            return schema.arrow_batch(arrow, kind, recs)
-
         for b in batches:
             for text in b.column("split").to_pylist():
                 split = json.loads(text)
@@ -96,11 +93,11 @@ def _parse_task(opts: Options):
                     buf = bufs[kind]
                     buf.append(schema.arrow_record(kind, rec, split["source"])[kind])
                     if len(buf) >= BATCH:
-                        yield batch(kind, buf)
+                        yield schema.arrow_batch(arrow, kind, buf)
                         bufs[kind] = []
                 for kind, buf in bufs.items():
                     if buf:
-                        yield batch(kind, buf)
+                        yield schema.arrow_batch(arrow, kind, buf)
 
     return run
 
