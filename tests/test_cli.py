@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from binlake.records import ANOMALY_FIELDS, ROW_CHANGE_FIELDS, TRANSACTION_FIELDS
-from tests.support.scanning import DATA, PUBLIC, ndjson, run_cli
+from tests.support.scanning import DATA, PUBLIC, ndjson, run_cli, scan
 
 
 def test_scan_prints_design_records():
@@ -18,6 +19,22 @@ def test_scan_prints_design_records():
     for r in records:
         fields = TRANSACTION_FIELDS if r["record"] == "transaction" else ROW_CHANGE_FIELDS
         assert tuple(k for k in r if k != "record") == fields
+
+
+def test_scan_prints_the_records_of_the_assembler():
+    """The command writes a segment's row changes in one call: the same records, values and
+    order as the assembler's, segment ends included (small segments, several per transaction)."""
+    for flavor in ("mysql", "mariadb"):
+        files = sorted(str(p) for p in (DATA / flavor).glob("binlog.0*"))
+        proc = run_cli("scan", "--rows", "--segment-rows", "3", *files)
+        assert proc.returncode == 0, proc.stderr
+        printed = ndjson(proc.stdout)
+        expected = json.loads(json.dumps(scan(files, rows=True, segment_rows=3)))
+        rows = expected["row_change"]
+        assert len(rows) > 100 and sum(not r["end_segment"] for r in rows) > 10
+        assert [r for r in printed if r["record"] == "row_change"] == rows
+        assert [{"record": "transaction", **r} for r in expected["transaction"]] == \
+            [r for r in printed if r["record"] == "transaction"]
 
 
 def test_scan_without_rows_prints_transactions_only():
