@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from binlake.records import ANOMALY_FIELDS, ROW_CHANGE_FIELDS, TRANSACTION_FIELDS
-from tests.support.scanning import DATA, PUBLIC, ndjson, run_cli, scan
+from tests.support.scanning import DATA, ndjson, run_cli, scan
 
 
 def test_scan_prints_design_records():
@@ -43,8 +43,8 @@ def test_scan_without_rows_prints_transactions_only():
     assert {r["record"] for r in ndjson(proc.stdout)} == {"transaction"}
 
 
-def test_anomaly_records():
-    proc = run_cli("scan", "--anomalies", str(PUBLIC / "Longhui__mysql-5.5.30/trunc_binlog.000001"))
+def test_anomaly_records(public_binlogs):
+    proc = run_cli("scan", "--anomalies", str(public_binlogs / "Longhui__mysql-5.5.30/trunc_binlog.000001"))
     assert proc.returncode == 0
     (anomaly,) = [r for r in ndjson(proc.stdout) if r["record"] == "anomaly"]
     assert tuple(k for k in anomaly if k != "record") == ANOMALY_FIELDS

@@ -12,7 +12,24 @@ from binlake.assemble import Options
 from binlake.scan import scan_files
 
 REPO = Path(__file__).resolve().parents[2]
-SHARED = Path(os.environ.get("BINLAKE_SHARED", REPO.parent / "shared"))
+
+
+def _shared() -> Path:
+    """`../shared` (the fixtures): $BINLAKE_SHARED, else beside this checkout, else beside the
+    local repository it was cloned from (a clean clone made elsewhere, as CI does)."""
+    if os.environ.get("BINLAKE_SHARED"):
+        return Path(os.environ["BINLAKE_SHARED"])
+    beside = REPO.parent / "shared"
+    if beside.is_dir():
+        return beside
+    origin = subprocess.run(["git", "-C", str(REPO), "config", "--get", "remote.origin.url"],
+                            capture_output=True, text=True).stdout.strip()
+    if origin.startswith("/") and (Path(origin).parent / "shared").is_dir():
+        return Path(origin).parent / "shared"
+    return beside
+
+
+SHARED = _shared()
 PUBLIC = SHARED / "fixtures" / "public-binlogs"
 DATA = REPO / "tests" / "data"
 
