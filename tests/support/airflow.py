@@ -9,6 +9,7 @@ import json
 import os
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -87,6 +88,10 @@ class Airflow:
             "AIRFLOW__API_AUTH__JWT_SECRET": "binlake-tests-" + os.urandom(8).hex(),
             "AIRFLOW__SCHEDULER__ENABLE_HEALTH_CHECK": "False",
         })
+        # three services and the tests' CLI calls share the database: in WAL mode readers do not
+        # hold the writers back (the setting stays with the database file)
+        with contextlib.closing(sqlite3.connect(self.home / "airflow.db")) as db:
+            assert db.execute("PRAGMA journal_mode=WAL").fetchone() == ("wal",)
         for args in (["api-server"], ["scheduler", "--skip-serve-logs"], ["dag-processor"]):
             log = open(self.home / f"{args[0]}.log", "ab")  # noqa: SIM115 - closed in stop()
             proc = subprocess.Popen([AIRFLOW, *args], env=self.env, stdout=log, stderr=subprocess.STDOUT,
