@@ -172,7 +172,7 @@ def run_survey(split: dict, store=None) -> dict | None:
     start, end = big["start"], big["start"] + big["length"]
     try:
         with store.open_range(binlog_key(split["source"], split["file"]), start, end) as rng:
-            reader = BinlogReader(rng.data, split["file"], base=start, fde=fde)
+            reader = BinlogReader(rng.data, split["file"], base=start, fde=fde, pages=rng.pages)
             found = survey(reader, start, end, split.get("split_bytes") or DEFAULT_SPLIT_BYTES)
     except MissingObject:
         return None  # the split's own task reports it
@@ -209,7 +209,7 @@ def run_split(split: dict, opts: Options, store=None) -> Iterator[tuple[str, dic
                                    f"says {size}"))
         out: list[tuple[str, dict]] = []
         reader = BinlogReader(rng.data, f"{store.url}/{key}", base=start,
-                              fde=FormatDescription.from_dict(split["fde"]))
+                              fde=FormatDescription.from_dict(split["fde"]), pages=rng.pages)
         if split.get("big"):
             asm: FileAssembler = PieceAssembler(reader, opts, lambda k, r: out.append((k, r)), name,
                                                 split["big"], split["piece"])

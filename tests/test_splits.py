@@ -4,6 +4,7 @@ may cut it gives exactly the records of one reader over whole files (`binlake sc
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -11,6 +12,8 @@ from binlake.archive.run import archive
 from binlake.archive.sources import DirSource
 from binlake.archive.stores import open_store
 from binlake.assemble import Options
+from binlake.binlog import framing
+from binlake.binlog.framing import BinlogReader
 from binlake.errors import BinlakeError
 from binlake.splits import assemble_locally, parse_time, plan
 from tests.support.lake import differences, scanned
@@ -52,6 +55,29 @@ def test_pieces_of_big_transactions_number_rows_as_one_reader(archived):
     # tiny segments make segment boundaries fall inside and across pieces
     got = scanned(run_local(store, 200, segment_rows=2, segment_bytes=150))
     assert differences(got, reference(flavor, files, segment_rows=2, segment_bytes=150)) == {}
+
+
+def test_pages_released_behind_the_walk_change_nothing(archived, monkeypatch):
+    """Readers of mapped files give the kernel back the pages they have passed (bounded RSS);
+    released after every event, both the scan and the split tasks read the same records, and
+    between them the releases cover each file but its first event."""
+    flavor, store, files = archived
+    want, whole = reference(flavor, files), scanned(run_local(store, 2_000))
+    released: dict[str, list[tuple[int, int]]] = {}
+    original = BinlogReader.release
+
+    def release(self, start, end):
+        released.setdefault(Path(self.name).name, []).append((start, end))
+        original(self, start, end)
+
+    monkeypatch.setattr(framing, "RELEASE_BYTES", 1)
+    monkeypatch.setattr(BinlogReader, "release", release)
+    for read, expected in ((lambda: reference(flavor, files), want),
+                           (lambda: scanned(run_local(store, 2_000)), whole)):
+        assert differences(read(), expected) == {}
+        for f in files.glob("binlog.*"):
+            covered = set().union(*(range(s, e) for s, e in released.pop(f.name)))
+            assert min(covered) < 200 and covered == set(range(min(covered), f.stat().st_size)), f.name
 
 
 @pytest.mark.parametrize("damage", ["flip", "cut"])

@@ -26,11 +26,14 @@ class MissingObject(BinlakeError):  # noqa: N818 - reads as what happened
 
 
 class Range:
-    """Bytes [start, start + len(data)) of an object, and the object's whole size."""
+    """Bytes [start, start + len(data)) of an object, and the object's whole size; `pages`: the
+    memory map behind `data` and its offset of `data[0]`, for readers that release what they read."""
 
-    def __init__(self, data, total: int) -> None:
+    def __init__(self, data, total: int, at: int = 0) -> None:
         self.data = data
         self.total = total
+        obj = data.obj if isinstance(data, memoryview) else None
+        self.pages = (obj, at) if isinstance(obj, mmap.mmap) else None
 
 
 def _mapped(f) -> memoryview:
@@ -105,7 +108,7 @@ class FileStore:
         with f:
             view = _mapped(f)
             try:
-                yield Range(view[start:end], len(view))
+                yield Range(view[start:end], len(view), at=start)
             finally:
                 _release(view)
 

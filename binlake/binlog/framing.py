@@ -24,6 +24,12 @@ _HEADER = struct.Struct("<IBIIIH")  # timestamp, type, server_id, event_size, lo
 _HEADER_V1 = struct.Struct("<IBII")  # MySQL 3.23: no log_pos/flags in the header
 _U32 = struct.Struct("<I")
 
+# A walk over a memory-mapped file hands the pages it has passed back to the kernel every
+# RELEASE_BYTES: they stay in the page cache, but the process's RSS no longer grows with the
+# file (a 1 GiB transaction would otherwise count 1 GiB). A later walk over them faults them
+# back in from the cache.
+RELEASE_BYTES = 64 << 20
+
 # Post-header lengths of binlog versions 1 and 3 (MySQL 3.23 / 4.0), which have no
 # FORMAT_DESCRIPTION event; index = event type - 1. Values from the servers' own tables.
 _OLD_POST_HEADERS = {
@@ -173,16 +179,19 @@ class BinlogReader:
 
     `data` holds the bytes from file offset `base` on; positions are file offsets.
     Without `fde` the data must start at offset 0 (the magic) and the format is read
-    from the first event.
+    from the first event. `pages` names the memory map behind `data` and the map's offset
+    of `data[0]`, so that walks can release the pages they have passed.
     """
 
     def __init__(self, data, name: str, *, base: int = 0, fde: FormatDescription | None = None,
-                 size: int | None = None) -> None:
+                 size: int | None = None, pages: tuple[mmap.mmap, int] | None = None) -> None:
         self.data = data
         self.name = name
         self.base = base
         self.end = base + (len(data) if size is None else size)
         self._mmap: mmap.mmap | None = None
+        self.pages = pages
+        self._low, self._high, self._since = self.end, base, 0  # walked since the last release
         if fde is None:
             self.fde, self.first_event_pos = self._read_format()
         else:
@@ -199,7 +208,7 @@ class BinlogReader:
                 mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
         except OSError as e:
             raise BinlogError(name, 0, f"cannot read: {e.strerror or e}") from None
-        reader = cls(mm, name)
+        reader = cls(mm, name, pages=(mm, 0))
         reader._mmap = mm
         return reader
 
@@ -207,6 +216,26 @@ class BinlogReader:
         if self._mmap is not None:
             self._mmap.close()
             self._mmap = None
+        self.pages = None
+
+    def _walked(self, start: int, end: int) -> None:
+        # Walks are often short (one per transaction): release once together they cover
+        # RELEASE_BYTES, everything from the lowest start to the highest end since the last time.
+        self._low, self._high = min(self._low, start), max(self._high, end)
+        self._since += end - start
+        if self._since >= RELEASE_BYTES:
+            self.release(self._low, self._high)
+            self._low, self._high, self._since = self._high, self._high, 0
+
+    def release(self, start: int, end: int) -> None:
+        """Give back the whole pages of the map between file offsets `start` and `end`."""
+        if self.pages is None:
+            return
+        mm, at = self.pages
+        lo = -(-(start - self.base + at) // mmap.PAGESIZE) * mmap.PAGESIZE
+        hi = (end - self.base + at) // mmap.PAGESIZE * mmap.PAGESIZE
+        if hi > lo and not mm.closed:
+            mm.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
 
     def __enter__(self) -> BinlogReader:
         return self
@@ -280,47 +309,56 @@ class BinlogReader:
         min_size = fde.header_len
         crc = fde.has_checksum
         crc32 = zlib.crc32
-        while pos < stop:
-            i = pos - base
-            if stop - pos < hdr.size:
-                raise self._fail(pos, f"truncated event header: {stop - pos} bytes left")
-            if v1:
-                ts, type_code, server_id, size = unpack(data, i)
-                log_pos = flags = 0
-            else:
-                ts, type_code, server_id, size, log_pos, flags = unpack(data, i)
-            if fde.type_map is not None and type_code < len(fde.type_map):
-                type_code = fde.type_map[type_code]
-            if size < min_size + (4 if crc else 0):
-                raise self._fail(pos, f"corrupt event header: event_size {size} is smaller "
-                                      f"than the {min_size}-byte header")
-            if pos + size > stop:
-                if end is not None and pos + size <= self.end:
-                    return  # the caller's range ends here; the event is whole in the data
-                raise self._fail(pos, f"truncated {c.event_name(type_code)} event: "
-                                      f"{size} bytes announced, {self.end - pos} in file")
-            body_end = i + size
-            ok = True
-            if crc and type_code != c.FORMAT_DESCRIPTION_EVENT:
-                body_end -= 4
-                ok = crc32(data[i:body_end]) == _U32.unpack_from(data, body_end)[0]
-            elif type_code == c.FORMAT_DESCRIPTION_EVENT and pos != self.first_event_pos:
-                # A later FDE (relay logs carry the source's): switch format from here on.
-                frame = Frame(pos, type_code, ts, server_id, size, log_pos, flags, data,
-                              i + fde.header_len, body_end)
-                try:
-                    fde = parse_fde_body(frame.body)
-                except (ValueError, struct.error, IndexError) as e:
-                    raise self._fail(pos, f"corrupt FORMAT_DESCRIPTION event: {e}") from None
-                if fde.has_checksum:
-                    frame.body_end -= 4
-                yield frame
-                min_size = fde.header_len
-                crc = fde.has_checksum
+        released = pos
+        next_release = pos + RELEASE_BYTES if self.pages is not None else stop
+        try:
+            while pos < stop:
+                if pos >= next_release:
+                    self.release(released, pos)
+                    released, next_release = pos, pos + RELEASE_BYTES
+                i = pos - base
+                if stop - pos < hdr.size:
+                    raise self._fail(pos, f"truncated event header: {stop - pos} bytes left")
+                if v1:
+                    ts, type_code, server_id, size = unpack(data, i)
+                    log_pos = flags = 0
+                else:
+                    ts, type_code, server_id, size, log_pos, flags = unpack(data, i)
+                if fde.type_map is not None and type_code < len(fde.type_map):
+                    type_code = fde.type_map[type_code]
+                if size < min_size + (4 if crc else 0):
+                    raise self._fail(pos, f"corrupt event header: event_size {size} is smaller "
+                                          f"than the {min_size}-byte header")
+                if pos + size > stop:
+                    if end is not None and pos + size <= self.end:
+                        return  # the caller's range ends here; the event is whole in the data
+                    raise self._fail(pos, f"truncated {c.event_name(type_code)} event: "
+                                          f"{size} bytes announced, {self.end - pos} in file")
+                body_end = i + size
+                ok = True
+                if crc and type_code != c.FORMAT_DESCRIPTION_EVENT:
+                    body_end -= 4
+                    ok = crc32(data[i:body_end]) == _U32.unpack_from(data, body_end)[0]
+                elif type_code == c.FORMAT_DESCRIPTION_EVENT and pos != self.first_event_pos:
+                    # A later FDE (relay logs carry the source's): switch format from here on.
+                    frame = Frame(pos, type_code, ts, server_id, size, log_pos, flags, data,
+                                  i + fde.header_len, body_end)
+                    try:
+                        fde = parse_fde_body(frame.body)
+                    except (ValueError, struct.error, IndexError) as e:
+                        raise self._fail(pos, f"corrupt FORMAT_DESCRIPTION event: {e}") from None
+                    if fde.has_checksum:
+                        frame.body_end -= 4
+                    yield frame
+                    min_size = fde.header_len
+                    crc = fde.has_checksum
+                    pos += size
+                    continue
+                elif crc:
+                    body_end -= 4
+                yield Frame(pos, type_code, ts, server_id, size, log_pos, flags, data,
+                            i + fde.header_len, body_end, ok if verify else True)
                 pos += size
-                continue
-            elif crc:
-                body_end -= 4
-            yield Frame(pos, type_code, ts, server_id, size, log_pos, flags, data,
-                        i + fde.header_len, body_end, ok if verify else True)
-            pos += size
+        finally:
+            if self.pages is not None:
+                self._walked(released, pos)
