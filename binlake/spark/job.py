@@ -68,6 +68,7 @@ class Summary:
     anomalies_by_code: dict[str, int] = field(default_factory=dict)
     partitions: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    step_seconds: dict[str, float] = field(default_factory=dict)  # survey, parse, tables, write
     spark_master: str = ""
     application_id: str = ""
 
@@ -134,10 +135,10 @@ class Job:
         s = self.summary
         s.files, s.bytes, s.splits = len(p.files), p.bytes, len(p.splits)
         try:
-            splits, bigs = self._cut_big()
-            staged = self._parse(splits)
-            tables = self._tables(staged, bigs)
-            self._write(tables)
+            splits, bigs = self._timed("survey", self._cut_big)
+            staged = self._timed("parse", self._parse, splits)
+            tables = self._timed("tables", self._tables, staged, bigs)
+            self._timed("write", self._write, tables)
         finally:
             self._delete(self.staging)
         s.seconds = round(time.monotonic() - began, 3)
@@ -145,6 +146,13 @@ class Job:
         log.info("assembled %s..%s: %d transactions, %d row changes, %d anomalies in %.1f s", s.start, s.end,
                  s.transactions, s.row_changes, s.anomalies, s.seconds)
         return s
+
+    def _timed(self, step: str, fn, *args):
+        began = time.monotonic()
+        try:
+            return fn(*args)
+        finally:
+            self.summary.step_seconds[step] = round(time.monotonic() - began, 3)
 
     def _cut_big(self) -> tuple[list[dict], list[list[dict]]]:
         """Survey the big transactions (one task each) and cut them into pieces."""
