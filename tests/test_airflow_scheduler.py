@@ -37,10 +37,11 @@ def stack(tmp_path_factory):
 def test_backfill_equals_one_run_and_reruns_change_nothing(stack, tmp_path):
     af, _ = stack
     warehouse = af.home / "binlake" / "warehouse"
-    af.cli("dags", "reserialize")
-    af.cli("dags", "unpause", "binlake_transactions")
-    out = af.cli("backfill", "create", "--dag-id", "binlake_transactions", "--from-date", FROM, "--to-date", TO,
-                 "--max-active-runs", "1")
+    with af.services_stopped():  # SQLite: see Airflow.services_stopped
+        af.cli("dags", "reserialize")
+        af.cli("dags", "unpause", "binlake_transactions")
+        out = af.cli("backfill", "create", "--dag-id", "binlake_transactions", "--from-date", FROM, "--to-date",
+                     TO, "--max-active-runs", "1")
     assert out.returncode == 0
     runs = af.wait_runs("binlake_transactions", count=3)
     assert sorted(r["logical_date"][:16] for r in runs) == ["2026-11-22T11:46", "2026-11-22T11:47",
@@ -63,8 +64,10 @@ def test_backfill_equals_one_run_and_reruns_change_nothing(stack, tmp_path):
 
     # rerun the middle interval (it cuts through the data): the backfill queues its run again
     (middle,) = [r for r in runs if r["logical_date"].startswith("2026-11-22T11:47")]
-    af.cli("backfill", "create", "--dag-id", "binlake_transactions", "--from-date", "2026-11-22T11:47:00+00:00",
-           "--to-date", "2026-11-22T11:47:00+00:00", "--reprocess-behavior", "completed")
+    with af.services_stopped():
+        af.cli("backfill", "create", "--dag-id", "binlake_transactions", "--from-date",
+               "2026-11-22T11:47:00+00:00", "--to-date", "2026-11-22T11:47:00+00:00", "--reprocess-behavior",
+               "completed")
     again = af.wait_rerun("binlake_transactions", middle["run_id"], middle["end_date"])
     assert again["state"] == "success"
     assert lake(warehouse) == got
