@@ -313,8 +313,8 @@ class BinlogReader:
         next_release = pos + RELEASE_BYTES if self.pages is not None else stop
         try:
             while pos < stop:
-                if pos >= next_release:
-                    self.release(released, pos)
+                if pos >= next_release:  # a long walk (a big transaction) releases as it goes
+                    self._walked(released, pos)
                     released, next_release = pos, pos + RELEASE_BYTES
                 i = pos - base
                 if stop - pos < hdr.size:
