@@ -3,6 +3,7 @@ may cut it gives exactly the records of one reader over whole files (`binlake sc
 
 from __future__ import annotations
 
+import mmap
 import shutil
 from pathlib import Path
 
@@ -78,6 +79,29 @@ def test_pages_released_behind_the_walk_change_nothing(archived, monkeypatch):
         for f in files.glob("binlog.*"):
             covered = set().union(*(range(s, e) for s, e in released.pop(f.name)))
             assert min(covered) < 200 and covered == set(range(min(covered), f.stat().st_size)), f.name
+
+
+def test_a_release_gives_the_pages_back(tmp_path):
+    """What the process holds of a mapped file (its smaps Rss) drops to at most the last, partial
+    page once a reader releases what it walked."""
+    copy = tmp_path / "binlog.000001"
+    shutil.copy(DATA / "mysql" / "binlog.000001", copy)
+    with BinlogReader.open(copy) as reader:
+        assert sum(1 for _ in reader.frames()) > 100  # 41 KiB: less than RELEASE_BYTES, nothing released yet
+        assert mapped_kib(copy) >= copy.stat().st_size // 1024
+        reader.release(0, reader.end)
+        assert mapped_kib(copy) <= mmap.PAGESIZE // 1024
+
+
+def mapped_kib(path: Path) -> int:
+    """Rss of the mappings of `path` in this process, from /proc/self/smaps."""
+    kib, inside = 0, False
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        if line[:1].isalnum() and "-" in line.split(" ", 1)[0]:  # a mapping's header line
+            inside = line.endswith(str(path))
+        elif inside and line.startswith("Rss:"):
+            kib += int(line.split()[1])
+    return kib
 
 
 @pytest.mark.parametrize("damage", ["flip", "cut"])
