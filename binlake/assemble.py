@@ -15,8 +15,11 @@ import struct
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+import orjson
+
 from binlake.binlog import constants as c
 from binlake.binlog import events as ev_codec
+from binlake.binlog import fastrows
 from binlake.binlog import rows as rows_codec
 from binlake.binlog.framing import BinlogReader, Frame
 from binlake.binlog.payload import inner_frames
@@ -27,6 +30,7 @@ from binlake.records import derived_txn_id, ts_from_micros, ts_from_seconds
 
 Emit = Callable[[str, dict], None]  # ("transaction" | "row_change" | "anomaly", record)
 EmitRows = Callable[[list[dict]], None]  # a segment's row changes at once (fewer calls per row)
+EmitLines = Callable[[list[bytes]], None]  # a segment's row changes as JSON lines, in chunks
 _DECODE_ERRORS = (RowDecodeError, ValueError, struct.error, IndexError, KeyError,
                   UnicodeDecodeError)
 
@@ -127,7 +131,8 @@ class Txn:
     segment_id: int = 1
     seg_rows: int = 0
     seg_bytes: int = 0
-    seg_buf: list[dict] = field(default_factory=list)
+    seg_buf: list = field(default_factory=list)  # records, or chunks of JSON lines (emit_lines)
+    seg_ends: bool = False  # the "end_segment" the current segment's JSON lines are written with
     rows_query: str | None = None
     first_ts: int = 0
 
@@ -136,11 +141,15 @@ class FileAssembler:
     """Runs the boundary parser over one file and emits its records."""
 
     def __init__(self, reader: BinlogReader, opts: Options, emit: Emit,
-                 binlog_file: str | None = None, emit_rows: EmitRows | None = None) -> None:
+                 binlog_file: str | None = None, emit_rows: EmitRows | None = None,
+                 emit_lines: EmitLines | None = None) -> None:
         self.reader = reader
         self.opts = opts
         self.emit = emit
         self.emit_rows = emit_rows or self._emit_each
+        # Row changes as the JSON lines `scan --rows` prints, written by the compiled decoder
+        # straight from the row images: no Python object per row or value.
+        self.emit_lines = emit_lines if opts.rows else None
         self.file = binlog_file or reader.name.rsplit("/", 1)[-1]
         self.fde = reader.fde
         self.parser = BoundaryParser()
@@ -389,6 +398,8 @@ class FileAssembler:
             tm = self.table_maps.get(table_id)
             if tm is None:
                 raise ValueError(f"no TABLE_MAP for table id {table_id}")
+            if self.emit_lines is not None and self._rendered(txn, f, tm, phl):
+                return
             ev = rows_codec.decode_rows(f.type, f.body, phl, tm, self.fde.flavor)
         except _DECODE_ERRORS as exc:
             self._decode_failed(txn, f, exc)
@@ -397,24 +408,63 @@ class FileAssembler:
 
     def _place(self, txn: Txn, f: Frame, tm: rows_codec.TableMap, ev) -> None:
         """Number the decoded rows of one rows event and hold them in the current segment."""
+        self._room(txn)
+        if self.opts.rows:
+            recs = self._row_changes(txn, f, tm, ev.op, ev.rows)
+            if self.emit_lines is None:
+                txn.seg_buf.extend(recs)
+            elif recs:  # an event the compiled path did not take: its records as the same lines
+                self._mark_segment(txn, f)
+                for rec in recs:
+                    rec["end_segment"] = txn.seg_ends
+                txn.seg_buf.append(b"".join(map(_json_line, recs)))
+        self._held(txn, f, tm, ev.op, len(ev.rows), ev.flags)
+
+    def _rendered(self, txn: Txn, f: Frame, tm: rows_codec.TableMap, phl: int) -> bool:
+        """Hold a rows event's row changes as JSON lines if the compiled path takes it."""
+        op = rows_codec.ROWS_EVENT_TYPES.get(f.type)
+        if op is None or tm.json_keys is None:
+            return False
+        self._room(txn)
+        self._mark_segment(txn, f)
+        done = rows_codec.render_rows(f.type, f.body, phl, tm, self._line_parts(txn, f, tm, op), txn.seq)
+        if done is None:
+            return False
+        op, flags, n, lines = done
+        if lines:
+            txn.seg_buf.append(lines)
+        self._held(txn, f, tm, op, n, flags)
+        return True
+
+    def _room(self, txn: Txn) -> None:
+        """Flush the current segment if it is full: the next rows go to a new one."""
         if txn.seg_rows and (txn.seg_rows >= self.opts.segment_rows
                              or txn.seg_bytes >= self.opts.segment_bytes):
             self._flush_segment(txn, end_segment=False)
             txn.segment_id += 1
             txn.seg_rows = txn.seg_bytes = 0
-        self._count(txn, tm, ev)
+
+    def _mark_segment(self, txn: Txn, f: Frame) -> None:
+        """At a segment's first JSON lines, guess its "end_segment": true when the rest of the
+        transaction is too small to fill it (a row takes at least a byte of its event), so that
+        most lines are written right the first time; _flush_segment mends a wrong guess."""
+        if not txn.seg_buf:
+            left = txn.facts.end_pos - f.pos
+            txn.seg_ends = (left >= 0 and txn.seg_rows + left < self.opts.segment_rows
+                            and txn.seg_bytes + left < self.opts.segment_bytes)
+
+    def _held(self, txn: Txn, f: Frame, tm: rows_codec.TableMap, op: str, n: int, flags: int) -> None:
+        self._count(txn, tm, op, n)
         txn.seg_bytes += f.size
-        if self.opts.rows:
-            txn.seg_buf.extend(self._row_changes(txn, f, tm, ev.op, ev.rows))
-        txn.seg_rows += len(ev.rows)
-        txn.seq += len(ev.rows)
-        if ev.flags & c.STMT_END_F:
+        txn.seg_rows += n
+        txn.seq += n
+        if flags & c.STMT_END_F:
             txn.rows_query = None
 
     @staticmethod
-    def _count(txn: Txn, tm: rows_codec.TableMap, ev) -> None:
+    def _count(txn: Txn, tm: rows_codec.TableMap, op: str, n: int) -> None:
         txn.tables.add(f"{tm.schema}.{tm.table}")
-        txn.rows[ev.op] += len(ev.rows)
+        txn.rows[op] += n
 
     def _row_changes(self, txn: Txn, f: Frame, tm: rows_codec.TableMap, op: str, rows) -> list[dict]:
         """The row changes of one rows event; what they share is looked up once."""
@@ -430,10 +480,33 @@ class FileAssembler:
             "rows_query": rows_query, "xid": xid,
         } for seq, (before, after) in enumerate(rows, txn.seq)]
 
+    @staticmethod
+    def _line_head(txn: Txn, end_segment: bool) -> bytes:
+        """What every JSON line of the transaction's current segment starts with, up to `"seq":`."""
+        return b"".join((b'{"record":"row_change","txn_id":', orjson.dumps(txn.txn_id), b',"segment_id":',
+                         orjson.dumps(txn.segment_id), b',"end_segment":', b"true" if end_segment else b"false",
+                         b',"seq":'))
+
+    def _line_parts(self, txn: Txn, f: Frame, tm: rows_codec.TableMap, op: str) -> tuple[bytes, bytes, bytes]:
+        """The JSON lines of one rows event around seq, before and after: the fields of
+        _row_changes in its order, as orjson writes them."""
+        d = orjson.dumps
+        mid = b"".join((b',"binlog_file":', d(self.file), b',"event_pos":', d(f.pos), b',"commit_ts":',
+                        d(txn.commit_ts), b',"event_ts":', d(ts_from_seconds(f.timestamp)), b',"schema":',
+                        d(tm.schema), b',"table":', d(tm.table), b',"op":', d(op), b',"before":'))
+        tail = b"".join((b',"rows_query":', d(txn.rows_query), b',"xid":', d(txn.xid), b"}\n"))
+        return self._line_head(txn, txn.seg_ends), mid, tail
+
     def _flush_segment(self, txn: Txn, end_segment: bool) -> None:
         buf, txn.seg_buf = txn.seg_buf, []
         if txn.broken or not txn.facts.complete or txn.facts.broken:
             return  # rows of a transaction that did not commit whole are not presented
+        if self.emit_lines is not None:
+            self.stats["row_changes"] += txn.seg_rows
+            if end_segment != txn.seg_ends:  # the guess was wrong (compressed rows, or a cut short)
+                buf = _swap_heads(buf, self._line_head(txn, txn.seg_ends), self._line_head(txn, end_segment))
+            self.emit_lines(buf)
+            return
         for rec in buf:
             rec["end_segment"] = end_segment
         self.stats["row_changes"] += len(buf)
@@ -478,6 +551,16 @@ class FileAssembler:
         self.emit("transaction", rec)
         if mismatch:
             self._anomaly(*mismatch)
+
+
+def _json_line(rec: dict) -> bytes:
+    return orjson.dumps(rec, option=orjson.OPT_APPEND_NEWLINE)
+
+
+def _swap_heads(chunks: list[bytes], head: bytes, new: bytes) -> list[bytes]:
+    """Chunks of a segment's JSON lines with each line's head swapped for another (each line
+    starts with it: JSON text holds no raw newline but between lines)."""
+    return [fastrows.swap_heads(chunk, len(head), new) for chunk in chunks]
 
 
 def transaction_record(txn: Txn, kind: str, outcome: str, end_event: str | None, synthetic: bool,

@@ -37,12 +37,10 @@ def cmd_scan(args: argparse.Namespace) -> int:
                 rec = {"record": kind, **rec}
             out.write(line(rec))
 
-    def emit_rows(recs: list[dict]) -> None:
-        # A segment's row changes, built only with --rows and labelled already: one C loop.
-        out.writelines(map(line, recs))
     opts = Options(source=args.source, segment_rows=args.segment_rows,
                    segment_bytes=args.segment_bytes, rows=args.rows)
-    summary = scan_files(args.files, opts, emit, emit_rows)
+    # With --rows, a segment's row changes come as JSON lines already (binlake.assemble).
+    summary = scan_files(args.files, opts, emit, emit_lines=out.writelines)
     if args.summary:
         print(_dump({"record": "summary", **vars(summary)}), file=sys.stderr)
     return 0

@@ -160,7 +160,7 @@ class PieceAssembler(FileAssembler):
         if txn is not self.big:
             super()._place(txn, f, tm, ev)
             return
-        self._count(txn, tm, ev)
+        self._count(txn, tm, ev.op, len(ev.rows))
         ordinal = len(self.ev_stats)
         self.ev_stats.append([len(ev.rows), f.size])
         if self.opts.rows:

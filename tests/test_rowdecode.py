@@ -12,7 +12,7 @@ import json
 import pytest
 
 from binlake.binlog import fastrows
-from tests.support.scanning import DATA, PUBLIC, REPO, scan
+from tests.support.scanning import DATA, PUBLIC, REPO, lines_path, records_path, scan
 from tests.test_public_fixtures import READABLE
 
 SAMPLES = REPO / "binlake" / "samples"
@@ -139,6 +139,11 @@ def test_same_records_for_every_column_type_on_a_live_server(flavor, request, mo
         names = [r[0] for r in cur.fetchall()]
     files = [server.binlog_dir / n for n in names[names.index(first):-1]]
     fast, ref, used = _both(files, monkeypatch)
+    # and as `scan --rows` writes them, straight from the images: orjson's lines of the reference
+    lines = lines_path(files)
+    with monkeypatch.context() as m:
+        m.setenv("BINLAKE_PURE_PYTHON", "1")
+        assert lines == records_path(files)
     tables = {}
     for r in ref["row_change"]:
         tables[(r["table"], r["op"])] = tables.get((r["table"], r["op"]), 0) + 1

@@ -74,18 +74,46 @@ static int days_in_month(long y, int m) {
     return d[m - 1];
 }
 
-/* "YYYY-MM-DD HH:MM:SS[.ffffff]" cut to fsp digits, as rows._fmt_datetime gives it. */
-static PyObject *fmt_datetime(long y, int mo, int d, int h, int mi, int s, long us, int fsp) {
-    char buf[40];
-    int n = snprintf(buf, sizeof buf, "%04ld-%02d-%02d %02d:%02d:%02d", y, mo, d, h, mi, s);
+/* v in decimal, zero-padded to at least width digits (printf's "%0*u", without its cost). */
+static int digits_into(char *dst, uint64_t v, int width) {
+    char tmp[24];
+    int n = 0, k = 0;
+    do { tmp[n++] = (char)('0' + v % 10); v /= 10; } while (v);
+    while (k < width - n) dst[k++] = '0';
+    while (n) dst[k++] = tmp[--n];
+    return k;
+}
+
+/* "HH:MM:SS[.ffffff]" cut to fsp digits (hours may have more than two). */
+static int time_text(char *buf, int h, int mi, int s, long us, int fsp) {
+    int n = digits_into(buf, (uint64_t)h, 2);
+    buf[n++] = ':';
+    n += digits_into(buf + n, (uint64_t)mi, 2);
+    buf[n++] = ':';
+    n += digits_into(buf + n, (uint64_t)s, 2);
     if (fsp) {
         char frac[8];
-        snprintf(frac, sizeof frac, "%06ld", us);
+        digits_into(frac, (uint64_t)us, 6);
         buf[n++] = '.';
         memcpy(buf + n, frac, fsp);
         n += fsp;
     }
-    return PyUnicode_FromStringAndSize(buf, n);
+    return n;
+}
+
+static int date_text(char *buf, long y, int mo, int d) {
+    int n = digits_into(buf, (uint64_t)y, 4);
+    buf[n++] = '-';
+    n += digits_into(buf + n, (uint64_t)mo, 2);
+    buf[n++] = '-';
+    return n + digits_into(buf + n, (uint64_t)d, 2);
+}
+
+/* "YYYY-MM-DD HH:MM:SS[.ffffff]" cut to fsp digits, as rows._fmt_datetime gives it. */
+static int datetime_text(char *buf, long y, int mo, int d, int h, int mi, int s, long us, int fsp) {
+    int n = date_text(buf, y, mo, d);
+    buf[n++] = ' ';
+    return n + time_text(buf + n, h, mi, s, us, fsp);
 }
 
 /* Civil date of a day count since 1970-01-01 (Howard Hinnant's algorithm). */
@@ -101,14 +129,9 @@ static void civil(long z, long *y, int *m, int *d) {
     *y = yoe + era * 400 + (*m <= 2);
 }
 
-static PyObject *base64_str(const unsigned char *p, Py_ssize_t n) {
+/* n bytes as base64 into o (4 * ((n + 2) / 3) chars). */
+static void base64_into(char *o, const unsigned char *p, Py_ssize_t n) {
     static const char T[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    Py_ssize_t out_len = 7 + 4 * ((n + 2) / 3);
-    PyObject *s = PyUnicode_New(out_len, 127);
-    if (!s) return NULL;
-    char *o = (char *)PyUnicode_DATA(s);
-    memcpy(o, "base64:", 7);
-    o += 7;
     Py_ssize_t i = 0;
     for (; i + 3 <= n; i += 3) {
         uint32_t v = (p[i] << 16) | (p[i + 1] << 8) | p[i + 2];
@@ -121,17 +144,26 @@ static PyObject *base64_str(const unsigned char *p, Py_ssize_t n) {
         uint32_t v = (p[i] << 16) | (p[i + 1] << 8);
         *o++ = T[v >> 18]; *o++ = T[(v >> 12) & 63]; *o++ = T[(v >> 6) & 63]; *o++ = '=';
     }
+}
+
+static PyObject *base64_str(const unsigned char *p, Py_ssize_t n) {
+    PyObject *s = PyUnicode_New(7 + 4 * ((n + 2) / 3), 127);
+    if (!s) return NULL;
+    char *o = (char *)PyUnicode_DATA(s);
+    memcpy(o, "base64:", 7);
+    base64_into(o + 7, p, n);
     return s;
 }
 
-/* NEWDECIMAL: sign, integer digits without leading zeros, exactly `scale` fraction digits. */
-static PyObject *read_decimal(cursor_t *c, int precision, int scale) {
+/* NEWDECIMAL: sign, integer digits without leading zeros, exactly `scale` fraction digits,
+ * into out (>= 110 bytes); its length, or -1 for "fall back". */
+static int decimal_text(cursor_t *c, int precision, int scale, char *out) {
     int intg = precision - scale;
     int intg0 = intg / 9, frac0 = scale / 9;
     int intg0x = intg - intg0 * 9, frac0x = scale - frac0 * 9;
     int size = intg0 * 4 + DIG2BYTES[intg0x] + frac0 * 4 + DIG2BYTES[frac0x];
-    if (precision < 1 || precision > 65 || scale > 30 || scale > precision || size < 1) return NULL;
-    if (c->end - c->p < size) return NULL;
+    if (precision < 1 || precision > 65 || scale > 30 || scale > precision || size < 1) return -1;
+    if (c->end - c->p < size) return -1;
     unsigned char b[40];
     memcpy(b, c->p, size);
     c->p += size;
@@ -144,15 +176,14 @@ static PyObject *read_decimal(cursor_t *c, int precision, int scale) {
     if (DIG2BYTES[intg0x]) {
         v = be(b + pos, DIG2BYTES[intg0x]);
         pos += DIG2BYTES[intg0x];
-        if (v >= 1000000000) return NULL;
-        n += snprintf(digits + n, sizeof digits - n, "%0*u", intg0x, (unsigned)v);
+        if (v >= 1000000000) return -1;
+        n += digits_into(digits + n, v, intg0x);
     }
     for (int i = 0; i < intg0; i++, pos += 4) {
         v = be(b + pos, 4);
-        if (v > 999999999) return NULL;
-        n += snprintf(digits + n, sizeof digits - n, "%09u", (unsigned)v);
+        if (v > 999999999) return -1;
+        n += digits_into(digits + n, v, 9);
     }
-    char out[110];
     int o = 0;
     if (negative) out[o++] = '-';
     int lead = 0;
@@ -163,18 +194,89 @@ static PyObject *read_decimal(cursor_t *c, int precision, int scale) {
         out[o++] = '.';
         for (int i = 0; i < frac0; i++, pos += 4) {
             v = be(b + pos, 4);
-            if (v > 999999999) return NULL;
-            o += snprintf(out + o, sizeof out - o, "%09u", (unsigned)v);
+            if (v > 999999999) return -1;
+            o += digits_into(out + o, v, 9);
         }
         if (frac0x) {
             v = be(b + pos, DIG2BYTES[frac0x]);
             uint64_t lim = 1;
             for (int i = 0; i < frac0x; i++) lim *= 10;
-            if (v >= lim) return NULL;
-            o += snprintf(out + o, sizeof out - o, "%0*u", frac0x, (unsigned)v);
+            if (v >= lim) return -1;
+            o += digits_into(out + o, v, frac0x);
         }
     }
-    return PyUnicode_FromStringAndSize(out, o);
+    return o;
+}
+
+static int copy_text(char *buf, const char *text) {
+    size_t n = strlen(text);
+    memcpy(buf, text, n);
+    return (int)n;
+}
+
+#define TNEED(c, n) do { if ((c)->end - (c)->p < (Py_ssize_t)(n)) return -1; } while (0)
+
+/* DECIMAL and the temporal kinds as the text binlake gives them, into buf (>= 112 bytes):
+ * its length, or -1 for "fall back". Shared by the values (decode) and the JSON lines (render). */
+static int text_value(cursor_t *c, const col_t *col, char *buf) {
+    const unsigned char *p = c->p;
+    switch (col->kind) {
+    case K_DECIMAL: return decimal_text(c, col->a, col->b, buf);
+    case K_DATETIME2: {
+        TNEED(c, 5); c->p += 5;
+        uint64_t v = be(p, 5);
+        long ym = (long)((v >> 22) & 0x1FFFF);
+        long y = ym / 13; int mo = ym % 13;
+        int d = (v >> 17) & 31, h = (v >> 12) & 31, mi = (v >> 6) & 63, s = v & 63;
+        long us;
+        if (read_fsp(c, col->a, &us) < 0) return -1;
+        if (!(v >> 39)) return -1;  /* negative: never written by MySQL */
+        if (y < 1 || y > 9999 || mo < 1 || d < 1 || d > days_in_month(y, mo) || h > 23 || mi > 59 || s > 59)
+            return copy_text(buf, "0000-00-00 00:00:00");
+        if (y < 1000) return -1;  /* strftime's %Y does not pad: leave it to the reference */
+        return datetime_text(buf, y, mo, d, h, mi, s, us, col->a);
+    }
+    case K_TIMESTAMP2: {
+        TNEED(c, 4); c->p += 4;
+        int32_t t = (int32_t)be(p, 4);
+        long us;
+        if (read_fsp(c, col->a, &us) < 0 || t < 0) return -1;
+        long y; int mo, d;
+        civil(t / 86400, &y, &mo, &d);
+        long sec = t % 86400;
+        return datetime_text(buf, y, mo, d, (int)(sec / 3600), (int)(sec / 60 % 60), (int)(sec % 60), us, col->a);
+    }
+    case K_DATE: {
+        TNEED(c, 3); c->p += 3;
+        long v = (long)le(p, 3);
+        long y = (v >> 9) & 0x7FFF; int mo = (v >> 5) & 15, d = v & 31;
+        if (y == 0 || mo == 0 || d == 0) return copy_text(buf, "0000-00-00");
+        if (y > 9999 || mo > 12 || d > days_in_month(y, mo)) return -1;
+        return date_text(buf, y, mo, d);
+    }
+    case K_TIME2: {
+        TNEED(c, 3); c->p += 3;
+        uint32_t v = (uint32_t)be(p, 3);
+        long us;
+        if (read_fsp(c, col->a, &us) < 0) return -1;
+        if (!(v & 0x800000)) return -1;  /* negative TIME: the reference's borrow rule */
+        int h = (v >> 12) & 0x3FF, mi = (v >> 6) & 63, s = v & 63;
+        if (mi > 59 || s > 59) return -1;
+        return time_text(buf, h, mi, s, us, col->a);
+    }
+    }
+    return -1;
+}
+
+/* BIT(bits) in nbytes (<= 8) as a number, the bits above `bits` masked off as the reference does. */
+static uint64_t bit_value(const unsigned char *p, int nbytes, int bits) {
+    uint64_t v = be(p, nbytes);
+    int top = nbytes == 1 ? bits : bits % 8;
+    if (top && top < 8) {
+        int shift = (nbytes - 1) * 8 + top;
+        if (shift < 64) v &= (((uint64_t)1) << shift) - 1;
+    }
+    return v;
 }
 
 /* One value; NULL with no exception set means "fall back". */
@@ -228,58 +330,10 @@ static PyObject *read_value(cursor_t *c, const col_t *col) {
         }
         return r;
     }
-    case K_DECIMAL: return read_decimal(c, col->a, col->b);
-    case K_DATETIME2: {
-        NEED(c, 5); c->p += 5;
-        uint64_t v = be(p, 5);
-        long ym = (long)((v >> 22) & 0x1FFFF);
-        long y = ym / 13; int mo = ym % 13;
-        int d = (v >> 17) & 31, h = (v >> 12) & 31, mi = (v >> 6) & 63, s = v & 63;
-        long us;
-        if (read_fsp(c, col->a, &us) < 0) goto fallback;
-        if (!(v >> 39)) goto fallback;  /* negative: never written by MySQL */
-        if (y < 1 || y > 9999 || mo < 1 || d < 1 || d > days_in_month(y, mo) || h > 23 || mi > 59 || s > 59)
-            return PyUnicode_FromString("0000-00-00 00:00:00");
-        if (y < 1000) goto fallback;  /* strftime's %Y does not pad: leave it to the reference */
-        return fmt_datetime(y, mo, d, h, mi, s, us, col->a);
-    }
-    case K_TIMESTAMP2: {
-        NEED(c, 4); c->p += 4;
-        int32_t t = (int32_t)be(p, 4);
-        long us;
-        if (read_fsp(c, col->a, &us) < 0 || t < 0) goto fallback;
-        long y; int mo, d;
-        civil(t / 86400, &y, &mo, &d);
-        long sec = t % 86400;
-        return fmt_datetime(y, mo, d, (int)(sec / 3600), (int)(sec / 60 % 60), (int)(sec % 60), us, col->a);
-    }
-    case K_DATE: {
-        NEED(c, 3); c->p += 3;
-        long v = (long)le(p, 3);
-        long y = (v >> 9) & 0x7FFF; int mo = (v >> 5) & 15, d = v & 31;
-        if (y == 0 || mo == 0 || d == 0) return PyUnicode_FromString("0000-00-00");
-        if (y > 9999 || mo > 12 || d > days_in_month(y, mo)) goto fallback;
-        char buf[16];
-        int n = snprintf(buf, sizeof buf, "%04ld-%02d-%02d", y, mo, d);
-        return PyUnicode_FromStringAndSize(buf, n);
-    }
-    case K_TIME2: {
-        NEED(c, 3); c->p += 3;
-        uint32_t v = (uint32_t)be(p, 3);
-        long us;
-        if (read_fsp(c, col->a, &us) < 0) goto fallback;
-        if (!(v & 0x800000)) goto fallback;  /* negative TIME: the reference's borrow rule */
-        int h = (v >> 12) & 0x3FF, mi = (v >> 6) & 63, s = v & 63;
-        if (mi > 59 || s > 59) goto fallback;
-        char buf[32];
-        int n = snprintf(buf, sizeof buf, "%02d:%02d:%02d", h, mi, s);
-        if (col->a) {
-            char frac[8];
-            snprintf(frac, sizeof frac, "%06ld", us);
-            buf[n++] = '.';
-            memcpy(buf + n, frac, col->a);
-            n += col->a;
-        }
+    case K_DECIMAL: case K_DATETIME2: case K_TIMESTAMP2: case K_DATE: case K_TIME2: {
+        char buf[112];
+        int n = text_value(c, col, buf);
+        if (n < 0) goto fallback;
         return PyUnicode_FromStringAndSize(buf, n);
     }
     case K_ENUM: {
@@ -307,14 +361,7 @@ static PyObject *read_value(cursor_t *c, const col_t *col) {
     case K_BIT: {
         NEED(c, col->a); c->p += col->a;
         if (col->a > 8) goto fallback;
-        uint64_t v = be(p, col->a);
-        int top = col->b % 8;
-        if (col->a == 1) top = col->b;
-        if (top && top < 8) {
-            int shift = (col->a - 1) * 8 + top;
-            if (shift < 64) v &= (((uint64_t)1) << shift) - 1;
-        }
-        return PyLong_FromUnsignedLongLong(v);
+        return PyLong_FromUnsignedLongLong(bit_value(p, col->a, col->b));
     }
     }
 fallback:
@@ -358,6 +405,27 @@ static Py_ssize_t count_bits(const unsigned char *bm, Py_ssize_t n) {
     return k;
 }
 
+/* The plan's columns into cols, and the event's bitmaps checked against them: 0, or -1 with an
+ * exception set (Fallback when the event does not fit the plan). */
+static int load_plan(PyObject *plan, col_t *cols, Py_ssize_t ncols, const Py_buffer *body, Py_ssize_t pos,
+                     const Py_buffer *pr1, const Py_buffer *pr2, int op) {
+    if (pr1->len * 8 < ncols || (op == 1 && pr2->len * 8 < ncols) || pos < 0 || pos > body->len) {
+        PyErr_SetNone(Fallback);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < ncols; i++) {
+        PyObject *t = PyTuple_GET_ITEM(plan, i);
+        if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 5) { PyErr_SetString(PyExc_TypeError, "bad plan"); return -1; }
+        cols[i].name = PyTuple_GET_ITEM(t, 0);
+        cols[i].kind = (int)PyLong_AsLong(PyTuple_GET_ITEM(t, 1));
+        cols[i].a = (int)PyLong_AsLong(PyTuple_GET_ITEM(t, 2));
+        cols[i].b = (int)PyLong_AsLong(PyTuple_GET_ITEM(t, 3));
+        cols[i].extra = PyTuple_GET_ITEM(t, 4);
+        if (PyErr_Occurred()) return -1;
+    }
+    return 0;
+}
+
 /* decode(body, pos, plan, present, present2, op) -> [(before, after), ...]
  * plan: tuple of (name, kind, a, b, extra) per column; op: 0 insert, 1 update, 2 delete. */
 static PyObject *decode(PyObject *self, PyObject *args) {
@@ -370,26 +438,14 @@ static PyObject *decode(PyObject *self, PyObject *args) {
     Py_ssize_t ncols = PyTuple_GET_SIZE(plan);
     col_t *cols = PyMem_Calloc(ncols ? ncols : 1, sizeof(col_t));
     if (!cols) { PyErr_NoMemory(); goto done; }
-    if (pr1.len * 8 < ncols || (op == 1 && pr2.len * 8 < ncols) || pos < 0 || pos > body.len) {
-        PyErr_SetNone(Fallback);
-        goto done;
-    }
-    for (Py_ssize_t i = 0; i < ncols; i++) {
-        PyObject *t = PyTuple_GET_ITEM(plan, i);
-        if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 5) { PyErr_SetString(PyExc_TypeError, "bad plan"); goto done; }
-        cols[i].name = PyTuple_GET_ITEM(t, 0);
-        cols[i].kind = (int)PyLong_AsLong(PyTuple_GET_ITEM(t, 1));
-        cols[i].a = (int)PyLong_AsLong(PyTuple_GET_ITEM(t, 2));
-        cols[i].b = (int)PyLong_AsLong(PyTuple_GET_ITEM(t, 3));
-        cols[i].extra = PyTuple_GET_ITEM(t, 4);
-        if (PyErr_Occurred()) goto done;
-    }
+    if (load_plan(plan, cols, ncols, &body, pos, &pr1, &pr2, op) < 0) goto done;
     const unsigned char *p1 = pr1.buf, *p2 = pr2.buf;
     Py_ssize_t n1 = count_bits(p1, ncols), n2 = op == 1 ? count_bits(p2, ncols) : 0;
     cursor_t c = {(const unsigned char *)body.buf + pos, (const unsigned char *)body.buf + body.len};
     out = PyList_New(0);
     if (!out) goto done;
     while (c.p < c.end) {
+        const unsigned char *row = c.p;
         PyObject *a = read_image(&c, cols, ncols, p1, n1), *b = NULL, *pair;
         if (!a) goto fail;
         if (op == 1) {
@@ -405,6 +461,7 @@ static PyObject *decode(PyObject *self, PyObject *args) {
         Py_DECREF(a);
         if (!pair || PyList_Append(out, pair) < 0) { Py_XDECREF(pair); goto fail; }
         Py_DECREF(pair);
+        if (c.p == row) goto fail;  /* a row of no bytes (no column in the images): not MySQL's */
     }
     goto done;
 fail:
@@ -418,8 +475,356 @@ done:
     return out;
 }
 
+/* ---- JSON lines ------------------------------------------------------------------------------
+ * render() writes the row changes of a rows event straight from the images as the JSON lines
+ * `binlake scan --rows` prints, byte for byte what orjson gives for the records decode() feeds
+ * (tests/test_json_lines.py compares the two). Status codes below: 0 done, 1 fall back (the
+ * caller then takes the records path), -1 a Python exception is set. */
+
+typedef struct {
+    PyObject *bytes;  /* grows; cut to len at the end */
+    char *p;
+    Py_ssize_t len, cap;
+} out_t;
+
+static int reserve(out_t *o, Py_ssize_t n) {
+    if (o->len + n <= o->cap) return 0;
+    Py_ssize_t cap = o->cap;
+    while (cap < o->len + n) cap *= 2;
+    if (_PyBytes_Resize(&o->bytes, cap) < 0) return -1;
+    o->cap = cap;
+    o->p = PyBytes_AS_STRING(o->bytes);
+    return 0;
+}
+
+static int put(out_t *o, const char *s, Py_ssize_t n) {
+    if (reserve(o, n) < 0) return -1;
+    memcpy(o->p + o->len, s, n);
+    o->len += n;
+    return 0;
+}
+
+static int put_u64(out_t *o, uint64_t v) {
+    char buf[24];
+    int i = 24;
+    do { buf[--i] = (char)('0' + v % 10); v /= 10; } while (v);
+    return put(o, buf + i, 24 - i);
+}
+
+static int put_i64(out_t *o, int64_t v) {
+    if (v >= 0) return put_u64(o, (uint64_t)v);
+    if (put(o, "-", 1) < 0) return -1;
+    return put_u64(o, (uint64_t)0 - (uint64_t)v);
+}
+
+/* Length of the valid UTF-8 sequence at s (2..4), or 0: exactly what Python's strict decoder
+ * accepts (no overlongs, no surrogates, nothing above U+10FFFF). */
+static int utf8_len(const unsigned char *s, Py_ssize_t left) {
+    unsigned char c0 = s[0], lo = 0x80, hi = 0xBF;
+    if (c0 >= 0xC2 && c0 <= 0xDF) return left >= 2 && (s[1] & 0xC0) == 0x80 ? 2 : 0;
+    if (c0 >= 0xE0 && c0 <= 0xEF) {
+        if (c0 == 0xE0) lo = 0xA0; else if (c0 == 0xED) hi = 0x9F;
+        return left >= 3 && s[1] >= lo && s[1] <= hi && (s[2] & 0xC0) == 0x80 ? 3 : 0;
+    }
+    if (c0 >= 0xF0 && c0 <= 0xF4) {
+        if (c0 == 0xF0) lo = 0x90; else if (c0 == 0xF4) hi = 0x8F;
+        return left >= 4 && s[1] >= lo && s[1] <= hi && (s[2] & 0xC0) == 0x80 && (s[3] & 0xC0) == 0x80 ? 4 : 0;
+    }
+    return 0;
+}
+
+/* Does any byte of w need a look: a control character, '"', '\\', or not ASCII? (The bit hacks
+ * "haszero" and "hasless": exact about whether any byte matches.) */
+static inline int special8(uint64_t w) {
+    const uint64_t ones = 0x0101010101010101ULL, high = 0x8080808080808080ULL;
+    uint64_t q = w ^ (0x22 * ones), b = w ^ (0x5C * ones);
+    return (((w - 0x20 * ones) & ~w) | ((q - ones) & ~q) | ((b - ones) & ~b) | w) & high ? 1 : 0;
+}
+
+/* A JSON string of UTF-8 bytes, escaped as orjson escapes (\" \\ \b \t \n \f \r, other controls
+ * \u00xx, the rest as is), in one pass. check: validate the UTF-8 too; 1 when it is not valid
+ * (what was written of it stays: the caller starts again from its mark). */
+static int put_str(out_t *o, const unsigned char *s, Py_ssize_t n, int check) {
+    static const char HEX[] = "0123456789abcdef";
+    if (reserve(o, n + 2) < 0) return -1;
+    o->p[o->len++] = '"';
+    Py_ssize_t run = 0, i = 0;
+    while (i < n) {
+        if (i + 8 <= n) {
+            uint64_t w;
+            memcpy(&w, s + i, 8);
+            if (!special8(w)) { i += 8; continue; }
+        }
+        unsigned char ch = s[i];
+        if (ch >= 0x80) {
+            int k = check ? utf8_len(s + i, n - i) : 1;
+            if (!k) return 1;
+            i += k;
+            continue;
+        }
+        if (ch >= 0x20 && ch != '"' && ch != '\\') { i++; continue; }
+        char esc[6] = {'\\', 0, 0, 0, 0, 0};
+        int k = 2;
+        switch (ch) {
+        case '"': esc[1] = '"'; break;
+        case '\\': esc[1] = '\\'; break;
+        case '\b': esc[1] = 'b'; break;
+        case '\t': esc[1] = 't'; break;
+        case '\n': esc[1] = 'n'; break;
+        case '\f': esc[1] = 'f'; break;
+        case '\r': esc[1] = 'r'; break;
+        default: memcpy(esc + 1, "u00", 3); esc[4] = HEX[ch >> 4]; esc[5] = HEX[ch & 15]; k = 6;
+        }
+        /* what is left of the input, plus this escape, plus the closing quote */
+        if (reserve(o, (i - run) + k + (n - i) + 1) < 0) return -1;
+        memcpy(o->p + o->len, s + run, i - run);
+        o->len += i - run;
+        memcpy(o->p + o->len, esc, k);
+        o->len += k;
+        run = ++i;
+    }
+    if (reserve(o, (n - run) + 1) < 0) return -1;
+    memcpy(o->p + o->len, s + run, n - run);
+    o->len += n - run;
+    o->p[o->len++] = '"';
+    return 0;
+}
+
+static int put_pystr(out_t *o, PyObject *str) {
+    Py_ssize_t n;
+    const char *u = PyUnicode_AsUTF8AndSize(str, &n);
+    if (!u) { PyErr_Clear(); return 1; }  /* lone surrogates: the records path says what happens */
+    return put_str(o, (const unsigned char *)u, n, 0);
+}
+
+static PyObject *float_dumps;  /* orjson.dumps: its float formatting is the one to match, and fast */
+
+/* A double as orjson writes it, by orjson (shortest round trip; NaN and Infinity as null). */
+static int put_double(out_t *o, double d) {
+    PyObject *f = PyFloat_FromDouble(d);
+    if (!f) return -1;
+    PyObject *text = PyObject_CallOneArg(float_dumps, f);
+    Py_DECREF(f);
+    if (!text) return -1;
+    int rc = PyBytes_Check(text) ? put(o, PyBytes_AS_STRING(text), PyBytes_GET_SIZE(text)) : 1;
+    Py_DECREF(text);
+    return rc;
+}
+
+#define JNEED(c, n) do { if ((c)->end - (c)->p < (Py_ssize_t)(n)) return 1; } while (0)
+#define TRY(x) do { int rc_ = (x); if (rc_) return rc_; } while (0)
+
+/* One value, as JSON: the same value read_value gives, as orjson writes it. */
+static int put_value(out_t *o, cursor_t *c, const col_t *col) {
+    const unsigned char *p = c->p;
+    Py_ssize_t left = c->end - p;
+    switch (col->kind) {
+    case K_INT8: JNEED(c, 1); c->p += 1; return put_i64(o, (int8_t)p[0]);
+    case K_UINT8: JNEED(c, 1); c->p += 1; return put_u64(o, p[0]);
+    case K_INT16: JNEED(c, 2); c->p += 2; return put_i64(o, (int16_t)le(p, 2));
+    case K_UINT16: JNEED(c, 2); c->p += 2; return put_u64(o, le(p, 2));
+    case K_INT24: {
+        JNEED(c, 3); c->p += 3;
+        int64_t v = (int64_t)le(p, 3);
+        return put_i64(o, v >= 0x800000 ? v - 0x1000000 : v);
+    }
+    case K_UINT24: JNEED(c, 3); c->p += 3; return put_u64(o, le(p, 3));
+    case K_INT32: JNEED(c, 4); c->p += 4; return put_i64(o, (int32_t)le(p, 4));
+    case K_UINT32: JNEED(c, 4); c->p += 4; return put_u64(o, le(p, 4));
+    case K_INT64: JNEED(c, 8); c->p += 8; return put_i64(o, (int64_t)le(p, 8));
+    case K_UINT64: JNEED(c, 8); c->p += 8; return put_u64(o, le(p, 8));
+    case K_FLOAT: {
+        JNEED(c, 4); c->p += 4;
+        float f; uint32_t u = (uint32_t)le(p, 4);
+        memcpy(&f, &u, 4);
+        return put_double(o, (double)f);
+    }
+    case K_DOUBLE: {
+        JNEED(c, 8); c->p += 8;
+        double d; uint64_t u = le(p, 8);
+        memcpy(&d, &u, 8);
+        return put_double(o, d);
+    }
+    case K_YEAR: JNEED(c, 1); c->p += 1; return put_u64(o, p[0] + 1900);
+    case K_STR_UTF8: case K_STR_BINARY: case K_STR_GUESS: case K_STR_CODEC: {
+        JNEED(c, col->a);
+        uint64_t n = le(p, col->a);
+        if ((uint64_t)(left - col->a) < n) return 1;
+        const unsigned char *s = p + col->a;
+        c->p = s + n;
+        if (col->kind == K_STR_CODEC) {
+            PyObject *str = PyUnicode_Decode((const char *)s, (Py_ssize_t)n, PyUnicode_AsUTF8(col->extra), "strict");
+            if (!str) { PyErr_Clear(); return 1; }
+            int rc = put_pystr(o, str);
+            Py_DECREF(str);
+            return rc;
+        }
+        if (col->kind != K_STR_BINARY) {
+            Py_ssize_t mark = o->len;
+            int rc = put_str(o, s, (Py_ssize_t)n, 1);
+            if (rc != 1 || col->kind == K_STR_UTF8) return rc;
+            o->len = mark;
+        }
+        Py_ssize_t m = 4 * (((Py_ssize_t)n + 2) / 3);  /* not UTF-8, or binary: "base64:..." */
+        if (reserve(o, m + 9) < 0) return -1;
+        memcpy(o->p + o->len, "\"base64:", 8);
+        base64_into(o->p + o->len + 8, s, (Py_ssize_t)n);
+        o->len += m + 8;
+        o->p[o->len++] = '"';
+        return 0;
+    }
+    case K_DECIMAL: case K_DATETIME2: case K_TIMESTAMP2: case K_DATE: case K_TIME2: {
+        char buf[114];
+        int n = text_value(c, col, buf + 1);
+        if (n < 0) return 1;
+        buf[0] = '"';
+        buf[n + 1] = '"';
+        return put(o, buf, n + 2);
+    }
+    case K_ENUM: {
+        JNEED(c, col->a); c->p += col->a;
+        if (col->extra == Py_None) return put(o, "null", 4);
+        uint64_t i = le(p, col->a);
+        if (i >= (uint64_t)PyList_GET_SIZE(col->extra)) return 1;
+        return put_pystr(o, PyList_GET_ITEM(col->extra, (Py_ssize_t)i));
+    }
+    case K_SET: {
+        JNEED(c, col->a); c->p += col->a;
+        uint64_t mask = le(p, col->a);
+        TRY(put(o, "[", 1));
+        if (col->extra != Py_None) {
+            Py_ssize_t n = PyList_GET_SIZE(col->extra);
+            int first = 1;
+            for (Py_ssize_t i = 0; i < n && i < 64; i++) {
+                if (!((mask >> i) & 1)) continue;
+                if (!first) TRY(put(o, ",", 1));
+                first = 0;
+                TRY(put_pystr(o, PyList_GET_ITEM(col->extra, i)));
+            }
+        }
+        return put(o, "]", 1);
+    }
+    case K_BIT: {
+        JNEED(c, col->a); c->p += col->a;
+        if (col->a > 8) return 1;
+        return put_u64(o, bit_value(p, col->a, col->b));
+    }
+    }
+    return 1;
+}
+
+/* One image as a JSON object, keys (`"name":`, from the caller) in column order. */
+static int put_image(out_t *o, cursor_t *c, const col_t *cols, PyObject *keys, Py_ssize_t ncols,
+                     const unsigned char *present, Py_ssize_t npresent) {
+    Py_ssize_t nb = (npresent + 7) / 8;
+    if (c->end - c->p < nb) return 1;
+    const unsigned char *nulls = c->p;
+    c->p += nb;
+    TRY(put(o, "{", 1));
+    Py_ssize_t k = 0;
+    for (Py_ssize_t i = 0; i < ncols; i++) {
+        if (!bit(present, i)) continue;
+        if (k) TRY(put(o, ",", 1));
+        PyObject *key = PyTuple_GET_ITEM(keys, i);
+        TRY(put(o, PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key)));
+        if (bit(nulls, k++)) TRY(put(o, "null", 4));
+        else TRY(put_value(o, c, &cols[i]));
+    }
+    return put(o, "}", 1);
+}
+
+/* render(body, pos, plan, keys, present, present2, op, head, seq, mid, tail) -> (rows, lines)
+ * Each row change: head, its seq, mid (ending `"before":`), before, `,"after":`, after, tail.
+ * keys: per column `"name":` as JSON bytes. Raises Fallback where decode() would. */
+static PyObject *render(PyObject *self, PyObject *args) {
+    Py_buffer body, pr1, pr2, head, mid, tail;
+    Py_ssize_t pos;
+    long long seq;
+    PyObject *plan, *keys;
+    int op;
+    if (!PyArg_ParseTuple(args, "y*nO!O!y*y*iy*Ly*y*", &body, &pos, &PyTuple_Type, &plan, &PyTuple_Type, &keys,
+                          &pr1, &pr2, &op, &head, &seq, &mid, &tail)) return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t ncols = PyTuple_GET_SIZE(plan), rows = 0;
+    out_t o = {NULL, NULL, 0, 0};
+    col_t *cols = PyMem_Calloc(ncols ? ncols : 1, sizeof(col_t));
+    if (!cols) { PyErr_NoMemory(); goto done; }
+    if (PyTuple_GET_SIZE(keys) != ncols) { PyErr_SetString(PyExc_TypeError, "bad keys"); goto done; }
+    for (Py_ssize_t i = 0; i < ncols; i++) {
+        if (!PyBytes_Check(PyTuple_GET_ITEM(keys, i))) { PyErr_SetString(PyExc_TypeError, "bad keys"); goto done; }
+    }
+    if (load_plan(plan, cols, ncols, &body, pos, &pr1, &pr2, op) < 0) goto done;
+    const unsigned char *p1 = pr1.buf, *p2 = pr2.buf;
+    Py_ssize_t n1 = count_bits(p1, ncols), n2 = op == 1 ? count_bits(p2, ncols) : 0;
+    cursor_t c = {(const unsigned char *)body.buf + pos, (const unsigned char *)body.buf + body.len};
+    o.cap = 2 * (body.len - pos) + 1024;
+    o.bytes = PyBytes_FromStringAndSize(NULL, o.cap);
+    if (!o.bytes) goto done;
+    o.p = PyBytes_AS_STRING(o.bytes);
+    int rc = 0;
+    while (c.p < c.end && !rc) {
+        const unsigned char *row = c.p;
+        if ((rc = put(&o, head.buf, head.len)) || (rc = put_i64(&o, seq++)) || (rc = put(&o, mid.buf, mid.len)))
+            break;
+        if (op == 0) rc = put(&o, "null,\"after\":", 13);
+        if (!rc) rc = put_image(&o, &c, cols, keys, ncols, p1, n1);
+        if (!rc && op != 0) rc = put(&o, ",\"after\":", 9);
+        if (!rc) rc = op == 1 ? put_image(&o, &c, cols, keys, ncols, p2, n2) : op == 2 ? put(&o, "null", 4) : 0;
+        if (!rc) rc = put(&o, tail.buf, tail.len);
+        if (!rc && c.p == row) rc = 1;  /* a row of no bytes (no column in the images): not MySQL's */
+        rows++;
+    }
+    if (rc > 0) PyErr_SetNone(Fallback);
+    if (rc || _PyBytes_Resize(&o.bytes, o.len) < 0) goto done;
+    result = Py_BuildValue("nO", rows, o.bytes);
+done:
+    Py_XDECREF(o.bytes);
+    PyMem_Free(cols);
+    PyBuffer_Release(&body);
+    PyBuffer_Release(&pr1);
+    PyBuffer_Release(&pr2);
+    PyBuffer_Release(&head);
+    PyBuffer_Release(&mid);
+    PyBuffer_Release(&tail);
+    return result;
+}
+
+/* swap_heads(lines, old, new) -> lines with each line's first `old` bytes (its head) replaced by
+ * new: the JSON lines of a segment whose end_segment was guessed wrong, mended in one copy. */
+static PyObject *swap_heads(PyObject *self, PyObject *args) {
+    Py_buffer in, head;
+    Py_ssize_t old;
+    if (!PyArg_ParseTuple(args, "y*ny*", &in, &old, &head)) return NULL;
+    const char *p = in.buf, *end = p + in.len;
+    Py_ssize_t lines = 0;
+    for (const char *q = p; q < end && (q = memchr(q, '\n', end - q)); q++) lines++;
+    PyObject *out = NULL;
+    if (old < 0 || (in.len && end[-1] != '\n')) {
+        PyErr_SetString(PyExc_ValueError, "not whole lines");
+        goto done;
+    }
+    out = PyBytes_FromStringAndSize(NULL, in.len + lines * (head.len - old));
+    if (!out) goto done;
+    char *o = PyBytes_AS_STRING(out);
+    while (p < end) {
+        const char *nl = memchr(p, '\n', end - p);
+        if (nl - p < old) { Py_CLEAR(out); PyErr_SetString(PyExc_ValueError, "a line shorter than its head"); goto done; }
+        memcpy(o, head.buf, head.len);
+        o += head.len;
+        memcpy(o, p + old, nl + 1 - (p + old));
+        o += nl + 1 - (p + old);
+        p = nl + 1;
+    }
+done:
+    PyBuffer_Release(&in);
+    PyBuffer_Release(&head);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"decode", decode, METH_VARARGS, "Row images of a rows event body from pos: [(before, after), ...]."},
+    {"render", render, METH_VARARGS, "The row changes of a rows event body from pos as JSON lines: (rows, bytes)."},
+    {"swap_heads", swap_heads, METH_VARARGS, "JSON lines with each line's first `old` bytes replaced."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -428,6 +833,11 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rowdecode", NULL, -
 PyMODINIT_FUNC PyInit__rowdecode(void) {
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
+    PyObject *orjson = PyImport_ImportModule("orjson");
+    if (!orjson) return NULL;
+    float_dumps = PyObject_GetAttrString(orjson, "dumps");
+    Py_DECREF(orjson);
+    if (!float_dumps) return NULL;
     Fallback = PyErr_NewException("binlake.binlog._rowdecode.Fallback", NULL, NULL);
     if (!Fallback || PyModule_AddObject(m, "Fallback", Fallback) < 0) return NULL;
     Py_INCREF(Fallback);

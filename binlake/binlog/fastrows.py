@@ -14,6 +14,7 @@ import codecs
 import os
 import struct
 
+import orjson
 from pymysql.charset import charset_by_name
 from pymysqlreplication.constants import FIELD_TYPE
 
@@ -98,9 +99,18 @@ def _string(k, size: int, charset: str | None, unknown: bool) -> tuple:
     return (k.K_STR_CODEC, size, 0, encoding)
 
 
-def decode(as_type: int, body: bytes, op: str, table_plan: tuple) -> tuple[int, list] | None:
-    """(flags, [(before, after), ...]) of a rows event body (table id widened, uncompressed),
-    or None when the compiled decoder declines it."""
+def json_keys(table_plan: tuple) -> tuple[bytes, ...] | None:
+    """Per column its JSON key (`"name":`) for render(); None when two columns share a name
+    (a dict would merge them: the records path keeps that behaviour)."""
+    names = [col[0] for col in table_plan]
+    if len(set(names)) != len(names):
+        return None
+    return tuple(orjson.dumps(name) + b":" for name in names)
+
+
+def _images(as_type: int, body: bytes, op: str, ncols: int) -> tuple[int, int, bytes, bytes] | None:
+    """(flags, where the images start, present, present2) of a rows event body, or None when the
+    compiled path does not take the event."""
     if as_type in _V2:
         flags, extra = struct.unpack_from("<HH", body, 6)
         pos = 8 + extra
@@ -109,8 +119,8 @@ def decode(as_type: int, body: bytes, op: str, table_plan: tuple) -> tuple[int, 
         pos = 8
     else:  # partial JSON updates and anything else
         return None
-    ncols, pos = read_packed(body, pos)
-    if ncols != len(table_plan):
+    n_cols, pos = read_packed(body, pos)
+    if n_cols != ncols:
         return None
     n = (ncols + 7) // 8
     present = body[pos:pos + n]
@@ -119,9 +129,43 @@ def decode(as_type: int, body: bytes, op: str, table_plan: tuple) -> tuple[int, 
     if op == "update":
         present2 = body[pos:pos + n]
         pos += n
+    return flags, pos, present, present2
+
+
+def decode(as_type: int, body: bytes, op: str, table_plan: tuple) -> tuple[int, list] | None:
+    """(flags, [(before, after), ...]) of a rows event body (table id widened, uncompressed),
+    or None when the compiled decoder declines it."""
+    images = _images(as_type, body, op, len(table_plan))
+    if images is None:
+        return None
+    flags, pos, present, present2 = images
     try:
         rows = _rowdecode.decode(body, pos, table_plan, present, present2, OPS[op])
     except _rowdecode.Fallback:
         return None
     counts["compiled"] += 1
     return flags, rows
+
+
+def render(as_type: int, body: bytes, op: str, table_plan: tuple, keys: tuple, parts: tuple[bytes, bytes, bytes],
+           seq: int) -> tuple[int, int, bytes] | None:
+    """(flags, rows, JSON lines) of a rows event body, or None when the compiled path declines it.
+    parts: each line's head (up to `"seq":`), middle (up to `"before":`) and tail (with its newline)."""
+    images = _images(as_type, body, op, len(table_plan))
+    if images is None:
+        return None
+    flags, pos, present, present2 = images
+    head, mid, tail = parts
+    try:
+        rows, lines = _rowdecode.render(body, pos, table_plan, keys, present, present2, OPS[op], head, seq, mid, tail)
+    except _rowdecode.Fallback:
+        return None
+    counts["compiled"] += 1
+    return flags, rows, lines
+
+
+def swap_heads(lines: bytes, old: int, new: bytes) -> bytes:
+    """JSON lines with each line's first `old` bytes (its head) replaced by new."""
+    if _rowdecode is not None:
+        return _rowdecode.swap_heads(lines, old, new)
+    return b"".join(new + line[old:] + b"\n" for line in lines.split(b"\n")[:-1])

@@ -99,6 +99,7 @@ class TableMap:
     vectors: frozenset[int] = frozenset()
     charset_unknown: frozenset[int] = frozenset()  # string columns without charset metadata
     fast: tuple | None = field(repr=False, default=None)  # the compiled decoder's plan (fastrows)
+    json_keys: tuple | None = field(repr=False, default=None)  # its columns' JSON keys (fastrows.render)
 
 
 @dataclass
@@ -188,6 +189,7 @@ def _decode_table_map(body: bytes, post_header_len: int, flavor: str) -> TableMa
             guessed.add(i)
     tm = TableMap(ev.table_id, ev.schema, ev.table, names, types, t, vectors, frozenset(guessed))
     tm.fast = fastrows.plan(tm)
+    tm.json_keys = fastrows.json_keys(tm.fast) if tm.fast is not None else None
     return tm
 
 
@@ -229,6 +231,22 @@ def _rows_body(event_type: int, body: bytes, post_header_len: int, ncols_hint: i
         pos += nbitmaps * ((ncols + 7) // 8)
         b = b[:pos] + uncompress_maria(b[pos:])
     return as_type, b
+
+
+def render_rows(event_type: int, body, post_header_len: int, table_map: TableMap, parts: tuple[bytes, bytes, bytes],
+                seq: int) -> tuple[str, int, int, bytes] | None:
+    """(op, flags, rows, JSON lines) of a rows event, numbered from seq, by the compiled path
+    (fastrows.render); None when it does not take the event: decode_rows then decodes it, and
+    words the error if there is one."""
+    op = ROWS_EVENT_TYPES.get(event_type)
+    if op is None or table_map.json_keys is None or not fastrows.enabled():
+        return None
+    try:
+        as_type, b = _rows_body(event_type, bytes(body), post_header_len, len(table_map.column_names))
+        done = fastrows.render(as_type, b, op, table_map.fast, table_map.json_keys, parts, seq)
+    except Exception:  # noqa: BLE001 - decode_rows reads the event again and says what is wrong
+        return None
+    return None if done is None else (op, *done)
 
 
 def decode_rows(event_type: int, body, post_header_len: int, table_map: TableMap,

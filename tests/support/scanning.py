@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import orjson
+
 from binlake.assemble import Options
 from binlake.scan import scan_files
 
@@ -40,6 +42,21 @@ def scan(paths, **opts) -> dict[str, list[dict]]:
     paths = [paths] if isinstance(paths, str | Path) else paths
     scan_files(paths, Options(**opts), lambda kind, rec: out[kind].append(rec))
     return out
+
+
+def lines_path(paths, **opts) -> bytes:
+    """The row changes as `binlake scan --rows` writes them."""
+    chunks: list[bytes] = []
+    scan_files(paths, Options(**opts), lambda kind, rec: None, emit_lines=chunks.extend)
+    return b"".join(chunks)
+
+
+def records_path(paths, **opts) -> bytes:
+    """The row changes as records, each written by orjson."""
+    out: list[bytes] = []
+    scan_files(paths, Options(**opts), lambda kind, rec: None,
+               emit_rows=lambda recs: out.extend(orjson.dumps(r, option=orjson.OPT_APPEND_NEWLINE) for r in recs))
+    return b"".join(out)
 
 
 def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
