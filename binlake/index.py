@@ -30,22 +30,57 @@ class IndexEntry:
     complete: bool = True
 
 
+def vouched_entry(frame, binlog_file: str) -> IndexEntry | None:
+    """The entry of the transaction a MySQL 8.0.2+ GTID event starts, from its transaction_length
+    and immediate commit timestamp alone; None when the event does not carry them."""
+    t = frame.type
+    if t not in c.GTID_EVENTS:
+        return None
+    g = (ev_codec.decode_tagged_gtid(frame.body) if t == c.GTID_TAGGED_LOG_EVENT
+         else ev_codec.decode_mysql_gtid(t, frame.body))
+    if not (g.transaction_length and g.immediate_commit_ts):
+        return None
+    txn_id = g.gtid or derived_txn_id(frame.server_id, binlog_file, frame.pos)
+    return IndexEntry(frame.pos, g.transaction_length, txn_id, g.gtid, ts_from_micros(g.immediate_commit_ts))
+
+
 class Indexer:
     """The boundary walk, one event at a time: `feed` returns the entry a frame completes.
 
     Shared by the random-access index below and the archive's streaming copy. An invalid
-    transition closes the open transaction as incomplete and the walk goes on.
+    transition closes the open transaction as incomplete and the walk goes on. With
+    `trust_lengths`, a transaction whose GTID gives its length is not walked: its events
+    are only counted off to that length (a caller that sees every event, as the archive's
+    copy does, skips decoding them).
     """
 
-    def __init__(self, binlog_file: str, fde) -> None:
+    def __init__(self, binlog_file: str, fde, trust_lengths: bool = False) -> None:
         self.file = binlog_file
         self.fde = fde
+        self.trust_lengths = trust_lengths
         self.parser = BoundaryParser()
         self.open: tuple | None = None  # (start, GtidInfo | None, server_id)
+        self.vouched: IndexEntry | None = None  # the transaction being counted off to its length
         self.gtids: list[str] = []
         self.last_ts = 0  # of the open transaction's last typed event: an unfinished one's commit time
 
     def feed(self, frame) -> IndexEntry | None:
+        v = self.vouched
+        if v is not None:
+            end = v.start + v.length
+            if frame.end < end:
+                return None
+            self.vouched = None
+            if frame.end > end:  # an event runs past the length its GTID gave: not a whole transaction
+                v.length, v.complete = frame.end - v.start, False
+            return v
+        if self.trust_lengths and self.open is None:
+            v = vouched_entry(frame, self.file)
+            if v is not None:
+                self.vouched = v
+                if v.gtid:
+                    self.gtids.append(v.gtid)
+                return None
         if frame.type == c.TRANSACTION_PAYLOAD_EVENT and self.open is not None:
             # A payload holds the whole rest of its transaction, BEGIN to XID.
             self.parser.reset()
@@ -75,6 +110,10 @@ class Indexer:
 
     def finish(self, end: int) -> IndexEntry | None:
         """The transaction still open where the file ends, as incomplete."""
+        v, self.vouched = self.vouched, None
+        if v is not None:
+            v.length, v.complete = end - v.start, False
+            return v
         return self._close(end, self.last_ts, False) if self.open is not None else None
 
     def _close(self, end: int, end_ts: int, complete: bool) -> IndexEntry:
@@ -97,15 +136,11 @@ def index_transactions(reader: BinlogReader, binlog_file: str, *, jump: bool = T
             frame = next(frames)
         except (StopIteration, BinlogError):
             break
-        t = frame.type
-        if jump and indexer.open is None and t in c.GTID_EVENTS:
-            g = (ev_codec.decode_tagged_gtid(frame.body) if t == c.GTID_TAGGED_LOG_EVENT
-                 else ev_codec.decode_mysql_gtid(t, frame.body))
-            n = g.transaction_length
-            if n and g.immediate_commit_ts and frame.pos + n <= end:
-                txn_id = g.gtid or derived_txn_id(frame.server_id, binlog_file, frame.pos)
-                yield IndexEntry(frame.pos, n, txn_id, g.gtid, ts_from_micros(g.immediate_commit_ts))
-                frames = reader.frames(frame.pos + n, verify=verify)
+        if jump and indexer.open is None:
+            v = vouched_entry(frame, binlog_file)
+            if v is not None and frame.pos + v.length <= end:
+                yield v
+                frames = reader.frames(frame.pos + v.length, verify=verify)
                 continue
         entry = indexer.feed(frame)
         if entry is not None:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import zlib
+
 import pytest
 
 from binlake.binlog.framing import BinlogReader
-from binlake.index import index_transactions
+from binlake.errors import BinlogError
+from binlake.index import IndexEntry, Indexer, index_transactions, vouched_entry
 from tests.support.scanning import DATA, PUBLIC, scan
 
 FILES = [
@@ -28,3 +31,55 @@ def test_index_matches_scan(path, jump):
     assert [(e.start, e.length, e.txn_id, e.gtid, e.commit_ts) for e in entries] == [
         (t["start_pos"], t["end_pos"] - t["start_pos"], t["txn_id"], t["gtid"], t["commit_ts"])
         for t in txns]
+
+
+def _fed(path, trust_lengths: bool, data: bytes | None = None) -> list[IndexEntry]:
+    """Every frame through an Indexer one by one, as the archive's copy feeds it."""
+    with BinlogReader.open(path) if data is None else BinlogReader(data, name=str(path)) as r:
+        indexer = Indexer(path.name, r.fde, trust_lengths=trust_lengths)
+        out = []
+        try:
+            for f in r.frames(r.first_event_pos):
+                if (e := indexer.feed(f)) is not None:
+                    out.append(e)
+        except BinlogError:  # a cut file: its tail
+            pass
+        last = indexer.finish(r.end)
+    return out + ([last] if last else [])
+
+
+@pytest.mark.parametrize("path", FILES + sorted(DATA.glob("*/binlog.0*")), ids=lambda p: p.name)
+def test_counted_off_lengths_equal_the_walk(path):
+    assert _fed(path, True) == _fed(path, False)
+
+
+def test_a_length_that_ends_inside_an_event_makes_the_transaction_incomplete():
+    path = sorted(DATA.glob("mysql/binlog.0*"))[0]
+    data = bytearray(path.read_bytes())
+    with BinlogReader.open(path) as r:
+        gtid = next(f for f in r.frames(r.first_event_pos) if vouched_entry(f, path.name)
+                    and 251 <= vouched_entry(f, path.name).length < 65536)
+        n = vouched_entry(gtid, path.name).length
+        body_at = gtid.pos + 19
+        at = bytes(gtid.body).rfind(b"\xfc" + n.to_bytes(2, "little"))
+    assert at > 0
+    data[body_at + at + 1:body_at + at + 3] = (n - 1).to_bytes(2, "little")  # one byte short of its XID's end
+    data[gtid.end - 4:gtid.end] = zlib.crc32(data[gtid.pos:gtid.end - 4]).to_bytes(4, "little")
+    walked, counted = _fed(path, False, bytes(data)), _fed(path, True, bytes(data))
+    hit = [i for i, e in enumerate(walked) if e.start == gtid.pos]
+    assert len(hit) == 1 and walked[hit[0]].complete and walked[hit[0]].length == n
+    assert counted[hit[0]] == IndexEntry(gtid.pos, n, walked[hit[0]].txn_id, walked[hit[0]].gtid,
+                                         walked[hit[0]].commit_ts, complete=False)
+    # the transactions after it are indexed as before
+    assert counted[:hit[0]] + counted[hit[0] + 1:] == walked[:hit[0]] + walked[hit[0] + 1:]
+
+
+def test_a_file_that_ends_inside_a_counted_off_transaction():
+    path = sorted(DATA.glob("mysql/binlog.0*"))[0]
+    whole = _fed(path, True)
+    cut = whole[-2].start + whole[-2].length // 2
+    data = path.read_bytes()
+    counted, walked = _fed(path, True, data[:cut]), _fed(path, False, data[:cut])
+    assert counted[-1] == IndexEntry(whole[-2].start, cut - whole[-2].start, whole[-2].txn_id, whole[-2].gtid,
+                                     whole[-2].commit_ts, complete=False)
+    assert counted[:-1] == walked[:-1] == whole[:-2]

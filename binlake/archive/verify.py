@@ -2,8 +2,9 @@
 
 Each event is checked as it arrives — CRC32, and that its header's end position follows
 on from the previous event — while the bytes feed a sha256 and the transaction index is
-built through the same boundary parser `binlake scan` uses. Nothing is read twice and
-nothing but the current event is held.
+built through the same boundary parser `binlake scan` uses (a transaction whose GTID event
+gives its length is counted off to that length instead of walked). Nothing is read twice
+and nothing but the current event is held.
 """
 
 from __future__ import annotations
@@ -60,7 +61,9 @@ class Verifier:
                 raise BinlogError(self.name, pos, f"no FORMAT_DESCRIPTION event at offset 4 (type {type_code})")
             self.fde = parse_fde_body(memoryview(data)[19:])
             self.server_id = server_id
-            self._indexer = Indexer(self.name.rsplit("/", 1)[-1], self.fde)
+            # GTIDs with transaction_length vouch for where their transactions end: the events
+            # inside are checked (CRC, positions) but not walked through the boundary parser
+            self._indexer = Indexer(self.name.rsplit("/", 1)[-1], self.fde, trust_lengths=True)
         fde = self.fde
         body_end = size
         if fde.has_checksum:
