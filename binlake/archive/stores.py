@@ -113,13 +113,16 @@ class FileStore:
                 _release(view)
 
 
+WRITE_BUFFER = 1 << 20  # events are a few KiB: gather them into fewer, larger writes
+
+
 class _FileWriter(Writer):
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
         self.tmp = Path(tmp)
-        self.f = os.fdopen(fd, "wb")
+        self.f = os.fdopen(fd, "wb", buffering=WRITE_BUFFER)
 
     def write(self, data: bytes) -> None:
         self.f.write(data)
