@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import struct
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 import orjson
@@ -30,7 +30,7 @@ from binlake.records import derived_txn_id, ts_from_micros, ts_from_seconds
 
 Emit = Callable[[str, dict], None]  # ("transaction" | "row_change" | "anomaly", record)
 EmitRows = Callable[[list[dict]], None]  # a segment's row changes at once (fewer calls per row)
-EmitLines = Callable[[list[bytes]], None]  # a segment's row changes as JSON lines, in chunks
+EmitLines = Callable[[Iterable[bytes]], None]  # a segment's row changes as JSON lines, in chunks
 _DECODE_ERRORS = (RowDecodeError, ValueError, struct.error, IndexError, KeyError,
                   UnicodeDecodeError)
 
@@ -503,7 +503,7 @@ class FileAssembler:
             return  # rows of a transaction that did not commit whole are not presented
         if self.emit_lines is not None:
             self.stats["row_changes"] += txn.seg_rows
-            if end_segment != txn.seg_ends:  # the guess was wrong (compressed rows, or a cut short)
+            if end_segment != txn.seg_ends:  # a last segment the guess was not sure of, or compressed rows
                 buf = _swap_heads(buf, self._line_head(txn, txn.seg_ends), self._line_head(txn, end_segment))
             self.emit_lines(buf)
             return
@@ -557,10 +557,13 @@ def _json_line(rec: dict) -> bytes:
     return orjson.dumps(rec, option=orjson.OPT_APPEND_NEWLINE)
 
 
-def _swap_heads(chunks: list[bytes], head: bytes, new: bytes) -> list[bytes]:
+def _swap_heads(chunks: list[bytes], head: bytes, new: bytes) -> Iterator[bytes]:
     """Chunks of a segment's JSON lines with each line's head swapped for another (each line
-    starts with it: JSON text holds no raw newline but between lines)."""
-    return [fastrows.swap_heads(chunk, len(head), new) for chunk in chunks]
+    starts with it: JSON text holds no raw newline but between lines). Each chunk is let go
+    as its copy is made, so a big segment is never held twice."""
+    chunks.reverse()
+    while chunks:
+        yield fastrows.swap_heads(chunks.pop(), len(head), new)
 
 
 def transaction_record(txn: Txn, kind: str, outcome: str, end_event: str | None, synthetic: bool,
