@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import struct
 import uuid
 from dataclasses import dataclass
@@ -10,7 +11,12 @@ from binlake.binlog import varlen
 
 
 def format_uuid(raw: bytes | memoryview) -> str:
-    return str(uuid.UUID(bytes=bytes(raw)))
+    return _uuid_text(bytes(raw))
+
+
+@functools.lru_cache(maxsize=256)  # a file's GTIDs come from a few servers: format each uuid once
+def _uuid_text(raw: bytes) -> str:
+    return str(uuid.UUID(bytes=raw))
 
 
 def mysql_gtid(sid: str, gno: int, tag: str | None = None) -> str:
