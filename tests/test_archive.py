@@ -386,3 +386,58 @@ def test_server_killed_mid_copy(tmp_path):
         _assert_whole(store, "v", server)
     finally:
         server.stop()
+
+
+@pytest.mark.parametrize("name", ["mysql_server", "mariadb_server"])
+def test_an_event_bigger_than_a_protocol_packet(request, name, tmp_path):
+    """Over 16 MiB an event comes in several packets of the protocol: the copy joins them."""
+    from binlake.binlog.framing import BinlogReader
+
+    server = request.getfixturevalue(name)
+    with server.connect() as conn, conn.cursor() as cur:
+        cur.execute("SET GLOBAL max_allowed_packet = 67108864")  # REPEAT gives NULL beyond it
+    with server.connect() as conn, conn.cursor() as cur:
+        cur.execute("CREATE DATABASE IF NOT EXISTS huge")
+        cur.execute("CREATE TABLE IF NOT EXISTS huge.t (id INT PRIMARY KEY, v LONGBLOB)")
+        cur.execute("REPLACE INTO huge.t VALUES (1, REPEAT('z', 20 * 1024 * 1024))")
+        cur.execute("FLUSH BINARY LOGS")
+    store = FileStore(str(tmp_path / "store"))
+    result = archive(MySQLSource(f"mysql://root@127.0.0.1:{server.port}"), store, "huge")
+    _assert_whole(store, "huge", server)
+    biggest = 0
+    for n in result.archived:
+        with BinlogReader.open(server.binlog_dir / n) as r:
+            biggest = max([biggest, *(f.size for f in r.frames(verify=False))])
+    assert biggest > 20 << 20
+
+
+class _CommitFails(FileStore):
+    """A file store whose commit of one object fails (a full disk, say)."""
+
+    def __init__(self, root: str, key_end: str) -> None:
+        super().__init__(root)
+        self.key_end = key_end
+
+    def writer(self, key: str):
+        w = super().writer(key)
+        if key.endswith(self.key_end):
+            def fail() -> None:
+                raise StoreError(f"{key}: no space left on device")
+            w.commit = fail
+        return w
+
+
+def test_a_failed_commit_stops_the_copy_behind_it(tmp_path):
+    # a file's commit runs while the next file copies: when it fails, the next is not committed
+    src = DATA / "mysql"
+    names = sorted(p.name for p in src.glob("binlog.0*"))
+    root = tmp_path / "store"
+    with pytest.raises(StoreError, match="no space left"):
+        archive(DirSource(str(src)), _CommitFails(str(root), f"binlogs/{names[1]}"), "m")
+    store = FileStore(str(root))
+    assert [k.rsplit("/", 1)[1] for k in store.keys("m/binlogs")] == names[:1]
+    assert [k.rsplit("/", 1)[1] for k in store.keys("m/manifests")] == [f"{names[0]}.json"]
+    assert not [p for p in root.rglob("*") if p.name.startswith(".tmp-")]  # no half-written copy left
+    assert archive(DirSource(str(src)), store, "m").archived == names[1:]
+    for n in names:
+        assert store.get(f"m/binlogs/{n}") == (src / n).read_bytes()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from binlake.archive.verify import Verifier
@@ -42,21 +43,37 @@ def archive(source, store, source_name: str) -> ArchiveResult:
     """Copy every rotated file without a manifest; a manifest's presence means "safely archived".
 
     The object is verified while it streams (CRC32, positions, size against the source's
-    listing, sha256) and committed only whole; the manifest is written after it.
+    listing, sha256) and committed only whole; the manifest is written after it. A file's
+    commit (its fsync or upload's completion, then its manifest) runs while the next file
+    copies; commits stay in file order.
     """
     store.check()
     result = ArchiveResult()
     files = sorted(source.files(), key=lambda f: file_number(f.name))
     log.info("%s: %d rotated files", source.url, len(files))
-    for f in files:
-        manifest = archive_file(source, store, source_name, f, files)
-        if manifest is None:
-            result.skipped.append(f.name)
-            continue
+
+    def done(manifest: dict, f) -> None:
         if "gap" in manifest:
             result.gaps.append(gap_anomaly(source_name, manifest))
         result.archived.append(f.name)
         result.bytes += f.size
+
+    with ThreadPoolExecutor(1, thread_name_prefix="binlake-commit") as committer:
+        waiting: tuple[Future, object] | None = None
+        for f in files:
+            if store.exists(manifest_key(source_name, f.name)):
+                result.skipped.append(f.name)
+                continue
+            copied = _copy(source, store, source_name, f)
+            if waiting is not None:
+                try:
+                    done(waiting[0].result(), waiting[1])
+                except BaseException:
+                    copied.writer.abort()  # the file before failed to commit: this one is not committed either
+                    raise
+            waiting = (committer.submit(_commit, source, store, source_name, f, files, copied), f)
+        if waiting is not None:
+            done(waiting[0].result(), waiting[1])
     return result
 
 
@@ -64,10 +81,20 @@ def archive_file(source, store, source_name: str, f, listing: list) -> dict | No
     """Archive one rotated file (None when it already is). Files of one source may be archived
     concurrently (one Airflow task each): a purge gap is looked for only where the file before
     this one is gone from the server, since the server's own files follow each other."""
-    key = manifest_key(source_name, f.name)
-    if store.exists(key):
+    if store.exists(manifest_key(source_name, f.name)):
         return None
-    manifest = _copy(source, store, source_name, f)
+    return _commit(source, store, source_name, f, listing, _copy(source, store, source_name, f))
+
+
+def _commit(source, store, source_name: str, f, listing: list, copied: Copied) -> dict:
+    """Commit a copied file's object, then write its manifest."""
+    try:
+        copied.writer.commit()
+    except BaseException:
+        copied.writer.abort()
+        raise
+    manifest = copied.manifest
+    key = manifest_key(source_name, f.name)
     previous = _previous_manifest(store, source_name, f.name)
     if previous is not None:
         after = file_number(previous["file"])
@@ -88,7 +115,15 @@ def gap_anomaly(source_name: str, manifest: dict) -> dict:
             "code": "GTID_GAP", "detail": manifest["gap"]["detail"], "severity": "error"}
 
 
-def _copy(source, store, source_name: str, f) -> dict:
+@dataclass
+class Copied:
+    """A file copied whole and verified, its object not yet committed."""
+
+    manifest: dict
+    writer: object
+
+
+def _copy(source, store, source_name: str, f) -> Copied:
     verifier = Verifier(f.name)
     writer = store.writer(binlog_key(source_name, f.name))
     try:
@@ -103,12 +138,11 @@ def _copy(source, store, source_name: str, f) -> dict:
         if verifier.size != f.size:
             raise BinlogError(f.name, verifier.size, f"copied {verifier.size} bytes but the source lists "
                                                      f"{f.size}: the copy is incomplete")
-        writer.commit()
     except BaseException:
         writer.abort()
         raise
-    return verifier.manifest(source=source_name, source_url=source.url, server_uuid=source.server_uuid,
-                             archived_at=dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"))
+    return Copied(verifier.manifest(source=source_name, source_url=source.url, server_uuid=source.server_uuid,
+                                    archived_at=dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")), writer)
 
 
 def file_number(name: str) -> int:
