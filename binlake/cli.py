@@ -21,6 +21,9 @@ def _dump(rec: dict) -> str:
 def cmd_scan(args: argparse.Namespace) -> int:
     import orjson  # the JSON lines of --rows are most of a scan's work: orjson writes them 10x faster
 
+    from binlake.malloc import keep_freed_memory
+
+    keep_freed_memory()
     sys.stdout.flush()
     out = sys.stdout.buffer
     wanted = {"transaction"}
