@@ -254,3 +254,14 @@ def test_a_standalone_cluster_agrees_with_local(spark, archives, tmp_path):
     assert summary["spark_master"] == cluster.url and summary["application_id"].startswith("app-")
     run_job(spark, archives["file"], tmp_path / "local", start, end, split_bytes=3_000)
     assert lake(tmp_path / "cluster") == lake(tmp_path / "local")
+
+
+def test_a_session_spark_refuses_is_one_clear_line(tmp_path):
+    # Spark wants a heap of at least 450 MiB: the user is told so, without a Java trace
+    proc = run_cli("assemble", "--store", f"file://{tmp_path}/store", "--warehouse", str(tmp_path / "lake"),
+                   "--start", "2026-01-01", "--end", "2026-01-02", "--master", "local[1]",
+                   "--conf", "spark.driver.memory=300m")
+    assert proc.returncode == 1
+    assert proc.stderr.strip().splitlines()[-1].startswith("binlake: cannot start Spark (master local[1]): "
+                                                           "[INVALID_DRIVER_MEMORY]"), proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr  # Spark logs its Java trace itself; Python adds none

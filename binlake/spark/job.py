@@ -358,7 +358,18 @@ def session(master: str | None = "local[*]", app: str = "binlake-assemble", conf
             b = b.config("spark.driver.memory", LOCAL_MEMORY)
     for k, v in (conf or {}).items():
         b = b.config(k, v)
-    return b.getOrCreate()
+    try:
+        return b.getOrCreate()
+    except Exception as e:  # Spark refused the session (too small a heap, a bad master): its words, no Java trace
+        where = master or "given by spark-submit"
+        raise BinlakeError(f"cannot start Spark (master {where}): {_java_reason(e)}") from None
+
+
+def _java_reason(e: Exception) -> str:
+    try:
+        return " ".join(e.java_exception.getMessage().split())  # type: ignore[attr-defined] - a Py4JJavaError's
+    except Exception:  # noqa: BLE001 - not a Java exception, or the JVM is gone
+        return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
 
 
 def assemble(spark: SparkSession, store: str, warehouse: str, start: str, end: str,
