@@ -8,7 +8,8 @@ file to a file:// store, then runs, each in its own process:
   (b) `mysqlbinlog -vv --base64-output=DECODE-ROWS` to /dev/null, the reference;
   (c) `binlake assemble --master local[2]` over the range holding the transaction (it is cut into
       pieces of `--split-bytes`), peak RSS of the Python workers (the executor side that
-      decodes) and of the JVM, with Spark's default heap and with `spark.driver.memory=512m`.
+      decodes) and of the JVM, with Spark's default heap, with `spark.driver.memory=512m`, and with the
+      smallest heap Spark accepts and the JVM's other pools capped.
 Writes its section of bench/RESULTS.md.
 
     .venv/bin/python bench/memory.py [--rows N] [--workdir DIR]
@@ -109,10 +110,16 @@ def main() -> None:
 
     t = dt.datetime.fromisoformat(big.commit_ts)
     rng = ["--start", t.isoformat(), "--end", (t + dt.timedelta(microseconds=1)).isoformat()]
-    heaps = (("Spark's default heap", []), ("spark.driver.memory=512m", ["--conf", "spark.driver.memory=512m"]))
+    # the smallest heap Spark accepts (it refuses under 450 MiB: INVALID_DRIVER_MEMORY, executors alike), with
+    # the JVM's other pools capped: what is left is Spark's floor
+    lean = ["--conf", "spark.driver.memory=480m", "--conf", "spark.ui.enabled=false", "--conf",
+            "spark.driver.extraJavaOptions=-XX:+UseSerialGC -Xms64m -XX:ReservedCodeCacheSize=48m "
+            "-XX:MaxMetaspaceSize=200m -Xss512k -XX:TieredStopAtLevel=1 -XX:MaxDirectMemorySize=64m"]
+    heaps = (("Spark's default heap", []), ("spark.driver.memory=512m", ["--conf", "spark.driver.memory=512m"]),
+             ("the smallest heap Spark takes (480m), Serial GC, JVM pools capped", lean))
     for label, conf in heaps:
         print(f"  binlake assemble --master local[2], {label} …", file=sys.stderr)
-        lake = work / f"lake-{len(conf)}"
+        lake = work / f"lake-{len(conf)}"  # one per configuration
         w = Watch([*cli, "assemble", "--store", store, "--warehouse", str(lake), "--master", "local[2]", *rng,
                    "--split-bytes", str(args.split_bytes), *conf])
         seconds, out = w.run()
