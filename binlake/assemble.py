@@ -414,10 +414,13 @@ class FileAssembler:
             if self.emit_lines is None:
                 txn.seg_buf.extend(recs)
             elif recs:  # an event the compiled path did not take: its records as the same lines
-                self._mark_segment(txn, f)
+                first = not txn.seg_buf
+                if first:
+                    txn.seg_ends = False
                 for rec in recs:
                     rec["end_segment"] = txn.seg_ends
-                txn.seg_buf.append(b"".join(map(_json_line, recs)))
+                lines = b"".join(map(_json_line, recs))
+                txn.seg_buf.append(self._guess_last(txn, f, len(recs), lines) if first else lines)
         self._held(txn, f, tm, ev.op, len(ev.rows), ev.flags)
 
     def _rendered(self, txn: Txn, f: Frame, tm: rows_codec.TableMap, phl: int) -> bool:
@@ -426,13 +429,15 @@ class FileAssembler:
         if op is None or tm.json_keys is None:
             return False
         self._room(txn)
-        self._mark_segment(txn, f)
+        first = not txn.seg_buf
+        if first:  # a segment's first lines are written as not its last, then guessed (_guess_last)
+            txn.seg_ends = False
         done = rows_codec.render_rows(f.type, f.body, phl, tm, self._line_parts(txn, f, tm, op), txn.seq)
         if done is None:
             return False
         op, flags, n, lines = done
         if lines:
-            txn.seg_buf.append(lines)
+            txn.seg_buf.append(self._guess_last(txn, f, n, lines) if first else lines)
         self._held(txn, f, tm, op, n, flags)
         return True
 
@@ -444,14 +449,18 @@ class FileAssembler:
             txn.segment_id += 1
             txn.seg_rows = txn.seg_bytes = 0
 
-    def _mark_segment(self, txn: Txn, f: Frame) -> None:
-        """At a segment's first JSON lines, guess its "end_segment": true when the rest of the
-        transaction is too small to fill it (a row takes at least a byte of its event), so that
-        most lines are written right the first time; _flush_segment mends a wrong guess."""
-        if not txn.seg_buf:
-            left = txn.facts.end_pos - f.pos
-            txn.seg_ends = (left >= 0 and txn.seg_rows + left < self.opts.segment_rows
-                            and txn.seg_bytes + left < self.opts.segment_bytes)
+    def _guess_last(self, txn: Txn, f: Frame, n: int, lines: bytes) -> bytes:
+        """A segment's first lines, rows event f's n rows: when the rest of the transaction, at
+        this event's rows per byte, fits in the segment with room to spare, guess that it is the
+        last and write them, and the segment's next lines, with "end_segment":true. Most lines are
+        then written right the first time; _flush_segment mends a wrong guess."""
+        left = txn.facts.end_pos - f.end  # the transaction's bytes after this event
+        rows = txn.seg_rows + n + n / f.size * left
+        if (left >= 0 and rows < 0.9 * self.opts.segment_rows
+                and txn.seg_bytes + f.size + left < self.opts.segment_bytes):
+            txn.seg_ends = True
+            return fastrows.swap_heads(lines, len(self._line_head(txn, False)), self._line_head(txn, True))
+        return lines
 
     def _held(self, txn: Txn, f: Frame, tm: rows_codec.TableMap, op: str, n: int, flags: int) -> None:
         self._count(txn, tm, op, n)
@@ -503,7 +512,7 @@ class FileAssembler:
             return  # rows of a transaction that did not commit whole are not presented
         if self.emit_lines is not None:
             self.stats["row_changes"] += txn.seg_rows
-            if end_segment != txn.seg_ends:  # a last segment the guess was not sure of, or compressed rows
+            if end_segment != txn.seg_ends:  # the guess was wrong
                 buf = _swap_heads(buf, self._line_head(txn, txn.seg_ends), self._line_head(txn, end_segment))
             self.emit_lines(buf)
             return
