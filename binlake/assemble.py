@@ -26,7 +26,7 @@ from binlake.binlog.payload import inner_frames
 from binlake.boundary import PRE_STATEMENT_EVENTS, Boundary, BoundaryParser, Opener, query_role
 from binlake.errors import BinlogError, FatalBinlogError, RowDecodeError
 from binlake.records import anomaly as make_anomaly
-from binlake.records import derived_txn_id, ts_from_micros, ts_from_seconds
+from binlake.records import derived_txn_id, json_line, ts_from_micros, ts_from_seconds
 
 Emit = Callable[[str, dict], None]  # ("transaction" | "row_change" | "anomaly", record)
 EmitRows = Callable[[list[dict]], None]  # a segment's row changes at once (fewer calls per row)
@@ -414,32 +414,39 @@ class FileAssembler:
             if self.emit_lines is None:
                 txn.seg_buf.extend(recs)
             elif recs:  # an event the compiled path did not take: its records as the same lines
-                first = not txn.seg_buf
-                if first:
-                    txn.seg_ends = False
+                first = self._segment_starts(txn)
                 for rec in recs:
                     rec["end_segment"] = txn.seg_ends
-                lines = b"".join(map(_json_line, recs))
-                txn.seg_buf.append(self._guess_last(txn, f, len(recs), lines) if first else lines)
+                self._hold_lines(txn, f, len(recs), b"".join(map(json_line, recs)), first)
         self._held(txn, f, tm, ev.op, len(ev.rows), ev.flags)
 
     def _rendered(self, txn: Txn, f: Frame, tm: rows_codec.TableMap, phl: int) -> bool:
         """Hold a rows event's row changes as JSON lines if the compiled path takes it."""
         op = rows_codec.ROWS_EVENT_TYPES.get(f.type)
-        if op is None or tm.json_keys is None:
+        if op is None or tm.json_keys is None or not fastrows.enabled():
             return False
         self._room(txn)
-        first = not txn.seg_buf
-        if first:  # a segment's first lines are written as not its last, then guessed (_guess_last)
-            txn.seg_ends = False
-        done = rows_codec.render_rows(f.type, f.body, phl, tm, self._line_parts(txn, f, tm, op), txn.seq)
+        first = self._segment_starts(txn)
+        done = rows_codec.render_rows(f.type, f.body, phl, tm, op, self._line_parts(txn, f, tm, op), txn.seq)
         if done is None:
             return False
-        op, flags, n, lines = done
-        if lines:
-            txn.seg_buf.append(self._guess_last(txn, f, n, lines) if first else lines)
+        flags, n, lines = done
+        self._hold_lines(txn, f, n, lines, first)
         self._held(txn, f, tm, op, n, flags)
         return True
+
+    @staticmethod
+    def _segment_starts(txn: Txn) -> bool:
+        """Whether the next lines are the segment's first: those are written as not its last,
+        then guessed (_guess_last)."""
+        if txn.seg_buf:
+            return False
+        txn.seg_ends = False
+        return True
+
+    def _hold_lines(self, txn: Txn, f: Frame, n: int, lines: bytes, first: bool) -> None:
+        if lines:
+            txn.seg_buf.append(self._guess_last(txn, f, n, lines) if first else lines)
 
     def _room(self, txn: Txn) -> None:
         """Flush the current segment if it is full: the next rows go to a new one."""
@@ -560,10 +567,6 @@ class FileAssembler:
         self.emit("transaction", rec)
         if mismatch:
             self._anomaly(*mismatch)
-
-
-def _json_line(rec: dict) -> bytes:
-    return orjson.dumps(rec, option=orjson.OPT_APPEND_NEWLINE)
 
 
 def _swap_heads(chunks: list[bytes], head: bytes, new: bytes) -> Iterator[bytes]:

@@ -6,6 +6,8 @@ import datetime as dt
 import functools
 import uuid
 
+import orjson
+
 TXN_NAMESPACE = uuid.UUID("6b1f3c2e-8d4a-5b7e-9c1d-0a2b3c4d5e6f")
 
 TRANSACTION_FIELDS = (
@@ -20,6 +22,11 @@ ROW_CHANGE_FIELDS = (
     "event_ts", "schema", "table", "op", "before", "after", "rows_query", "xid",
 )
 ANOMALY_FIELDS = ("source", "binlog_file", "start_pos", "end_pos", "code", "detail", "severity")
+
+
+def json_line(rec: dict) -> bytes:
+    """A record as `binlake scan` prints it: one line of JSON, as orjson writes it."""
+    return orjson.dumps(rec, option=orjson.OPT_APPEND_NEWLINE)
 
 
 def derived_txn_id(server_id: int, binlog_file: str, start_pos: int) -> str:

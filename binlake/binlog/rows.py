@@ -233,20 +233,16 @@ def _rows_body(event_type: int, body: bytes, post_header_len: int, ncols_hint: i
     return as_type, b
 
 
-def render_rows(event_type: int, body, post_header_len: int, table_map: TableMap, parts: tuple[bytes, bytes, bytes],
-                seq: int) -> tuple[str, int, int, bytes] | None:
-    """(op, flags, rows, JSON lines) of a rows event, numbered from seq, by the compiled path
-    (fastrows.render); None when it does not take the event: decode_rows then decodes it, and
-    words the error if there is one."""
-    op = ROWS_EVENT_TYPES.get(event_type)
-    if op is None or table_map.json_keys is None or not fastrows.enabled():
-        return None
+def render_rows(event_type: int, body, post_header_len: int, table_map: TableMap, op: str,
+                parts: tuple[bytes, bytes, bytes], seq: int) -> tuple[int, int, bytes] | None:
+    """(flags, rows, JSON lines) of a rows event of operation op (ROWS_EVENT_TYPES), numbered from
+    seq, by the compiled path (fastrows.render; the table map has json_keys); None when it does not
+    take the event: decode_rows then decodes it, and words the error if there is one."""
     try:
         as_type, b = _rows_body(event_type, bytes(body), post_header_len, len(table_map.column_names))
-        done = fastrows.render(as_type, b, op, table_map.fast, table_map.json_keys, parts, seq)
+        return fastrows.render(as_type, b, op, table_map.fast, table_map.json_keys, parts, seq)
     except Exception:  # noqa: BLE001 - decode_rows reads the event again and says what is wrong
         return None
-    return None if done is None else (op, *done)
 
 
 def decode_rows(event_type: int, body, post_header_len: int, table_map: TableMap,
