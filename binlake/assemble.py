@@ -10,8 +10,11 @@ segment wait, to learn whether a later segment follows (`end_segment`).
 
 from __future__ import annotations
 
+import array
+import itertools
 import re
 import struct
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
@@ -41,6 +44,34 @@ class Options:
     segment_rows: int = 100_000
     segment_bytes: int = 64 << 20
     rows: bool = True  # emit row changes (they are decoded for the counts either way)
+
+
+@dataclass(slots=True)
+class RowBlock:
+    """The row changes of one rows event as columns, for the Spark job's Arrow batches: what they
+    share once, seq counted from `seq`, and the images' JSON texts (the same text `scan --rows`
+    prints) as an Arrow string column's (offsets, data); None for the side the operation has none
+    of (an insert's before, a delete's after)."""
+
+    txn_id: str
+    segment_id: int
+    seq: int
+    binlog_file: str
+    event_pos: int
+    commit_ts: str
+    event_ts: str
+    schema: str
+    table: str
+    op: str
+    rows_query: str | None
+    xid: int | None
+    rows: int
+    before: tuple[bytes, bytes] | None
+    after: tuple[bytes, bytes] | None
+    end_segment: bool = False
+
+
+EmitBlocks = Callable[[list[RowBlock]], None]  # a segment's row changes as blocks
 
 
 @dataclass(slots=True)
@@ -142,7 +173,7 @@ class FileAssembler:
 
     def __init__(self, reader: BinlogReader, opts: Options, emit: Emit,
                  binlog_file: str | None = None, emit_rows: EmitRows | None = None,
-                 emit_lines: EmitLines | None = None) -> None:
+                 emit_lines: EmitLines | None = None, emit_blocks: EmitBlocks | None = None) -> None:
         self.reader = reader
         self.opts = opts
         self.emit = emit
@@ -150,6 +181,7 @@ class FileAssembler:
         # Row changes as the JSON lines `scan --rows` prints, written by the compiled decoder
         # straight from the row images: no Python object per row or value.
         self.emit_lines = emit_lines if opts.rows else None
+        self.emit_blocks = emit_blocks if opts.rows else None  # the same, as columns
         self.file = binlog_file or reader.name.rsplit("/", 1)[-1]
         self.fde = reader.fde
         self.parser = BoundaryParser()
@@ -400,6 +432,8 @@ class FileAssembler:
                 raise ValueError(f"no TABLE_MAP for table id {table_id}")
             if self.emit_lines is not None and self._rendered(txn, f, tm, phl):
                 return
+            if self.emit_blocks is not None and self._blocked(txn, f, tm, phl):
+                return
             ev = rows_codec.decode_rows(f.type, f.body, phl, tm, self.fde.flavor)
         except _DECODE_ERRORS as exc:
             self._decode_failed(txn, f, exc)
@@ -411,7 +445,10 @@ class FileAssembler:
         self._room(txn)
         if self.opts.rows:
             recs = self._row_changes(txn, f, tm, ev.op, ev.rows)
-            if self.emit_lines is None:
+            if self.emit_blocks is not None:
+                if recs:  # an event the compiled path did not take: its records as the same columns
+                    txn.seg_buf.append(self._block(txn, f, tm, ev.op, len(recs), *_image_columns(recs)))
+            elif self.emit_lines is None:
                 txn.seg_buf.extend(recs)
             elif recs:  # an event the compiled path did not take: its records as the same lines
                 first = self._segment_starts(txn)
@@ -434,6 +471,27 @@ class FileAssembler:
         self._hold_lines(txn, f, n, lines, first)
         self._held(txn, f, tm, op, n, flags)
         return True
+
+    def _blocked(self, txn: Txn, f: Frame, tm: rows_codec.TableMap, phl: int) -> bool:
+        """Hold a rows event's row changes as a RowBlock if the compiled path takes it."""
+        op = rows_codec.ROWS_EVENT_TYPES.get(f.type)
+        if op is None or tm.json_keys is None or not fastrows.enabled():
+            return False
+        done = rows_codec.render_columns(f.type, f.body, phl, tm, op)
+        if done is None:
+            return False
+        flags, n, before, after = done
+        self._room(txn)
+        if n:
+            txn.seg_buf.append(self._block(txn, f, tm, op, n, before, after))
+        self._held(txn, f, tm, op, n, flags)
+        return True
+
+    def _block(self, txn: Txn, f: Frame, tm: rows_codec.TableMap, op: str, n: int,
+               before: tuple[bytes, bytes] | None, after: tuple[bytes, bytes] | None) -> RowBlock:
+        return RowBlock(txn.txn_id, txn.segment_id, txn.seq, self.file, f.pos, txn.commit_ts,
+                        ts_from_seconds(f.timestamp), tm.schema, tm.table, op, txn.rows_query, txn.xid, n,
+                        before, after)
 
     @staticmethod
     def _segment_starts(txn: Txn) -> bool:
@@ -523,6 +581,12 @@ class FileAssembler:
                 buf = _swap_heads(buf, self._line_head(txn, txn.seg_ends), self._line_head(txn, end_segment))
             self.emit_lines(buf)
             return
+        if self.emit_blocks is not None:
+            for block in buf:
+                block.end_segment = end_segment
+            self.stats["row_changes"] += txn.seg_rows
+            self.emit_blocks(buf)
+            return
         for rec in buf:
             rec["end_segment"] = end_segment
         self.stats["row_changes"] += len(buf)
@@ -567,6 +631,22 @@ class FileAssembler:
         self.emit("transaction", rec)
         if mismatch:
             self._anomaly(*mismatch)
+
+
+def _image_columns(recs: list[dict]) -> tuple[tuple[bytes, bytes] | None, tuple[bytes, bytes] | None]:
+    """The before and after images of row change records as RowBlock's columns."""
+    return _json_column([r["before"] for r in recs]), _json_column([r["after"] for r in recs])
+
+
+def _json_column(images: list[dict | None]) -> tuple[bytes, bytes] | None:
+    if images[0] is None:  # one side of a rows event is all images or all None
+        return None
+    texts = [orjson.dumps(image, option=orjson.OPT_NON_STR_KEYS) for image in images]
+    offsets = array.array("i", [0])
+    offsets.extend(itertools.accumulate(map(len, texts)))
+    if sys.byteorder != "little":
+        offsets.byteswap()
+    return offsets.tobytes(), b"".join(texts)
 
 
 def _swap_heads(chunks: list[bytes], head: bytes, new: bytes) -> Iterator[bytes]:

@@ -7,7 +7,7 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from binlake.assemble import Emit, EmitLines, EmitRows, FileAssembler, Options
+from binlake.assemble import Emit, EmitBlocks, EmitLines, EmitRows, FileAssembler, Options
 from binlake.binlog.framing import BinlogReader
 
 log = logging.getLogger(__name__)
@@ -26,7 +26,8 @@ class ScanSummary:
 
 
 def scan_files(paths: Iterable[str | os.PathLike], opts: Options, emit: Emit,
-               emit_rows: EmitRows | None = None, emit_lines: EmitLines | None = None) -> ScanSummary:
+               emit_rows: EmitRows | None = None, emit_lines: EmitLines | None = None,
+               emit_blocks: EmitBlocks | None = None) -> ScanSummary:
     """Scan each file in turn; raises BinlogError (file:offset) when a file cannot be read."""
     summary = ScanSummary()
 
@@ -39,7 +40,7 @@ def scan_files(paths: Iterable[str | os.PathLike], opts: Options, emit: Emit,
     for path in paths:
         with BinlogReader.open(path, name=os.fspath(path)) as reader:
             stats = FileAssembler(reader, opts, counting_emit, binlog_file=os.path.basename(path),
-                                  emit_rows=emit_rows, emit_lines=emit_lines).run()
+                                  emit_rows=emit_rows, emit_lines=emit_lines, emit_blocks=emit_blocks).run()
         summary.files += 1
         for key in ("events", "transactions", "row_changes", "anomalies", "ignored_unknown"):
             setattr(summary, key, getattr(summary, key) + stats[key])

@@ -29,6 +29,7 @@ import json
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from binlake.archive.run import binlog_key
 from binlake.archive.stores import MissingObject, open_store
@@ -181,8 +182,10 @@ def run_survey(split: dict, store=None) -> dict | None:
     return found
 
 
-def run_split(split: dict, opts: Options, store=None) -> Iterator[tuple[str, dict]]:
+def run_split(split: dict, opts: Options, store=None, blocks: bool = False) -> Iterator[tuple[str, Any]]:
     """Records of one split as ("transaction" | "row_change" | "anomaly" | "piece", record).
+    With `blocks`, the row changes of whole transactions come as ("row_blocks", [RowBlock, ...])
+    instead (those of a big transaction's pieces stay records).
 
     Row changes stream out as they are decoded; the split's bytes are memory-mapped (or
     spooled to a temporary file from S3), never read into memory whole. Anomalies carry
@@ -214,7 +217,8 @@ def run_split(split: dict, opts: Options, store=None) -> Iterator[tuple[str, dic
             asm: FileAssembler = PieceAssembler(reader, opts, lambda k, r: out.append((k, r)), name,
                                                 split["big"], split["piece"])
         else:
-            asm = FileAssembler(reader, opts, lambda k, r: out.append((k, r)), binlog_file=name)
+            asm = FileAssembler(reader, opts, lambda k, r: out.append((k, r)), binlog_file=name,
+                                emit_blocks=(lambda b: out.append(("row_blocks", b))) if blocks else None)
         for _ in itertools.chain(asm.steps(), [None]):  # the last records come after the last step
             for kind, rec in out:
                 if kind == "anomaly":

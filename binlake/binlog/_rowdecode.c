@@ -733,6 +733,21 @@ static int put_image(out_t *o, cursor_t *c, const col_t *cols, PyObject *keys, P
     return put(o, "}", 1);
 }
 
+/* The plan's columns (PyMem_Free them) with the JSON key of each, for render() and columns();
+ * NULL with an exception set. */
+static col_t *keyed_plan(PyObject *plan, PyObject *keys, const Py_buffer *body, Py_ssize_t pos,
+                         const Py_buffer *pr1, const Py_buffer *pr2, int op) {
+    Py_ssize_t ncols = PyTuple_GET_SIZE(plan);
+    if (PyTuple_GET_SIZE(keys) != ncols) { PyErr_SetString(PyExc_TypeError, "bad keys"); return NULL; }
+    for (Py_ssize_t i = 0; i < ncols; i++) {
+        if (!PyBytes_Check(PyTuple_GET_ITEM(keys, i))) { PyErr_SetString(PyExc_TypeError, "bad keys"); return NULL; }
+    }
+    col_t *cols = PyMem_Calloc(ncols ? ncols : 1, sizeof(col_t));
+    if (!cols) { PyErr_NoMemory(); return NULL; }
+    if (load_plan(plan, cols, ncols, body, pos, pr1, pr2, op) < 0) { PyMem_Free(cols); return NULL; }
+    return cols;
+}
+
 /* render(body, pos, plan, keys, present, present2, op, head, seq, mid, tail) -> (rows, lines)
  * Each row change: head, its seq, mid (ending `"before":`), before, `,"after":`, after, tail.
  * keys: per column `"name":` as JSON bytes. Raises Fallback where decode() would. */
@@ -747,13 +762,8 @@ static PyObject *render(PyObject *self, PyObject *args) {
     PyObject *result = NULL;
     Py_ssize_t ncols = PyTuple_GET_SIZE(plan), rows = 0;
     out_t o = {NULL, NULL, 0, 0};
-    col_t *cols = PyMem_Calloc(ncols ? ncols : 1, sizeof(col_t));
-    if (!cols) { PyErr_NoMemory(); goto done; }
-    if (PyTuple_GET_SIZE(keys) != ncols) { PyErr_SetString(PyExc_TypeError, "bad keys"); goto done; }
-    for (Py_ssize_t i = 0; i < ncols; i++) {
-        if (!PyBytes_Check(PyTuple_GET_ITEM(keys, i))) { PyErr_SetString(PyExc_TypeError, "bad keys"); goto done; }
-    }
-    if (load_plan(plan, cols, ncols, &body, pos, &pr1, &pr2, op) < 0) goto done;
+    col_t *cols = keyed_plan(plan, keys, &body, pos, &pr1, &pr2, op);
+    if (!cols) goto done;
     const unsigned char *p1 = pr1.buf, *p2 = pr2.buf;
     Py_ssize_t n1 = count_bits(p1, ncols), n2 = op == 1 ? count_bits(p2, ncols) : 0;
     cursor_t c = {(const unsigned char *)body.buf + pos, (const unsigned char *)body.buf + body.len};
@@ -786,6 +796,85 @@ done:
     PyBuffer_Release(&head);
     PyBuffer_Release(&mid);
     PyBuffer_Release(&tail);
+    return result;
+}
+
+/* One image per row, as JSON object texts in an Arrow string column's buffers: offsets (int32,
+ * rows + 1 of them) and data. 0 done, 1 fall back (over 2 GiB: Arrow's string offsets), -1 error. */
+typedef struct {
+    out_t data, offsets;
+} column_t;
+
+static int column_start(column_t *col, Py_ssize_t rows_guess, Py_ssize_t data_guess) {
+    col->offsets.cap = 4 * (rows_guess + 1);
+    col->data.cap = data_guess;
+    col->offsets.bytes = PyBytes_FromStringAndSize(NULL, col->offsets.cap);
+    col->data.bytes = PyBytes_FromStringAndSize(NULL, col->data.cap);
+    if (!col->offsets.bytes || !col->data.bytes) return -1;
+    col->offsets.p = PyBytes_AS_STRING(col->offsets.bytes);
+    col->data.p = PyBytes_AS_STRING(col->data.bytes);
+    return put(&col->offsets, "\0\0\0\0", 4);
+}
+
+static int column_mark(column_t *col) {
+    if (col->data.len > INT32_MAX) return 1;
+    int32_t at = (int32_t)col->data.len;
+    return put(&col->offsets, (const char *)&at, 4);  /* little-endian, as Arrow's buffers */
+}
+
+static PyObject *column_done(column_t *col) {
+    if (_PyBytes_Resize(&col->offsets.bytes, col->offsets.len) < 0) return NULL;
+    if (_PyBytes_Resize(&col->data.bytes, col->data.len) < 0) return NULL;
+    return PyTuple_Pack(2, col->offsets.bytes, col->data.bytes);
+}
+
+/* columns(body, pos, plan, keys, present, present2, op) -> (rows, before, after)
+ * before / after: (offsets, data) of the images as JSON objects, the same text render() writes
+ * in a line; None for the side the operation has none of (an insert's before, a delete's after).
+ * The Spark job builds its Arrow batches from them. Raises Fallback where decode() would. */
+static PyObject *columns(PyObject *self, PyObject *args) {
+    Py_buffer body, pr1, pr2;
+    Py_ssize_t pos;
+    PyObject *plan, *keys;
+    int op;
+    if (!PyArg_ParseTuple(args, "y*nO!O!y*y*i", &body, &pos, &PyTuple_Type, &plan, &PyTuple_Type, &keys,
+                          &pr1, &pr2, &op)) return NULL;
+    PyObject *result = NULL, *first = NULL, *second = NULL;
+    Py_ssize_t ncols = PyTuple_GET_SIZE(plan), rows = 0;
+    column_t c1 = {{NULL, NULL, 0, 0}, {NULL, NULL, 0, 0}}, c2 = c1;
+    col_t *cols = keyed_plan(plan, keys, &body, pos, &pr1, &pr2, op);
+    if (!cols) goto done;
+    const unsigned char *p1 = pr1.buf, *p2 = pr2.buf;
+    Py_ssize_t n1 = count_bits(p1, ncols), n2 = op == 1 ? count_bits(p2, ncols) : 0;
+    cursor_t c = {(const unsigned char *)body.buf + pos, (const unsigned char *)body.buf + body.len};
+    Py_ssize_t size = body.len - pos, guess = size / 16 + 16;
+    if (column_start(&c1, guess, 2 * size + 64) < 0 || (op == 1 && column_start(&c2, guess, 2 * size + 64) < 0))
+        goto done;
+    int rc = 0;
+    while (c.p < c.end && !rc) {
+        const unsigned char *row = c.p;
+        rc = put_image(&c1.data, &c, cols, keys, ncols, p1, n1);
+        if (!rc) rc = column_mark(&c1);
+        if (!rc && op == 1) rc = put_image(&c2.data, &c, cols, keys, ncols, p2, n2);
+        if (!rc && op == 1) rc = column_mark(&c2);
+        if (!rc && c.p == row) rc = 1;  /* a row of no bytes (no column in the images): not MySQL's */
+        rows++;
+    }
+    if (rc > 0) PyErr_SetNone(Fallback);
+    if (rc || !(first = column_done(&c1)) || (op == 1 && !(second = column_done(&c2)))) goto done;
+    if (op == 0) result = Py_BuildValue("nOO", rows, Py_None, first);
+    else result = Py_BuildValue("nOO", rows, first, op == 1 ? second : Py_None);
+done:
+    Py_XDECREF(first);
+    Py_XDECREF(second);
+    Py_XDECREF(c1.data.bytes);
+    Py_XDECREF(c1.offsets.bytes);
+    Py_XDECREF(c2.data.bytes);
+    Py_XDECREF(c2.offsets.bytes);
+    PyMem_Free(cols);
+    PyBuffer_Release(&body);
+    PyBuffer_Release(&pr1);
+    PyBuffer_Release(&pr2);
     return result;
 }
 
@@ -824,6 +913,7 @@ done:
 static PyMethodDef methods[] = {
     {"decode", decode, METH_VARARGS, "Row images of a rows event body from pos: [(before, after), ...]."},
     {"render", render, METH_VARARGS, "The row changes of a rows event body from pos as JSON lines: (rows, bytes)."},
+    {"columns", columns, METH_VARARGS, "A rows event's images from pos as JSON texts in Arrow buffers: (rows, before, after)."},
     {"swap_heads", swap_heads, METH_VARARGS, "JSON lines with each line's first `old` bytes replaced."},
     {NULL, NULL, 0, NULL},
 };

@@ -164,6 +164,23 @@ def render(as_type: int, body: bytes, op: str, table_plan: tuple, keys: tuple, p
     return flags, rows, lines
 
 
+def columns(as_type: int, body: bytes, op: str, table_plan: tuple, keys: tuple
+            ) -> tuple[int, int, tuple[bytes, bytes] | None, tuple[bytes, bytes] | None] | None:
+    """(flags, rows, before, after) of a rows event body, each side the images' JSON texts as an
+    Arrow string column's (offsets, data), None for the side the operation has none of; or None
+    when the compiled path declines the event."""
+    images = _images(as_type, body, op, len(table_plan))
+    if images is None:
+        return None
+    flags, pos, present, present2 = images
+    try:
+        rows, before, after = _rowdecode.columns(body, pos, table_plan, keys, present, present2, OPS[op])
+    except _rowdecode.Fallback:
+        return None
+    counts["compiled"] += 1
+    return flags, rows, before, after
+
+
 def swap_heads(lines: bytes, old: int, new: bytes) -> bytes:
     """JSON lines with each line's first `old` bytes (its head) replaced by new."""
     if _rowdecode is not None:

@@ -245,6 +245,16 @@ def render_rows(event_type: int, body, post_header_len: int, table_map: TableMap
         return None
 
 
+def render_columns(event_type: int, body, post_header_len: int, table_map: TableMap, op: str):
+    """(flags, rows, before, after) of a rows event as JSON texts in Arrow buffers
+    (fastrows.columns), or None when the compiled path does not take it (as render_rows)."""
+    try:
+        as_type, b = _rows_body(event_type, bytes(body), post_header_len, len(table_map.column_names))
+        return fastrows.columns(as_type, b, op, table_map.fast, table_map.json_keys)
+    except Exception:  # noqa: BLE001 - decode_rows reads the event again and says what is wrong
+        return None
+
+
 def decode_rows(event_type: int, body, post_header_len: int, table_map: TableMap,
                 flavor: str) -> RowsEvent:
     op = ROWS_EVENT_TYPES.get(event_type)

@@ -80,7 +80,8 @@ def warehouse_uri(url: str) -> str:
 
 def _parse_task(opts: Options):
     """The function each parse task runs over its split(s): records out as Arrow batches,
-    each of one kind of record (schema.arrow_batch)."""
+    each of one kind of record (schema.arrow_batch); the row changes of whole transactions as
+    the decoder's blocks (schema.blocks_batch)."""
 
     def run(batches):
         arrow = _arrow_schema(schema.STAGED)
@@ -89,13 +90,25 @@ def _parse_task(opts: Options):
         for b in batches:
             for text in b.column("split").to_pylist():
                 split = json.loads(text)
+                source = split["source"]
                 bufs: dict[str, list[dict]] = {k: [] for k in kinds}
-                for kind, rec in run_split(split, opts):
+                blocks: list = []
+                held = 0
+                for kind, rec in run_split(split, opts, blocks=True):
+                    if kind == "row_blocks":
+                        blocks += rec
+                        held += sum(block.rows for block in rec)
+                        if held >= BATCH:
+                            yield schema.blocks_batch(arrow, blocks, source)
+                            blocks, held = [], 0
+                        continue
                     buf = bufs[kind]
-                    buf.append(schema.arrow_record(kind, rec, split["source"])[kind])
+                    buf.append(schema.arrow_record(kind, rec, source)[kind])
                     if len(buf) >= BATCH:
                         yield schema.arrow_batch(arrow, kind, buf)
                         bufs[kind] = []
+                if blocks:
+                    yield schema.blocks_batch(arrow, blocks, source)
                 for kind, buf in bufs.items():
                     if buf:
                         yield schema.arrow_batch(arrow, kind, buf)

@@ -106,6 +106,55 @@ def arrow_batch(arrow, kind: str, recs: list[dict]):
     return pa.RecordBatch.from_arrays(cols, schema=arrow)
 
 
+def blocks_batch(arrow, blocks: list, source: str):
+    """One Arrow batch of STAGED from RowBlocks (binlake.assemble): the row changes of whole rows
+    events, built in Arrow's C++ without a Python object per row: the fields a block's rows share
+    are repeated by `take`, the images' JSON texts are the decoder's own buffers."""
+    import numpy as np
+    import pyarrow as pa
+
+    counts = np.fromiter((b.rows for b in blocks), np.int64, len(blocks))
+    n = int(counts.sum())
+    which = pa.array(np.repeat(np.arange(len(blocks), dtype=np.int32), counts))
+    starts = np.cumsum(counts) - counts
+    cols = []
+    for f in arrow:
+        if f.name == "kind":
+            cols.append(pa.repeat(pa.scalar("row_change", f.type), n))
+        elif f.name == "row_change":
+            children = [_block_column(pa, np, c, blocks, which, counts, starts, source, n) for c in f.type]
+            cols.append(pa.StructArray.from_arrays(children, fields=list(f.type)))
+        else:
+            cols.append(pa.nulls(n, f.type))
+    return pa.RecordBatch.from_arrays(cols, schema=arrow)
+
+
+def _block_column(pa, np, f, blocks: list, which, counts, starts, source: str, n: int):
+    name = f.name
+    if name in ("before", "after"):
+        parts = [_texts(pa, getattr(b, name), b.rows) for b in blocks]
+        col = pa.concat_arrays(parts)
+        return col if col.type == f.type else col.cast(f.type)
+    if name == "seq":  # each block's rows numbered on from its first seq
+        first = np.fromiter((b.seq for b in blocks), np.int64, len(blocks))
+        return pa.array(np.arange(n, dtype=np.int64) + np.repeat(first - starts, counts), f.type)
+    if name == "source":
+        return pa.repeat(pa.scalar(source, f.type), n)
+    if name in ("piece", "ev_ord"):  # pieces of big transactions are records, never blocks
+        return pa.nulls(n, f.type)
+    values = [getattr(b, name) for b in blocks]
+    if name in _TS_FIELDS:
+        values = [_ts(v) for v in values]
+    return pa.array(values, f.type).take(which)
+
+
+def _texts(pa, column: tuple[bytes, bytes] | None, rows: int):
+    if column is None:
+        return pa.nulls(rows, pa.string())
+    offsets, data = column
+    return pa.Array.from_buffers(pa.string(), rows, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+
+
 def _column(pa, values: list, f):
     if f.name not in _SHARED_TEXT:
         return pa.array(values, type=f.type)

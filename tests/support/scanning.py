@@ -51,6 +51,20 @@ def lines_path(paths, **opts) -> bytes:
     return b"".join(chunks)
 
 
+def blocks_path(paths, **opts) -> list:
+    """The row changes as the Spark job's parse tasks take them: RowBlocks."""
+    out: list = []
+    scan_files(paths, Options(**opts), lambda kind, rec: None, emit_blocks=out.extend)
+    return out
+
+
+def records_list(paths, **opts) -> list[dict]:
+    """The row changes as records."""
+    out: list[dict] = []
+    scan_files(paths, Options(**opts), lambda kind, rec: None, emit_rows=out.extend)
+    return out
+
+
 def records_path(paths, **opts) -> bytes:
     """The row changes as records, each written by orjson."""
     out: list[bytes] = []

@@ -1,0 +1,92 @@
+"""The Spark job's parse tasks build their Arrow batches of row changes from the decoder's
+RowBlocks (columns per rows event, the images' JSON texts in Arrow's own buffers); they must
+hold exactly the rows the records path gives, value for value.
+
+Every file the tests know is read both ways, with the default segments and with small ones.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from binlake.binlog import _rowdecode, fastrows
+from binlake.spark import schema
+from binlake.spark.job import BATCH, _arrow_schema
+from tests.support.scanning import PUBLIC, blocks_path, records_list
+from tests.test_json_lines import SMALL
+from tests.test_public_fixtures import READABLE
+from tests.test_rowdecode import FILES
+
+ARROW = _arrow_schema(schema.STAGED)
+
+
+def _rows_of_blocks(paths, **opts) -> list[dict]:
+    blocks = blocks_path(paths, **opts)
+    out: list[dict] = []
+    for i in range(0, len(blocks), 50):  # several batches, each of many blocks
+        batch = schema.blocks_batch(ARROW, blocks[i:i + 50], "src")
+        assert batch.column("kind").to_pylist() == ["row_change"] * batch.num_rows
+        assert batch.column("transaction").null_count == batch.num_rows
+        out += batch.column("row_change").to_pylist()
+    return out
+
+
+def _rows_of_records(paths, **opts) -> list[dict]:
+    recs = [schema.arrow_record("row_change", r, "src")["row_change"] for r in records_list(paths, **opts)]
+    out: list[dict] = []
+    for i in range(0, len(recs), BATCH):
+        out += schema.arrow_batch(ARROW, "row_change", recs[i:i + BATCH]).column("row_change").to_pylist()
+    return out
+
+
+def _same(paths, **opts) -> list[dict]:
+    got, want = _rows_of_blocks(paths, **opts), _rows_of_records(paths, **opts)
+    assert len(got) == len(want)
+    for n, (a, b) in enumerate(zip(got, want, strict=True)):
+        assert a == b, f"row change {n + 1}"
+    return got
+
+
+@pytest.mark.parametrize("name", sorted(FILES))
+def test_same_rows_on_real_server_files(name):
+    before = fastrows.counts["compiled"]
+    rows = _same(FILES[name])
+    assert fastrows.counts["compiled"] - before > 10  # the compiled path made most of the blocks
+    small = _same(FILES[name], **SMALL)
+    assert {r["end_segment"] for r in small} == {False, True}
+    assert [(r["txn_id"], r["seq"], r["before"], r["after"]) for r in small] == \
+        [(r["txn_id"], r["seq"], r["before"], r["after"]) for r in rows]
+
+
+@pytest.mark.parametrize("name", sorted(READABLE))
+def test_same_rows_on_the_public_corpus(name):
+    path = PUBLIC / name
+    if not path.exists():
+        pytest.fail(f"missing from the public corpus: {path}")
+    _same([path])
+    _same([path], **SMALL)
+
+
+def test_same_rows_with_the_compiled_decoder_off(monkeypatch):
+    # every block is then made from records by the Python path: the rows do not change
+    paths = FILES["tests/data/mysql"]
+    want = _rows_of_blocks(paths, **SMALL)
+    monkeypatch.setenv("BINLAKE_PURE_PYTHON", "1")
+    before = fastrows.counts["compiled"]
+    assert _rows_of_blocks(paths, **SMALL) == want
+    assert fastrows.counts["compiled"] == before
+
+
+def test_columns_of_a_rows_event():
+    # two inserts of (id INT, name VARCHAR(10) utf8): the images as an Arrow string column
+    plan = (("id", _rowdecode.K_INT32, 0, 0, None), ("name", _rowdecode.K_STR_UTF8, 1, 0, None))
+    keys = tuple(fastrows.json_keys(plan))
+    body = b"\x00" + (7).to_bytes(4, "little") + b"\x02h\"" + b"\x02" + (8).to_bytes(4, "little")
+    rows, before, after = _rowdecode.columns(body, 0, plan, keys, b"\x03", b"", 0)
+    assert (rows, before) == (2, None)
+    offsets, data = after
+    first = b'{"id":7,"name":"h\\""}'
+    assert data == first + b'{"id":8,"name":null}'
+    assert list(memoryview(offsets).cast("i")) == [0, len(first), len(data)]
+    with pytest.raises(_rowdecode.Fallback):  # a row of no bytes is declined, not looped on
+        _rowdecode.columns(b"\x00" * 8, 0, plan[:1], keys[:1], b"\x00", b"", 0)
