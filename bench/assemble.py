@@ -200,9 +200,10 @@ def main() -> None:
         f"local[2] against the single-process scan: {ratio:.2f}×. Where the job's time goes (the summary's "
         "`step_seconds`; the rest is the JVM's start, the session and planning from the manifests):",
         "",
-        "| master | survey big transactions | parse splits → staged Parquet | tables | write Parquet | the rest |",
+        "| master | survey big transactions | facts pass → staged Parquet | tables | rows pass, write Parquet "
+        "| the rest |",
         "|---|---:|---:|---:|---:|---:|",
-        *(f"| {m} | " + " | ".join(f"{st[k]:.1f}" for k in ("survey", "parse", "tables", "write"))
+        *(f"| {m} | " + " | ".join(f"{st[k]:.1f}" for k in ("survey", "facts", "tables", "write"))
           + f" | {total - sum(st.values()):.1f} |" for m, (total, st) in steps.items()),
         "",
         f"The {args.big_rows:,}-row transaction alone, cut into {big_summary['pieces']} pieces of 8 MiB "

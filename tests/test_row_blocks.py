@@ -17,17 +17,14 @@ from tests.test_json_lines import SMALL
 from tests.test_public_fixtures import READABLE
 from tests.test_rowdecode import FILES
 
-ARROW = _arrow_schema(schema.STAGED)
+ARROW = _arrow_schema(schema.ROW_CHANGES)
 
 
 def _rows_of_blocks(paths, **opts) -> list[dict]:
     blocks = blocks_path(paths, **opts)
     out: list[dict] = []
     for i in range(0, len(blocks), 50):  # several batches, each of many blocks
-        batch = schema.blocks_batch(ARROW, blocks[i:i + 50], "src")
-        assert batch.column("kind").to_pylist() == ["row_change"] * batch.num_rows
-        assert batch.column("transaction").null_count == batch.num_rows
-        out += batch.column("row_change").to_pylist()
+        out += schema.blocks_batch(ARROW, blocks[i:i + 50], "src").to_pylist()
     return out
 
 
@@ -35,7 +32,7 @@ def _rows_of_records(paths, **opts) -> list[dict]:
     recs = [schema.arrow_record("row_change", r, "src")["row_change"] for r in records_list(paths, **opts)]
     out: list[dict] = []
     for i in range(0, len(recs), BATCH):
-        out += schema.arrow_batch(ARROW, "row_change", recs[i:i + BATCH]).column("row_change").to_pylist()
+        out += schema.records_batch(ARROW, recs[i:i + BATCH]).to_pylist()
     return out
 
 

@@ -2,14 +2,17 @@
 
 1. Plan on the driver from manifests only (binlake/splits.py).
 2. Survey the transactions bigger than a split, one task each, and cut them into pieces.
-3. Parse every split and piece in parallel (`mapInArrow`: one task per split, Arrow
-   batches out, rows streamed) into a staging Parquet dataset.
+3. The facts pass: every split and piece in parallel (`mapInArrow`: one task per split,
+   Arrow batches out) gives its transactions, anomalies and pieces (rows decoded for their
+   counts only), staged as Parquet: a record per transaction, small.
 4. Put big transactions together on the driver from their pieces' counts
-   (binlake/pieces.py) and give their rows `seq` and segments by a broadcast join.
+   (binlake/pieces.py): where each piece's rows go (`seq`, segments).
 5. Write each table: the rows of the range replace exactly the range's rows in the
    commit_date partitions it touches (kept rows of other times and sources are
    rewritten with them), by dynamic partition overwrite through a staging copy. Reruns
    and backfills are idempotent; N runs over adjacent ranges equal one over their union.
+   The row changes are the rows pass, decoded as they are written (the pieces' placed by a
+   broadcast of step 4's answer): never staged, so the biggest table is written once.
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ import os
 import time
 import uuid
 from collections import defaultdict
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field, replace
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -37,7 +41,6 @@ from binlake.splits import DEFAULT_SPLIT_BYTES, Plan, pieces_of, plan, run_split
 log = logging.getLogger("binlake.assemble")
 BATCH = 4096  # records per Arrow batch out of a task
 LOCAL_MEMORY = "3g"  # JVM heap of a local[*] session unless --conf spark.driver.memory=… says otherwise
-STAGING_ROW_GROUP = 32 << 20  # smaller row groups than Parquet's 128 MiB: the staged rows are read back at once
 SETTINGS = {
     "spark.sql.session.timeZone": "UTC",  # commit_date is the UTC day
     "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",  # UTC instants every reader knows, not INT96
@@ -46,6 +49,12 @@ SETTINGS = {
     # all its rows by date first (the sort of wide row changes ran a 2 GiB heap out).
     "spark.sql.maxConcurrentOutputFileWriters": "8",
 }
+
+
+# Parquet writer options per table. The images are nearly all distinct: a dictionary for them is
+# built and then dropped by the writer, a quarter of the row changes' write.
+WRITE_OPTIONS = {"row_changes": {"parquet.enable.dictionary#before": "false",
+                                 "parquet.enable.dictionary#after": "false"}}
 
 
 @dataclass
@@ -68,7 +77,7 @@ class Summary:
     anomalies_by_code: dict[str, int] = field(default_factory=dict)
     partitions: list[str] = field(default_factory=list)
     seconds: float = 0.0
-    step_seconds: dict[str, float] = field(default_factory=dict)  # survey, parse, tables, write
+    step_seconds: dict[str, float] = field(default_factory=dict)  # survey, facts, tables, write
     spark_master: str = ""
     application_id: str = ""
 
@@ -78,42 +87,84 @@ def warehouse_uri(url: str) -> str:
     return url if "://" in url else "file://" + os.path.abspath(url)
 
 
-def _parse_task(opts: Options):
-    """The function each parse task runs over its split(s): records out as Arrow batches,
-    each of one kind of record (schema.arrow_batch); the row changes of whole transactions as
-    the decoder's blocks (schema.blocks_batch)."""
+def _splits(batches) -> Iterator[dict]:
+    for b in batches:
+        for text in b.column("split").to_pylist():
+            yield json.loads(text)
+
+
+def _facts_task(opts: Options):
+    """What each task of the facts pass runs over its split(s): transactions, anomalies and the
+    pieces of big transactions out as Arrow batches of STAGED, each of one kind of record
+    (schema.arrow_batch). Rows are decoded for their counts only."""
+    opts = replace(opts, rows=False)
 
     def run(batches):
         arrow = _arrow_schema(schema.STAGED)
         kinds = [n for n in arrow.names if n != "kind"]
-
-        for b in batches:
-            for text in b.column("split").to_pylist():
-                split = json.loads(text)
-                source = split["source"]
-                bufs: dict[str, list[dict]] = {k: [] for k in kinds}
-                blocks: list = []
-                held = 0
-                for kind, rec in run_split(split, opts, blocks=True):
-                    if kind == "row_blocks":
-                        blocks += rec
-                        held += sum(block.rows for block in rec)
-                        if held >= BATCH:
-                            yield schema.blocks_batch(arrow, blocks, source)
-                            blocks, held = [], 0
-                        continue
-                    buf = bufs[kind]
-                    buf.append(schema.arrow_record(kind, rec, source)[kind])
-                    if len(buf) >= BATCH:
-                        yield schema.arrow_batch(arrow, kind, buf)
-                        bufs[kind] = []
-                if blocks:
-                    yield schema.blocks_batch(arrow, blocks, source)
-                for kind, buf in bufs.items():
-                    if buf:
-                        yield schema.arrow_batch(arrow, kind, buf)
+        for split in _splits(batches):
+            bufs: dict[str, list[dict]] = {k: [] for k in kinds}
+            for kind, rec in run_split(split, opts):
+                buf = bufs[kind]
+                buf.append(schema.arrow_record(kind, rec, split["source"])[kind])
+                if len(buf) >= BATCH:
+                    yield schema.arrow_batch(arrow, kind, buf)
+                    bufs[kind] = []
+            for kind, buf in bufs.items():
+                if buf:
+                    yield schema.arrow_batch(arrow, kind, buf)
 
     return run
+
+
+def _rows_task(opts: Options, fixes):
+    """What each task of the rows pass runs over its split(s): the row changes alone, as Arrow
+    batches of ROW_CHANGES; those of whole transactions from the decoder's blocks
+    (schema.blocks_batch), those of big transactions' pieces placed by `fixes`, a broadcast
+    {(txn_id, piece, ev_ord): (segment_id, end_segment, seq_base)} from binlake.pieces.finish
+    (a piece's rows with no fix, a broken transaction's, are not presented)."""
+
+    def run(batches):
+        arrow = _arrow_schema(schema.ROW_CHANGES)
+        place = fixes.value if fixes is not None else {}
+        for split in _splits(batches):
+            source = split["source"]
+            blocks: list = []
+            held = 0
+            recs: list[dict] = []
+            for kind, rec in run_split(split, opts, blocks=True):
+                if kind == "row_blocks":
+                    blocks += rec
+                    held += sum(block.rows for block in rec)
+                    if held >= BATCH:
+                        yield schema.blocks_batch(arrow, blocks, source)
+                        blocks, held = [], 0
+                elif kind == "row_change":
+                    if not _placed(rec, place):
+                        continue
+                    recs.append(schema.arrow_record(kind, rec, source)[kind])
+                    if len(recs) >= BATCH:
+                        yield schema.records_batch(arrow, recs)
+                        recs = []
+            if blocks:
+                yield schema.blocks_batch(arrow, blocks, source)
+            if recs:
+                yield schema.records_batch(arrow, recs)
+
+    return run
+
+
+def _placed(rec: dict, place: dict) -> bool:
+    """A piece's row change given its place in the whole transaction; False when it has none."""
+    piece, ordinal = rec.pop("piece", None), rec.pop("ev_ord", None)
+    if piece is None:
+        return True
+    fix = place.get((rec["txn_id"], piece, ordinal))
+    if fix is None:
+        return False
+    rec["segment_id"], rec["end_segment"] = fix[0], fix[1]
+    rec["seq"] += fix[2]
+    return True
 
 
 def _arrow_schema(struct):
@@ -149,8 +200,8 @@ class Job:
         s.files, s.bytes, s.splits = len(p.files), p.bytes, len(p.splits)
         try:
             splits, bigs = self._timed("survey", self._cut_big)
-            staged = self._timed("parse", self._parse, splits)
-            tables = self._timed("tables", self._tables, staged, bigs)
+            staged = self._timed("facts", self._facts, splits)
+            tables = self._timed("tables", self._tables, staged, bigs, splits)
             self._timed("write", self._write, tables)
         finally:
             self._delete(self.staging)
@@ -184,27 +235,35 @@ class Job:
         log.info("%d splits, %d big transactions in %d pieces", len(splits), len(bigs), self.summary.pieces)
         return splits, bigs
 
-    def _parse(self, splits: list[dict]) -> DataFrame:
+    def _splits_frame(self, splits: list[dict]) -> DataFrame:
         tasks = sorted(splits, key=lambda s: s["start"] - s["end"])  # biggest first
-        path = f"{self.staging}/parsed"
-        if tasks:
-            self.sc.setJobDescription(f"binlake: parse {len(tasks)} splits of {self.plan.bytes} bytes")
-            rdd = self.sc.parallelize([(json.dumps(t),) for t in tasks], len(tasks))
-            df = self.spark.createDataFrame(rdd, "split string")
-            # not partitioned by kind (that sorts every task's rows): a batch holds one kind, so row
-            # groups do too and the readers below skip the others' by their statistics
-            (df.mapInArrow(_parse_task(self.opts), schema.STAGED).write.mode("overwrite")
-             .option("parquet.block.size", STAGING_ROW_GROUP).parquet(path))
+        rdd = self.sc.parallelize([(json.dumps(t),) for t in tasks], len(tasks))
+        return self.spark.createDataFrame(rdd, "split string")
+
+    def _facts(self, splits: list[dict]) -> DataFrame:
+        """The facts pass: every split's transactions, anomalies and pieces, staged as Parquet
+        (small: a record per transaction) for the tables and the big transactions' finish."""
+        path = f"{self.staging}/facts"
+        if splits:
+            self.sc.setJobDescription(f"binlake: transactions of {len(splits)} splits of {self.plan.bytes} bytes")
+            (self._splits_frame(splits).mapInArrow(_facts_task(self.opts), schema.STAGED).write.mode("overwrite")
+             .parquet(path))
             return self.spark.read.schema(schema.STAGED).parquet(path)
         return self.spark.createDataFrame([], schema.STAGED)
 
-    def _tables(self, staged: DataFrame, bigs: list[list[dict]]) -> dict[str, DataFrame]:
+    def _rows(self, splits: list[dict], fixes: dict) -> DataFrame:
+        """The rows pass: every split's row changes, decoded again as the tables are written
+        rather than staged (a second decode costs less than writing and reading them twice)."""
+        if not splits:
+            return self.spark.createDataFrame([], schema.ROW_CHANGES)
+        placed = self.sc.broadcast(fixes) if fixes else None
+        return self._splits_frame(splits).mapInArrow(_rows_task(self.opts, placed), schema.ROW_CHANGES)
+
+    def _tables(self, staged: DataFrame, bigs: list[list[dict]], splits: list[dict]) -> dict[str, DataFrame]:
         """The three tables of the range, big transactions put together."""
-        sp = self.spark
         txns = staged.where("kind = 'transaction'").select("transaction.*")
-        rows = staged.where("kind = 'row_change'").select("row_change.*")
         anomalies = staged.where("kind = 'anomaly'").select("anomaly.*")
-        extra_txns, extra_anomalies, fixes = [], list(self.plan.anomalies), []
+        extra_txns, extra_anomalies, fixes = [], list(self.plan.anomalies), {}
         if bigs:
             self.sc.setJobDescription("binlake: put big transactions together")
             pieces = defaultdict(list)
@@ -219,23 +278,15 @@ class Job:
                 if done.anomaly:
                     extra_anomalies.append({**anomaly(first["source"], first["file"], *done.anomaly),
                                             "commit_ts": done.transaction["commit_ts"]})
-                fixes += done.fixes
+                fixes.update({(t, piece, o): (seg, end, base) for t, piece, o, seg, end, base in done.fixes})
         if extra_txns:
             txns = txns.unionByName(self._frame(extra_txns, "transaction", schema.TRANSACTIONS))
         if extra_anomalies:
             anomalies = anomalies.unionByName(self._frame(extra_anomalies, "anomaly", schema.ANOMALIES))
-        plain = rows.where("piece IS NULL").drop("piece", "ev_ord")
-        if fixes:
-            fix = sp.createDataFrame(fixes, "txn_id string, piece int, ev_ord int, fix_segment int, "
-                                            "fix_end boolean, fix_base long")
-            placed = (rows.where("piece IS NOT NULL").join(F.broadcast(fix), ["txn_id", "piece", "ev_ord"])
-                      .withColumn("segment_id", F.col("fix_segment")).withColumn("end_segment", F.col("fix_end"))
-                      .withColumn("seq", F.col("seq") + F.col("fix_base"))
-                      .select(*schema.ROW_CHANGES.fieldNames()))
-            plain = plain.unionByName(placed)
         lo, hi = _instant(self.plan.start), _instant(self.plan.end)
         return {name: df.where((F.col("commit_ts") >= F.lit(lo)) & (F.col("commit_ts") < F.lit(hi)))
-                for name, df in (("transactions", txns), ("row_changes", plain), ("anomalies", anomalies))}
+                for name, df in (("transactions", txns), ("row_changes", self._rows(splits, fixes)),
+                                 ("anomalies", anomalies))}
 
     def _frame(self, records: list[dict], kind: str, struct) -> DataFrame:
         rows = [schema.arrow_record(kind, r, r.get("source"))[kind] for r in records]
@@ -244,8 +295,12 @@ class Job:
     def _write(self, tables: dict[str, DataFrame]) -> None:
         s = self.summary
         dates = _dates(self.plan.start, self.plan.end)
+        # No row change can be in the range when none of its transactions has rows: asked of the
+        # small table, not of the rows pass (which would decode splits to find out).
+        no_rows = tables["transactions"].where("row_count > 0").isEmpty
         for name, df in tables.items():
-            self._replace_range(name, df.withColumn("commit_date", F.to_date("commit_ts")), dates)
+            self._replace_range(name, df.withColumn("commit_date", F.to_date("commit_ts")), dates,
+                                no_rows if name == "row_changes" else df.isEmpty)
         written = {n: self._range_rows(n, dates) for n in tables}  # read back: counts come from Parquet footers
         s.transactions = written["transactions"].count()
         s.row_changes = written["row_changes"].count()
@@ -264,7 +319,7 @@ class Job:
                 .where((F.col("commit_ts") >= F.lit(lo)) & (F.col("commit_ts") < F.lit(hi)))
                 .where(F.col("source").isin(self.sources)))
 
-    def _replace_range(self, name: str, new: DataFrame, dates: list[dt.date]) -> None:
+    def _replace_range(self, name: str, new: DataFrame, dates: list[dt.date], empty) -> None:
         """Rows of the range replace the range's rows of these sources in the dates touched."""
         path = f"{self.warehouse}/{name}"
         struct = _with_date(schema.TABLES[name])
@@ -279,15 +334,16 @@ class Job:
                         & (F.col("commit_ts") < F.lit(hi)))
             old = (self.spark.read.schema(struct).parquet(path)
                    .where(F.col("commit_date").between(F.lit(dates[0]), F.lit(dates[-1]))))
-            if new.isEmpty() and old.where(replaced).isEmpty():
+            if empty() and old.where(replaced).isEmpty():
                 log.info("%s: nothing in the range, before or now: unchanged", name)
                 return
             # the kept rows are read from the partitions about to be overwritten: stage them first
             out = f"{self.staging}/{name}"
-            new.unionByName(old.where(~replaced)).write.mode("overwrite").partitionBy("commit_date").parquet(out)
+            (new.unionByName(old.where(~replaced)).write.options(**WRITE_OPTIONS.get(name, {})).mode("overwrite")
+             .partitionBy("commit_date").parquet(out))
             writer = self.spark.read.schema(struct).parquet(out).write
-        (writer.mode("overwrite").option("partitionOverwriteMode", "dynamic").partitionBy("commit_date")
-         .parquet(path))
+        (writer.options(**WRITE_OPTIONS.get(name, {})).mode("overwrite").option("partitionOverwriteMode", "dynamic")
+         .partitionBy("commit_date").parquet(path))
         staged = {d for d in touched if self._exists(f"{self.staging}/{name}/commit_date={d.isoformat()}")}
         for d in touched:
             if d not in staged:  # its rows were all in the range and are gone: nothing overwrote it

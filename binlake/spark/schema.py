@@ -57,10 +57,9 @@ PIECES = _struct(
     ("rows_deleted", L), ("tables", ArrayType(S)), ("compressed", B), ("broken", B),
     ("events", ArrayType(ArrayType(L))),
 )
-STAGED_ROWS = StructType(ROW_CHANGES.fields + [StructField("piece", N, True), StructField("ev_ord", N, True)])
-# What split tasks emit: one column per record kind, the others null.
-STAGED = _struct(("transaction", TRANSACTIONS), ("row_change", STAGED_ROWS), ("anomaly", ANOMALIES),
-                 ("piece", PIECES), ("kind", S))  # kind: which column is set
+# What the facts pass's split tasks emit: one column per record kind, the others null.
+STAGED = _struct(("transaction", TRANSACTIONS), ("anomaly", ANOMALIES), ("piece", PIECES),
+                 ("kind", S))  # kind: which column is set
 
 _TS_FIELDS = {"commit_ts", "original_commit_ts", "first_event_ts", "event_ts"}
 
@@ -106,10 +105,17 @@ def arrow_batch(arrow, kind: str, recs: list[dict]):
     return pa.RecordBatch.from_arrays(cols, schema=arrow)
 
 
+def records_batch(arrow, recs: list[dict]):
+    """One Arrow batch of a flat schema (ROW_CHANGES') from records in arrow_record's shape."""
+    import pyarrow as pa
+
+    return pa.RecordBatch.from_arrays([_column(pa, [r.get(f.name) for r in recs], f) for f in arrow], schema=arrow)
+
+
 def blocks_batch(arrow, blocks: list, source: str):
-    """One Arrow batch of STAGED from RowBlocks (binlake.assemble): the row changes of whole rows
-    events, built in Arrow's C++ without a Python object per row: the fields a block's rows share
-    are repeated by `take`, the images' JSON texts are the decoder's own buffers."""
+    """One Arrow batch of ROW_CHANGES from RowBlocks (binlake.assemble): the row changes of whole
+    rows events, built in Arrow's C++ without a Python object per row: the fields a block's rows
+    share are repeated by `take`, the images' JSON texts are the decoder's own buffers."""
     import numpy as np
     import pyarrow as pa
 
@@ -117,15 +123,7 @@ def blocks_batch(arrow, blocks: list, source: str):
     n = int(counts.sum())
     which = pa.array(np.repeat(np.arange(len(blocks), dtype=np.int32), counts))
     starts = np.cumsum(counts) - counts
-    cols = []
-    for f in arrow:
-        if f.name == "kind":
-            cols.append(pa.repeat(pa.scalar("row_change", f.type), n))
-        elif f.name == "row_change":
-            children = [_block_column(pa, np, c, blocks, which, counts, starts, source, n) for c in f.type]
-            cols.append(pa.StructArray.from_arrays(children, fields=list(f.type)))
-        else:
-            cols.append(pa.nulls(n, f.type))
+    cols = [_block_column(pa, np, f, blocks, which, counts, starts, source, n) for f in arrow]
     return pa.RecordBatch.from_arrays(cols, schema=arrow)
 
 
@@ -140,8 +138,6 @@ def _block_column(pa, np, f, blocks: list, which, counts, starts, source: str, n
         return pa.array(np.arange(n, dtype=np.int64) + np.repeat(first - starts, counts), f.type)
     if name == "source":
         return pa.repeat(pa.scalar(source, f.type), n)
-    if name in ("piece", "ev_ord"):  # pieces of big transactions are records, never blocks
-        return pa.nulls(n, f.type)
     values = [getattr(b, name) for b in blocks]
     if name in _TS_FIELDS:
         values = [_ts(v) for v in values]
