@@ -69,6 +69,8 @@ class RowBlock:
     before: tuple[bytes, bytes] | None
     after: tuple[bytes, bytes] | None
     end_segment: bool = False
+    piece: int | None = None  # a big transaction's piece: its place comes from binlake.pieces.finish
+    ev_ord: int | None = None
 
 
 EmitBlocks = Callable[[list[RowBlock]], None]  # a segment's row changes as blocks
@@ -472,15 +474,21 @@ class FileAssembler:
         self._held(txn, f, tm, op, n, flags)
         return True
 
-    def _blocked(self, txn: Txn, f: Frame, tm: rows_codec.TableMap, phl: int) -> bool:
-        """Hold a rows event's row changes as a RowBlock if the compiled path takes it."""
+    @staticmethod
+    def _columns(f: Frame, tm: rows_codec.TableMap, phl: int) -> tuple | None:
+        """(op, flags, rows, before, after) of a rows event by the compiled path, or None."""
         op = rows_codec.ROWS_EVENT_TYPES.get(f.type)
         if op is None or tm.json_keys is None or not fastrows.enabled():
-            return False
+            return None
         done = rows_codec.render_columns(f.type, f.body, phl, tm, op)
+        return None if done is None else (op, *done)
+
+    def _blocked(self, txn: Txn, f: Frame, tm: rows_codec.TableMap, phl: int) -> bool:
+        """Hold a rows event's row changes as a RowBlock if the compiled path takes it."""
+        done = self._columns(f, tm, phl)
         if done is None:
             return False
-        flags, n, before, after = done
+        op, flags, n, before, after = done
         self._room(txn)
         if n:
             txn.seg_buf.append(self._block(txn, f, tm, op, n, before, after))

@@ -14,7 +14,18 @@ from __future__ import annotations
 import base64
 from dataclasses import dataclass
 
-from binlake.assemble import Emit, Event, Facts, FileAssembler, Options, Txn, classify_end, describe, transaction_record
+from binlake.assemble import (
+    Emit,
+    EmitBlocks,
+    Event,
+    Facts,
+    FileAssembler,
+    Options,
+    Txn,
+    classify_end,
+    describe,
+    transaction_record,
+)
 from binlake.binlog import constants as c
 from binlake.binlog import events as ev_codec
 from binlake.binlog import rows as rows_codec
@@ -115,8 +126,8 @@ class PieceAssembler(FileAssembler):
     """Decodes one piece of a big transaction: rows numbered from 0, nothing buffered."""
 
     def __init__(self, reader: BinlogReader, opts: Options, emit: Emit, binlog_file: str,
-                 big: dict, piece: int) -> None:
-        super().__init__(reader, opts, emit, binlog_file)
+                 big: dict, piece: int, emit_blocks: EmitBlocks | None = None) -> None:
+        super().__init__(reader, opts, emit, binlog_file, emit_blocks=emit_blocks)
         self.big_spec = big
         self.piece = piece
         self.last = piece == len(big["cuts"])
@@ -160,9 +171,7 @@ class PieceAssembler(FileAssembler):
         if txn is not self.big:
             super()._place(txn, f, tm, ev)
             return
-        self._count(txn, tm, ev.op, len(ev.rows))
         ordinal = len(self.ev_stats)
-        self.ev_stats.append([len(ev.rows), f.size])
         if self.opts.rows:
             recs = self._row_changes(txn, f, tm, ev.op, ev.rows)
             for rec in recs:
@@ -171,8 +180,29 @@ class PieceAssembler(FileAssembler):
                 rec["ev_ord"] = ordinal
             self.stats["row_changes"] += len(recs)
             self.emit_rows(recs)
-        txn.seq += len(ev.rows)
-        if ev.flags & c.STMT_END_F:
+        self._piece_event(txn, f, tm, ev.op, len(ev.rows), ev.flags)
+
+    def _blocked(self, txn: Txn, f: Frame, tm: rows_codec.TableMap, phl: int) -> bool:
+        if txn is not self.big:
+            return super()._blocked(txn, f, tm, phl)
+        done = self._columns(f, tm, phl)
+        if done is None:
+            return False
+        op, flags, n, before, after = done
+        if n:  # out at once, unnumbered: finish() places it (segment_id None until then)
+            block = self._block(txn, f, tm, op, n, before, after)
+            block.segment_id, block.piece, block.ev_ord = None, self.piece, len(self.ev_stats)
+            self.stats["row_changes"] += n
+            self.emit_blocks([block])
+        self._piece_event(txn, f, tm, op, n, flags)
+        return True
+
+    def _piece_event(self, txn: Txn, f: Frame, tm: rows_codec.TableMap, op: str, n: int, flags: int) -> None:
+        """Count a rows event of the big transaction: what finish() needs of it."""
+        self._count(txn, tm, op, n)
+        self.ev_stats.append([n, f.size])
+        txn.seq += n
+        if flags & c.STMT_END_F:
             txn.rows_query = None
 
     def _close(self, txn: Txn) -> None:

@@ -184,8 +184,9 @@ def run_survey(split: dict, store=None) -> dict | None:
 
 def run_split(split: dict, opts: Options, store=None, blocks: bool = False) -> Iterator[tuple[str, Any]]:
     """Records of one split as ("transaction" | "row_change" | "anomaly" | "piece", record).
-    With `blocks`, the row changes of whole transactions come as ("row_blocks", [RowBlock, ...])
-    instead (those of a big transaction's pieces stay records).
+    With `blocks`, the row changes come as ("row_blocks", [RowBlock, ...]) instead, where the
+    compiled decoder takes their rows events (a big transaction's pieces' unplaced: see
+    binlake.spark.job's rows pass).
 
     Row changes stream out as they are decoded; the split's bytes are memory-mapped (or
     spooled to a temporary file from S3), never read into memory whole. Anomalies carry
@@ -210,15 +211,16 @@ def run_split(split: dict, opts: Options, store=None, blocks: bool = False) -> I
                                    "TRUNCATED" if rng.total < size else "CORRUPT",
                                    f"{store.url}/{key}: the object holds {rng.total} bytes but its manifest "
                                    f"says {size}"))
-        out: list[tuple[str, dict]] = []
+        out: list[tuple[str, Any]] = []
+        emit_blocks = (lambda b: out.append(("row_blocks", b))) if blocks else None
         reader = BinlogReader(rng.data, f"{store.url}/{key}", base=start,
                               fde=FormatDescription.from_dict(split["fde"]), pages=rng.pages)
         if split.get("big"):
             asm: FileAssembler = PieceAssembler(reader, opts, lambda k, r: out.append((k, r)), name,
-                                                split["big"], split["piece"])
+                                                split["big"], split["piece"], emit_blocks)
         else:
             asm = FileAssembler(reader, opts, lambda k, r: out.append((k, r)), binlog_file=name,
-                                emit_blocks=(lambda b: out.append(("row_blocks", b))) if blocks else None)
+                                emit_blocks=emit_blocks)
         for _ in itertools.chain(asm.steps(), [None]):  # the last records come after the last step
             for kind, rec in out:
                 if kind == "anomaly":

@@ -134,6 +134,7 @@ def _rows_task(opts: Options, fixes):
             recs: list[dict] = []
             for kind, rec in run_split(split, opts, blocks=True):
                 if kind == "row_blocks":
+                    rec = [block for block in rec if _placed_block(block, place)]
                     blocks += rec
                     held += sum(block.rows for block in rec)
                     if held >= BATCH:
@@ -152,6 +153,18 @@ def _rows_task(opts: Options, fixes):
                 yield schema.records_batch(arrow, recs)
 
     return run
+
+
+def _placed_block(block, place: dict) -> bool:
+    """A RowBlock of a piece given its place in the whole transaction (as _placed)."""
+    if block.piece is None:
+        return True
+    fix = place.get((block.txn_id, block.piece, block.ev_ord))
+    if fix is None:
+        return False
+    block.segment_id, block.end_segment = fix[0], fix[1]
+    block.seq += fix[2]
+    return True
 
 
 def _placed(rec: dict, place: dict) -> bool:
