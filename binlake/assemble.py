@@ -29,7 +29,7 @@ from binlake.binlog.payload import inner_frames
 from binlake.boundary import PRE_STATEMENT_EVENTS, Boundary, BoundaryParser, Opener, query_role
 from binlake.errors import BinlogError, FatalBinlogError, RowDecodeError
 from binlake.records import anomaly as make_anomaly
-from binlake.records import derived_txn_id, json_line, ts_from_micros, ts_from_seconds
+from binlake.records import derived_txn_id, image_json, json_line, ts_from_micros, ts_from_seconds
 
 Emit = Callable[[str, dict], None]  # ("transaction" | "row_change" | "anomaly", record)
 EmitRows = Callable[[list[dict]], None]  # a segment's row changes at once (fewer calls per row)
@@ -649,7 +649,7 @@ def _image_columns(recs: list[dict]) -> tuple[tuple[bytes, bytes] | None, tuple[
 def _json_column(images: list[dict | None]) -> tuple[bytes, bytes] | None:
     if images[0] is None:  # one side of a rows event is all images or all None
         return None
-    texts = [orjson.dumps(image, option=orjson.OPT_NON_STR_KEYS) for image in images]
+    texts = [image_json(image) for image in images]
     offsets = array.array("i", [0])
     offsets.extend(itertools.accumulate(map(len, texts)))
     if sys.byteorder != "little":

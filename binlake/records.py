@@ -29,6 +29,12 @@ def json_line(rec: dict) -> bytes:
     return orjson.dumps(rec, option=orjson.OPT_APPEND_NEWLINE)
 
 
+def image_json(image: dict) -> bytes:
+    """A row image as the tables' `before`/`after` JSON text (column names, or numbers where a
+    table map gave none, as keys)."""
+    return orjson.dumps(image, option=orjson.OPT_NON_STR_KEYS)
+
+
 def derived_txn_id(server_id: int, binlog_file: str, start_pos: int) -> str:
     """A transaction without GTID gets a UUID from where it is, so reruns give the same id."""
     return str(uuid.uuid5(TXN_NAMESPACE, f"{server_id}:{binlog_file}:{start_pos}"))

@@ -12,7 +12,7 @@ import pytest
 
 from binlake.assemble import FileAssembler
 from binlake.binlog import _rowdecode, fastrows
-from tests.support.scanning import PUBLIC, lines_path, records_path
+from tests.support.scanning import PUBLIC, assert_same_items, lines_path, records_path
 from tests.test_public_fixtures import READABLE
 from tests.test_rowdecode import FILES
 
@@ -21,9 +21,7 @@ SMALL = {"segment_rows": 7, "segment_bytes": 3000}
 
 def _same(paths, **opts) -> bytes:
     got, want = lines_path(paths, **opts), records_path(paths, **opts)
-    assert got.count(b"\n") == want.count(b"\n")
-    for n, (a, b) in enumerate(zip(got.split(b"\n"), want.split(b"\n"), strict=True)):
-        assert a == b, f"line {n + 1}"
+    assert_same_items(got.split(b"\n"), want.split(b"\n"), "line")
     return got
 
 

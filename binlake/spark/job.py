@@ -24,7 +24,7 @@ import os
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field, replace
 
 from pyspark.sql import DataFrame, SparkSession
@@ -157,27 +157,24 @@ def _rows_task(opts: Options, fixes):
 
 def _placed_block(block, place: dict) -> bool:
     """A RowBlock of a piece given its place in the whole transaction (as _placed)."""
-    if block.piece is None:
-        return True
-    fix = place.get((block.txn_id, block.piece, block.ev_ord))
-    if fix is None:
-        return False
-    block.segment_id, block.end_segment = fix[0], fix[1]
-    block.seq += fix[2]
-    return True
+    fix = _place(place, block.txn_id, block.piece, block.ev_ord)
+    if fix:
+        block.segment_id, block.end_segment, block.seq = fix[0], fix[1], block.seq + fix[2]
+    return fix is not None
 
 
 def _placed(rec: dict, place: dict) -> bool:
     """A piece's row change given its place in the whole transaction; False when it has none."""
-    piece, ordinal = rec.pop("piece", None), rec.pop("ev_ord", None)
-    if piece is None:
-        return True
-    fix = place.get((rec["txn_id"], piece, ordinal))
-    if fix is None:
-        return False
-    rec["segment_id"], rec["end_segment"] = fix[0], fix[1]
-    rec["seq"] += fix[2]
-    return True
+    fix = _place(place, rec["txn_id"], rec.pop("piece", None), rec.pop("ev_ord", None))
+    if fix:
+        rec["segment_id"], rec["end_segment"], rec["seq"] = fix[0], fix[1], rec["seq"] + fix[2]
+    return fix is not None
+
+
+def _place(place: dict, txn_id: str, piece: int | None, ordinal: int | None) -> tuple | None:
+    """(segment_id, end_segment, seq_base) of a piece's rows event; () for rows of no piece (they
+    are placed already); None when finish() gave it none (its transaction is broken)."""
+    return () if piece is None else place.get((txn_id, piece, ordinal))
 
 
 def _arrow_schema(struct):
@@ -332,7 +329,7 @@ class Job:
                 .where((F.col("commit_ts") >= F.lit(lo)) & (F.col("commit_ts") < F.lit(hi)))
                 .where(F.col("source").isin(self.sources)))
 
-    def _replace_range(self, name: str, new: DataFrame, dates: list[dt.date], empty) -> None:
+    def _replace_range(self, name: str, new: DataFrame, dates: list[dt.date], empty: Callable[[], bool]) -> None:
         """Rows of the range replace the range's rows of these sources in the dates touched."""
         path = f"{self.warehouse}/{name}"
         struct = _with_date(schema.TABLES[name])

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import datetime as dt
 
-import orjson
 from pyspark.sql.types import (
     ArrayType,
     BooleanType,
@@ -23,6 +22,8 @@ from pyspark.sql.types import (
     StructType,
     TimestampType,
 )
+
+from binlake.records import image_json
 
 S, L, N, B, T = StringType(), LongType(), IntegerType(), BooleanType(), TimestampType()
 
@@ -79,7 +80,7 @@ def arrow_record(kind: str, rec: dict, source: str) -> dict:
 
 
 def _json(value) -> str | None:
-    return None if value is None else orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+    return None if value is None else image_json(value).decode()
 
 
 # Fields that hold one long text shared by many records (a multi-row INSERT's Rows_query is

@@ -73,6 +73,13 @@ def records_path(paths, **opts) -> bytes:
     return b"".join(out)
 
 
+def assert_same_items(got: list, want: list, what: str) -> None:
+    """Two sequences equal item by item; the first difference is named by its place."""
+    assert len(got) == len(want)
+    for n, (a, b) in enumerate(zip(got, want, strict=True)):
+        assert a == b, f"{what} {n + 1}"
+
+
 def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
     """Run the installed command line exactly as a user does."""
     return subprocess.run([sys.executable, "-m", "binlake.cli", *args], capture_output=True,
