@@ -169,10 +169,12 @@ def test_purge_gap_is_loud(request, name, tmp_path):
 
 
 class _Faulty:
-    """A real source whose copy hits a real fault at the k-th event (`fault()` does it)."""
+    """A real source whose copy hits a real fault (`fault()` does it) once `at` bytes of a file
+    have come: files smaller than that copy whole, the first bigger one is cut."""
 
-    def __init__(self, source, k, fault):
-        self.source, self.k, self.fault, self.url = source, k, fault, source.url
+    def __init__(self, source, at, fault):
+        self.source, self.at, self.fault, self.url = source, at, fault, source.url
+        self.done = False
 
     def files(self):
         return self.source.files()
@@ -181,10 +183,13 @@ class _Faulty:
         return getattr(self.source, name)
 
     def stream(self, f):
-        for i, chunk in enumerate(self.source.stream(f)):
-            if i == self.k:
+        got = 0
+        for run in self.source.stream(f):
+            got += len(run)
+            if got >= self.at and not self.done:
+                self.done = True
                 self.fault()
-            yield chunk
+            yield run
 
 
 def _kill_dump_threads(server):
@@ -225,7 +230,7 @@ def test_connection_dropped_mid_copy(request, name, tmp_path):
     store = FileStore(str(tmp_path / "store"))
     src = MySQLSource(f"mysql://root@127.0.0.1:{server.port}")
     with pytest.raises((SourceError, BinlogError)) as cut:
-        archive(_Faulty(src, 5, lambda: _kill_dump_threads(server)), store, "f")
+        archive(_Faulty(src, 4 << 20, lambda: _kill_dump_threads(server)), store, "f")
     # Small files may have been sent whole before the kill; the big one was cut: it has
     # neither manifest nor object, and every manifest stands beside its whole object.
     names = [f.name for f in src.files()]
@@ -259,11 +264,18 @@ def test_s3_endpoint_gone_mid_copy(mysql_server, s3_endpoint):
     stores.PART_SIZE = 5 << 20
     try:
         with pytest.raises(Exception):  # noqa: B017 - whatever botocore raises for a dead endpoint
-            archive(_Faulty(src, 3, moto.stop), store, "s")
+            archive(_Faulty(src, 4 << 20, moto.stop), store, "s")
         moto = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
         moto.start()  # the endpoint is back, with what it held
-        assert store.keys("s/manifests") == [] and store.keys("s/binlogs") == []
-        assert archive(src, store, "s").archived == [f.name for f in src.files()]
+        # the files before the big one may be in (the last of them maybe without its manifest, so
+        # not archived); the big one was cut: no object, no manifest
+        archived = [k.rsplit("/", 1)[1][:-5] for k in store.keys("s/manifests")]
+        objects = [k.rsplit("/", 1)[1] for k in store.keys("s/binlogs")]
+        assert objects[:len(archived)] == archived and len(objects) <= len(archived) + 1
+        names = [f.name for f in src.files()]
+        assert set(objects) < set(names)
+        assert archived == names[:len(archived)] and len(archived) < len(names)
+        assert archive(src, store, "s").archived == names[len(archived):]
         _assert_whole(store, "s", mysql_server)
     finally:
         stores.PART_SIZE = old
@@ -376,7 +388,7 @@ def test_server_killed_mid_copy(tmp_path):
         src = MySQLSource(f"mysql://root@127.0.0.1:{server.port}")
         names = [f.name for f in src.files()]
         with pytest.raises(SourceError):
-            archive(_Faulty(src, 5, server.kill), store, "v")
+            archive(_Faulty(src, 4 << 20, server.kill), store, "v")
         archived = [k.rsplit("/", 1)[1][:-5] for k in store.keys("v/manifests")]
         assert archived == [k.rsplit("/", 1)[1] for k in store.keys("v/binlogs")]
         assert len(archived) < len(names)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+from collections import deque
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -123,26 +125,80 @@ class Copied:
     writer: object
 
 
+AHEAD = 4  # runs of events received while earlier ones are checked, hashed and written (a few MiB)
+
+
 def _copy(source, store, source_name: str, f) -> Copied:
+    """Copy and verify one file. While this thread receives a run of events, one thread checks
+    and indexes the runs before it and another hashes and writes them: the socket's reads,
+    CRC32, sha256 and the writes all let go of the GIL, so they overlap. Nothing is committed
+    before every run is checked."""
     verifier = Verifier(f.name)
     writer = store.writer(binlog_key(source_name, f.name))
+    checker = ThreadPoolExecutor(1, thread_name_prefix="binlake-check")
+    keeper = ThreadPoolExecutor(1, thread_name_prefix="binlake-write")
+    ahead: deque[tuple[Future, Future]] = deque()
     try:
         stream = source.stream(f)
         magic = next(stream, b"")
         verifier.magic(magic)
         writer.write(magic)
-        for event in stream:
-            verifier.event(event)
-            writer.write(event)
+        try:
+            for run in _batched(stream):
+                ahead.append((checker.submit(verifier.events, run), keeper.submit(_keep, verifier, writer, run)))
+                if len(ahead) > AHEAD:
+                    _done(ahead.popleft())
+        except BaseException:
+            _drain(ahead)  # a run handed over before the source failed was bad: that comes first
+            raise
+        _drain(ahead)
         verifier.finish()
         if verifier.size != f.size:
             raise BinlogError(f.name, verifier.size, f"copied {verifier.size} bytes but the source lists "
                                                      f"{f.size}: the copy is incomplete")
     except BaseException:
+        for pool in (checker, keeper):  # nothing writes while the object is dropped
+            pool.shutdown(wait=True, cancel_futures=True)
         writer.abort()
         raise
+    finally:
+        checker.shutdown()
+        keeper.shutdown()
     return Copied(verifier.manifest(source=source_name, source_url=source.url, server_uuid=source.server_uuid,
                                     archived_at=dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")), writer)
+
+
+def _batched(stream: Iterator[bytes], least: int = 1 << 18) -> Iterator[bytes]:
+    """Runs of at least `least` bytes (but the last): events that come one by one (the
+    reference path's packets) are handed to the threads together."""
+    batch: list[bytes] = []
+    size = 0
+    for run in stream:
+        batch.append(run)
+        size += len(run)
+        if size >= least:
+            yield b"".join(batch)  # one run: itself, not a copy
+            batch.clear()
+            size = 0
+    if batch:
+        yield b"".join(batch)
+
+
+def _keep(verifier: Verifier, writer, run: bytes) -> None:
+    verifier.hash(run)
+    writer.write(run)
+
+
+def _done(pair: tuple[Future, Future]) -> None:
+    """A run's check, then its write: the check's error first, it says what is wrong."""
+    pair[0].result()
+    pair[1].result()
+
+
+def _drain(ahead: deque[tuple[Future, Future]]) -> None:
+    """Wait for the runs in flight, in order; the first that failed raises."""
+    while ahead:
+        _done(ahead.popleft())
 
 
 def file_number(name: str) -> int:

@@ -11,13 +11,13 @@ unexpected go to the reference path in rows.py, which the tests compare this one
 from __future__ import annotations
 
 import codecs
-import os
 import struct
 
 import orjson
 from pymysql.charset import charset_by_name
 from pymysqlreplication.constants import FIELD_TYPE
 
+from binlake import pure_python
 from binlake.binlog import constants as c
 from binlake.binlog.varlen import read_packed
 
@@ -38,7 +38,7 @@ _TEMPORAL = {FIELD_TYPE.DATETIME2: "K_DATETIME2", FIELD_TYPE.TIMESTAMP2: "K_TIME
 
 
 def enabled() -> bool:
-    return _rowdecode is not None and os.environ.get("BINLAKE_PURE_PYTHON", "") in ("", "0")
+    return _rowdecode is not None and not pure_python()
 
 
 def plan(table_map) -> tuple | None:
