@@ -15,20 +15,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-from binlake import pure_python
+from binlake.archive import loop
 from binlake.binlog import constants as c
 from binlake.errors import BinlakeError
-
-try:
-    from binlake.archive import _eventruns
-except ImportError:  # built without a C compiler: every packet is read one by one
-    _eventruns = None
 
 COM_BINLOG_DUMP = 0x12
 BINLOG_DUMP_NON_BLOCK = 0x01
 BINLOG_SEND_ANNOTATE_ROWS_EVENT = 0x02  # MariaDB leaves ANNOTATE_ROWS out unless asked
 _HEADER = struct.Struct("<IBIIIH")
-_U32 = struct.Struct("<I")
 READ_SIZE = 1 << 20  # bytes read at once, from a file or the server's socket
 # Bytes of events taken out of dump packets by each path in this process (tests and benchmarks read it).
 dumped = {"compiled": 0, "reference": 0}
@@ -76,7 +70,7 @@ class DirSource:
             carry = b""
             while True:
                 # an event longer than a read is read to its end at once, not grown read by read
-                want = max(READ_SIZE, _U32.unpack_from(carry, 9)[0] - len(carry) if len(carry) >= 19 else 0)
+                want = max(READ_SIZE, _HEADER.unpack_from(carry)[3] - len(carry) if len(carry) >= 19 else 0)
                 block = fh.read(want)
                 if not block:
                     if carry:
@@ -94,7 +88,7 @@ def _whole(data: bytes) -> int:
     header's length, for the verifier to refuse)."""
     off, n = 0, len(data)
     while n - off >= 19:
-        end = off + max(19, _U32.unpack_from(data, off + 9)[0])
+        end = off + max(19, _HEADER.unpack_from(data, off)[3])
         if end > n:
             break
         off = end
@@ -233,7 +227,7 @@ class _Dump:
         self.rfile, self.seq = conn._rfile, conn._next_seq_id  # noqa: SLF001 - read where pymysql reads
         self.buf = bytearray(READ_SIZE)
         self.start = self.end = 0  # the bytes received and not yet taken: buf[start:end]
-        self.compiled = _eventruns is not None and not pure_python()
+        self.loop = loop()
 
     def _fill(self, need: int) -> None:
         """Receive until `need` bytes are waiting."""
@@ -259,16 +253,19 @@ class _Dump:
     def run(self, limit: int) -> bytes:
         """The events of the ordinary event packets waiting (at least one when there are), up to
         the one that brings them to `limit` bytes; b"" when the next packet is not one."""
-        if not self.compiled:
+        if self.loop is None:
             return b""
         while True:
-            self.start, self.seq, events, whole = _eventruns.packets(self.buf, self.start, self.end, self.seq, limit)
+            self.start, self.seq, events, whole = self.loop.packets(self.buf, self.start, self.end, self.seq, limit)
             if events or whole:
                 dumped["compiled"] += len(events)
                 return events
-            waiting = self.end - self.start
-            head = self.buf[self.start:self.start + 3] if waiting >= 4 else b""
-            self._fill(4 + (head[0] | head[1] << 8 | head[2] << 16) if head else 4)
+            self._fill(4 + self._length() if self.end - self.start >= 4 else 4)
+
+    def _length(self) -> int:
+        """The payload length in the header of the packet waiting."""
+        head = self.buf[self.start:self.start + 3]
+        return head[0] | head[1] << 8 | head[2] << 16
 
     def packet(self) -> bytes:
         import pymysql
@@ -276,11 +273,10 @@ class _Dump:
         parts = []
         while True:
             self._fill(4)
-            head = self.buf[self.start:self.start + 4]
-            n = head[0] | head[1] << 8 | head[2] << 16
-            if head[3] != self.seq:  # MariaDB restarts at 0 with an error packet when it shuts down
+            n, seq = self._length(), self.buf[self.start + 3]
+            if seq != self.seq:  # MariaDB restarts at 0 with an error packet when it shuts down
                 raise pymysql.err.OperationalError(
-                    2013, f"Lost connection to MySQL server during query (packet {head[3]}, expected {self.seq})")
+                    2013, f"Lost connection to MySQL server during query (packet {seq}, expected {self.seq})")
             self._fill(4 + n)
             parts.append(bytes(self.buf[self.start + 4:self.start + 4 + n]))
             self.start += 4 + n

@@ -16,8 +16,9 @@ from __future__ import annotations
 import hashlib
 import struct
 from dataclasses import dataclass, field
+from types import ModuleType
 
-from binlake import pure_python
+from binlake.archive import loop
 from binlake.binlog import constants as c
 from binlake.binlog.framing import FormatDescription, Frame, crc_ok, parse_fde_body
 from binlake.binlog.gtid import GtidSet, decode_gtid_list, decode_previous_gtids
@@ -25,19 +26,9 @@ from binlake.errors import BinlogError
 from binlake.index import IndexEntry, Indexer
 from binlake.records import ts_from_seconds
 
-try:
-    from binlake.archive import _eventruns
-except ImportError:  # built without a C compiler: the reference path checks every event
-    _eventruns = None
-
 _HEADER = struct.Struct("<IBIIIH")
-_U32 = struct.Struct("<I")
 # Bytes checked by each path in this process (tests and benchmarks read it).
 checked = {"compiled": 0, "reference": 0}
-
-
-def compiled() -> bool:
-    return _eventruns is not None and not pure_python()
 
 
 @dataclass
@@ -56,7 +47,7 @@ class Verifier:
     index: list[IndexEntry] = field(default_factory=list)
     last_event_type: int | None = None
     _indexer: Indexer | None = None
-    _compiled: bool = field(default_factory=compiled)
+    _loop: ModuleType | None = field(default_factory=loop)
 
     def magic(self, data: bytes) -> None:
         if data == c.ENCRYPTED_MAGIC:
@@ -73,14 +64,14 @@ class Verifier:
 
     def events(self, run: bytes) -> None:
         """Whole events back to back, exactly as they sit in the file from the current position
-        (check and index them; `hash` them too). A run that does not end at an event's end
-        raises, naming where."""
+        (checked and indexed; the caller hashes them with `hash`). A run that does not end at an
+        event's end raises, naming where."""
         n, off = len(run), 0
         with memoryview(run) as view:
             while off < n:
                 vouched = self._indexer.vouched if self._indexer is not None else None
-                if vouched is not None and self._compiled:
-                    stop, pos, ts, type_code = _eventruns.checked(run, off, n, self.pos, self.fde.has_checksum,
+                if vouched is not None and self._loop is not None:
+                    stop, pos, ts, type_code = self._loop.checked(run, off, n, self.pos, self.fde.has_checksum,
                                                                   vouched.start + vouched.length)
                     if stop > off:
                         checked["compiled"] += stop - off
@@ -88,7 +79,7 @@ class Verifier:
                         self.last_event_ts, self.last_event_type = ts, type_code
                         off = stop
                         continue
-                size = _U32.unpack_from(run, off + 9)[0] if n - off >= 19 else 0
+                size = _HEADER.unpack_from(run, off)[3] if n - off >= 19 else 0
                 end = min(n, off + max(size, 19))
                 self.event(run if end - off == n else bytes(view[off:end]))
                 off = end
