@@ -26,7 +26,8 @@ from binlake.binlog import fastrows
 from binlake.binlog import rows as rows_codec
 from binlake.binlog.framing import BinlogReader, Frame
 from binlake.binlog.payload import inner_frames
-from binlake.boundary import PRE_STATEMENT_EVENTS, Boundary, BoundaryParser, Opener, query_role
+from binlake.boundary import Boundary, BoundaryParser
+from binlake.describe import Event, describe
 from binlake.errors import BinlogError, FatalBinlogError, RowDecodeError
 from binlake.records import anomaly as make_anomaly
 from binlake.records import derived_txn_id, image_json, json_line, ts_from_micros, ts_from_seconds
@@ -74,67 +75,6 @@ class RowBlock:
 
 
 EmitBlocks = Callable[[list[RowBlock]], None]  # a segment's row changes as blocks
-
-
-@dataclass(slots=True)
-class Event:
-    """A frame with its boundary type and the little that was decoded of its body."""
-
-    frame: Frame
-    inner: int  # index inside a TRANSACTION_PAYLOAD, -1 for a real event of the file
-    boundary: Boundary = Boundary.IGNORE
-    opener: Opener | None = None
-    gtid: ev_codec.GtidInfo | None = None
-    query: ev_codec.Query | None = None
-    role: str | None = None
-    xid: int | None = None
-    xa: ev_codec.XaPrepare | None = None
-    error: str | None = None
-
-
-def describe(parser: BoundaryParser, frame: Frame, inner: int, fde) -> Event:
-    """Decode what boundaries need of an event and type it in the parser's context."""
-    e = Event(frame, inner)
-    t = frame.type
-    stmt_end = False
-    try:
-        if t in (c.GTID_LOG_EVENT, c.ANONYMOUS_GTID_LOG_EVENT):
-            e.gtid = ev_codec.decode_mysql_gtid(t, frame.body)
-            e.opener = Opener.GTID
-        elif t == c.GTID_TAGGED_LOG_EVENT:
-            e.gtid = ev_codec.decode_tagged_gtid(frame.body)
-            e.opener = Opener.GTID
-        elif t == c.MARIA_GTID_EVENT:
-            e.gtid = ev_codec.decode_maria_gtid(frame.body, frame.server_id)
-            alone = e.gtid.flags & (c.FL_STANDALONE | c.FL_COMPLETED_XA)
-            e.opener = Opener.GTID if alone else Opener.MARIA_GTID
-        elif t in (c.QUERY_EVENT, c.QUERY_COMPRESSED_EVENT):
-            phl = fde.post_header_len(t) or fde.post_header_len(c.QUERY_EVENT)
-            e.query = ev_codec.decode_query(frame.body, phl, t == c.QUERY_COMPRESSED_EVENT)
-            e.role = query_role(e.query.text)
-            if e.role == "begin":
-                e.opener = Opener.BEGIN
-        elif t == c.XID_EVENT:
-            e.xid = ev_codec.decode_xid(frame.body)
-        elif t == c.XA_PREPARE_LOG_EVENT:
-            e.xa = ev_codec.decode_xa_prepare(frame.body)
-        elif t in PRE_STATEMENT_EVENTS:
-            e.opener = Opener.PRE_STATEMENT
-        elif t == c.TABLE_MAP_EVENT:
-            e.opener = Opener.ROWS
-        elif t in c.ROWS_EVENTS and parser.opener is Opener.ROWS:
-            stmt_end = _rows_flags(frame, fde) & c.STMT_END_F
-    except (ValueError, struct.error, IndexError, UnicodeDecodeError) as exc:
-        e.error = f"cannot decode {c.event_name(t)} event: {exc}"
-    e.boundary = parser.classify(t, query_role=e.role, known=t in c.EVENT_NAMES,
-                                 stmt_end=bool(stmt_end))
-    return e
-
-
-def _rows_flags(frame: Frame, fde) -> int:
-    """The flags after a rows event's table id (6 bytes; 4 where the post-header is 6)."""
-    at = 4 if fde.post_header_len(frame.type) == 6 else 6
-    return struct.unpack_from("<H", frame.body, at)[0]
 
 
 @dataclass

@@ -8,9 +8,7 @@ import logging
 import sys
 from pathlib import Path
 
-from binlake.assemble import Options
 from binlake.errors import BinlakeError, BinlogError
-from binlake.scan import scan_files
 
 
 def _dump(rec: dict) -> str:
@@ -18,8 +16,12 @@ def _dump(rec: dict) -> str:
 
 
 def cmd_scan(args: argparse.Namespace) -> int:
+    # Imported here, as each command's own modules are, so that `binlake archive` does not load
+    # the row decoder and mysql-replication at every start.
+    from binlake.assemble import Options
     from binlake.malloc import keep_freed_memory
     from binlake.records import json_line
+    from binlake.scan import scan_files
 
     keep_freed_memory()
     sys.stdout.flush()

@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from binlake.assemble import describe
 from binlake.binlog import constants as c
 from binlake.binlog import events as ev_codec
 from binlake.binlog.framing import BinlogReader
 from binlake.boundary import Boundary, BoundaryParser
+from binlake.describe import describe
 from binlake.errors import BinlogError
 from binlake.records import derived_txn_id, ts_from_micros, ts_from_seconds
 

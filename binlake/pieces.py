@@ -17,13 +17,11 @@ from dataclasses import dataclass
 from binlake.assemble import (
     Emit,
     EmitBlocks,
-    Event,
     Facts,
     FileAssembler,
     Options,
     Txn,
     classify_end,
-    describe,
     transaction_record,
 )
 from binlake.binlog import constants as c
@@ -31,6 +29,7 @@ from binlake.binlog import events as ev_codec
 from binlake.binlog import rows as rows_codec
 from binlake.binlog.framing import BinlogReader, FormatDescription, Frame
 from binlake.boundary import Boundary, BoundaryParser, Opener
+from binlake.describe import Event, describe
 from binlake.errors import BinlogError
 
 ROW_CARRIERS = frozenset({c.TABLE_MAP_EVENT, c.ROWS_QUERY_LOG_EVENT, c.ANNOTATE_ROWS_EVENT, *c.ROWS_EVENTS})
