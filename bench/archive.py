@@ -1,14 +1,16 @@
 """Benchmark `binlake archive` against `mysqlbinlog --read-from-remote-server --raw`.
 
-Starts a real MySQL 9.x server and a real S3 endpoint (moto) on 127.0.0.1, writes a corpus
-(default 256 MiB of rotated files), then copies every rotated file with
-  (a) `binlake archive --source mysql://… --store s3://…` (verified, with manifests)
+Starts a real S3 endpoint (moto) and, for each of two corpora, a real MySQL 9.x server on
+127.0.0.1 that writes it: 256 MiB of 200-row transactions (bench/scan.py's workload) and 256 MiB
+of one-row transactions (the OLTP shape, where a cost per transaction shows). Then it copies
+every rotated file with
+  (a) `binlake archive --source mysql://… --store s3://…` (verified, with manifests; first corpus)
   (b) `binlake archive … --store file://…`, and again with the compiled loop off
   (c) `mysqlbinlog --read-from-remote-server --raw` to local disk
 each in its own process (binlake's file:// copy also timed inside its process), the best of
 --repeat runs, and prints MiB/s. Appends the table to bench/RESULTS.md.
 
-    .venv/bin/python bench/archive.py [--size-mib N] [--repeat N]
+    .venv/bin/python bench/archive.py [--size-mib N] [--small-mib N] [--repeat N]
 """
 
 from __future__ import annotations
@@ -46,77 +48,139 @@ def timed(argv: list[str], env=None, cwd=None) -> float:
     return time.perf_counter() - t0
 
 
+SMALL_SQL = """CREATE PROCEDURE bench.oltp(n INT)
+BEGIN
+  DECLARE i INT DEFAULT 0;
+  WHILE i < n DO
+    INSERT INTO bench.s (v, n) VALUES (REPEAT(CHAR(97 + i % 26), 20 + (i * 7919) % 100), i);
+    SET i = i + 1;
+  END WHILE;
+END"""
+
+
+def generate_small(server, size_mib: int) -> list[Path]:
+    """Rotated files of one-row transactions (autocommit INSERTs of 20–119 bytes, each its own
+    transaction of about 0.5 KiB): the OLTP shape, where the cost per transaction shows."""
+    conn = server.connect()
+    cur = conn.cursor()
+    cur.execute("CREATE DATABASE IF NOT EXISTS bench")
+    cur.execute("CREATE TABLE bench.s (id INT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(128), n BIGINT)")
+    cur.execute(SMALL_SQL)
+    written = 0
+    while written < size_mib << 20:
+        cur.execute("CALL bench.oltp(20000)")
+        cur.execute("SHOW BINARY LOGS")
+        written = sum(r[1] for r in cur.fetchall())
+        print(f"  generated {written >> 20} MiB", file=sys.stderr)
+    cur.execute("FLUSH BINARY LOGS")
+    cur.execute("SHOW BINARY LOGS")
+    names = [r[0] for r in cur.fetchall()][:-1]  # the active file is not part of the corpus
+    conn.close()
+    return [server.binlog_dir / n for n in names]
+
+
+def measure(server, files: list[Path], work: Path, repeat: int, s3_env: dict | None) -> list[tuple[str, float]]:
+    """(what, best seconds) of each way of copying every file of `files` off `server`."""
+    src = f"mysql://root@127.0.0.1:{server.port}"
+    py = sys.executable
+    runs = itertools.count()
+
+    def archive(store: str, env=None, inside: bool = False) -> float:
+        """The best of `repeat` runs, each into an empty store; `inside`: the copy timed in the
+        process, its interpreter's start and imports left out."""
+        best = float("inf")
+        for _ in range(repeat):
+            url = f"{store}/run{next(runs)}"  # each run copies everything
+            if inside:
+                code = ("import sys, time\nfrom binlake.cli import main\nt = time.perf_counter()\n"
+                        "code = main(sys.argv[1:])\nprint(time.perf_counter() - t, file=sys.stderr)\n"
+                        "sys.exit(code)")
+                proc = subprocess.run([py, "-c", code, "archive", "--source", src, "--store", url],
+                                      capture_output=True, env=env, text=True, check=True)
+                best = min(best, float(proc.stderr.strip().splitlines()[-1]))
+            else:
+                best = min(best, timed([py, "-m", "binlake.cli", "archive", "--source", src, "--store", url], env))
+            shutil.rmtree(work / "store", ignore_errors=True)
+        return best
+
+    local = f"file://{work / 'store'}"
+    rows = [("binlake archive → S3 (moto, loopback)", archive("s3://bench/a", s3_env))] if s3_env else []
+    rows += [
+        ("binlake archive → file://", archive(local)),
+        ("binlake archive → file://: the copy, timed in the process (interpreter start and imports left out)",
+         archive(local, inside=True)),
+        ("binlake archive → file://, pure-Python reference (BINLAKE_PURE_PYTHON=1)",
+         archive(local, {**os.environ, "BINLAKE_PURE_PYTHON": "1"})),
+    ]
+    out = work / "raw"
+    raw = float("inf")
+    for _ in range(repeat):
+        shutil.rmtree(out, ignore_errors=True)
+        out.mkdir()
+        raw = min(raw, sum(timed([*server.mysqlbinlog, "--read-from-remote-server", "--raw", "--host=127.0.0.1",
+                                  f"--port={server.port}", "--user=root", f"--result-file={out}/", f.name])
+                           for f in files))
+    shutil.rmtree(out, ignore_errors=True)
+    rows.append(("mysqlbinlog --read-from-remote-server --raw → disk (one process per file)", raw))
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--size-mib", type=int, default=256)
+    ap.add_argument("--size-mib", type=int, default=256, help="the corpus of 200-row transactions")
+    ap.add_argument("--small-mib", type=int, default=256, help="the corpus of one-row transactions")
     ap.add_argument("--repeat", type=int, default=3, help="runs of each; the best is reported")
     args = ap.parse_args()
     import boto3
     from moto.server import ThreadedMotoServer
 
     work = Path(tempfile.mkdtemp(prefix="binlake-bench-archive-"))
-    server = servers.start("mysql", work / "mysql", max_binlog_size="64M")
     port = free_port()
     moto = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     moto.start()
+    s3_env = {**os.environ, "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}", "AWS_ACCESS_KEY_ID": "bench",
+              "AWS_SECRET_ACCESS_KEY": "bench", "AWS_DEFAULT_REGION": "us-east-1"}
+    boto3.client("s3", endpoint_url=s3_env["AWS_ENDPOINT_URL"], aws_access_key_id="bench",
+                 aws_secret_access_key="bench", region_name="us-east-1").create_bucket(Bucket="bench")
+    lines = []
+    corpora = [("200-row transactions (bench/scan.py's workload)", args.size_mib, s3_env),
+               ("one-row transactions (autocommit INSERTs)", args.small_mib, None)]
     try:
-        print(f"MySQL {server.version}: generating {args.size_mib} MiB …", file=sys.stderr)
-        files = generate(server, args.size_mib, 1000)
-        total = sum(f.stat().st_size for f in files) / (1 << 20)
-        env = {**os.environ, "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}", "AWS_ACCESS_KEY_ID": "bench",
-               "AWS_SECRET_ACCESS_KEY": "bench", "AWS_DEFAULT_REGION": "us-east-1"}
-        boto3.client("s3", endpoint_url=env["AWS_ENDPOINT_URL"], aws_access_key_id="bench",
-                     aws_secret_access_key="bench", region_name="us-east-1").create_bucket(Bucket="bench")
-        src = f"mysql://root@127.0.0.1:{server.port}"
-        py = sys.executable
-
-        runs = itertools.count()
-
-        def archive(store: str, env=None, inside: bool = False) -> float:
-            """The best of `--repeat` runs, each into an empty store; `inside`: the copy timed in
-            the process, its interpreter's start and imports left out."""
-            best = float("inf")
-            for _ in range(args.repeat):
-                url = f"{store}/run{next(runs)}"  # each run copies everything
-                if inside:
-                    code = ("import sys, time\nfrom binlake.cli import main\nt = time.perf_counter()\n"
-                            "code = main(sys.argv[1:])\nprint(time.perf_counter() - t, file=sys.stderr)\n"
-                            "sys.exit(code)")
-                    proc = subprocess.run([py, "-c", code, "archive", "--source", src, "--store", url],
-                                          capture_output=True, env=env, text=True, check=True)
-                    best = min(best, float(proc.stderr.strip().splitlines()[-1]))
-                else:
-                    best = min(best, timed([py, "-m", "binlake.cli", "archive", "--source", src, "--store", url],
-                                           env))
-            return best
-
-        local = f"file://{work / 'store'}"
-        rows = [
-            ("binlake archive → S3 (moto, loopback)", archive("s3://bench/a", env)),
-            ("binlake archive → file://", archive(local)),
-            ("binlake archive → file://: the copy, timed in the process (interpreter start and imports left out)",
-             archive(local, inside=True)),
-            ("binlake archive → file://, pure-Python reference (BINLAKE_PURE_PYTHON=1)",
-             archive(local, {**os.environ, "BINLAKE_PURE_PYTHON": "1"})),
-        ]
-        out = work / "raw"
-        raw = float("inf")
-        for _ in range(args.repeat):
-            shutil.rmtree(out, ignore_errors=True)
-            out.mkdir()
-            raw = min(raw, sum(timed([*server.mysqlbinlog, "--read-from-remote-server", "--raw", "--host=127.0.0.1",
-                                      f"--port={server.port}", "--user=root", f"--result-file={out}/", f.name])
-                               for f in files))
-        rows.append(("mysqlbinlog --read-from-remote-server --raw → disk (one process per file)", raw))
+        for i, (label, size, env) in enumerate(corpora):
+            # the small corpus is written without an fsync per commit, or its making would take minutes
+            server = servers.start("mysql", work / f"mysql{i}", max_binlog_size="64M",
+                                   **({"sync_binlog": "0", "innodb_flush_log_at_trx_commit": "2"} if i else {}))
+            try:
+                print(f"MySQL {server.version}: generating {size} MiB of {label} …", file=sys.stderr)
+                files = generate(server, size, 1000) if i == 0 else generate_small(server, size)
+                total = sum(f.stat().st_size for f in files) / (1 << 20)
+                txns = _transactions(files)
+                rows = measure(server, files, work, args.repeat, env)
+            finally:
+                server.stop()
+                shutil.rmtree(work / f"mysql{i}", ignore_errors=True)  # the corpus: GiBs with its copies
+            lines += [f"Corpus of {label}: {len(files)} rotated files, {total:.1f} MiB, {txns:,} transactions "
+                      f"({total * (1 << 20) / txns / 1024:.1f} KiB each), MySQL {server.version}; "
+                      f"{os.cpu_count()} cores; the best of {args.repeat} runs each.", "",
+                      "| what | seconds | MiB/s | × mysqlbinlog |", "|---|---:|---:|---:|"]
+            raw = rows[-1][1]
+            lines += [f"| {n} | {sec:.2f} | {total / sec:.1f} | {raw / sec:.2f} |" for n, sec in rows]
+            lines.append("")
     finally:
         moto.stop()
-        server.stop()
-        shutil.rmtree(work, ignore_errors=True)  # the corpus and its copies: GiBs
-    lines = [f"Corpus: {len(files)} rotated files, {total:.1f} MiB, MySQL {server.version}; "
-             f"{os.cpu_count()} cores; the best of {args.repeat} runs each.", "",
-             "| what | seconds | MiB/s |", "|---|---:|---:|"]
-    lines += [f"| {n} | {s:.2f} | {total / s:.1f} |" for n, s in rows]
-    publish("bench/archive.py", lines)
+        shutil.rmtree(work, ignore_errors=True)
+    publish("bench/archive.py", lines[:-1])
+
+
+def _transactions(files: list[Path]) -> int:
+    from binlake.binlog.framing import BinlogReader
+    from binlake.index import index_transactions
+
+    count = 0
+    for f in files:
+        with BinlogReader.open(f) as r:
+            count += sum(1 for _ in index_transactions(r, f.name))
+    return count
 
 
 if __name__ == "__main__":

@@ -65,15 +65,8 @@ class Indexer:
         self.last_ts = 0  # of the open transaction's last typed event: an unfinished one's commit time
 
     def feed(self, frame) -> IndexEntry | None:
-        v = self.vouched
-        if v is not None:
-            end = v.start + v.length
-            if frame.end < end:
-                return None
-            self.vouched = None
-            if frame.end > end:  # an event runs past the length its GTID gave: not a whole transaction
-                v.length, v.complete = frame.end - v.start, False
-            return v
+        if self.vouched is not None:
+            return self.reached(frame.end)
         if self.trust_lengths and self.open is None:
             v = vouched_entry(frame, self.file)
             if v is not None:
@@ -107,6 +100,28 @@ class Indexer:
         elif b is Boundary.END and self.open is not None:
             return self._close(frame.end, frame.timestamp, True)
         return out
+
+    def counted(self, found: list[tuple[int, int, str | None, str, int]]) -> list[IndexEntry]:
+        """The entries of whole transactions the archive's compiled loop counted off by their GTID
+        events, given as (start, length, gtid, commit_ts, server_id): what `vouched_entry` and
+        `reached` make of the same events."""
+        out = []
+        for start, length, gtid, commit_ts, server_id in found:
+            out.append(IndexEntry(start, length, gtid or derived_txn_id(server_id, self.file, start), gtid, commit_ts))
+            if gtid:
+                self.gtids.append(gtid)
+        return out
+
+    def reached(self, end: int) -> IndexEntry | None:
+        """The vouched transaction, once an event ending at `end` reaches its length (None before)."""
+        v = self.vouched
+        length = end - v.start
+        if length < v.length:
+            return None
+        self.vouched = None
+        if length > v.length:  # an event runs past the length its GTID gave: not a whole transaction
+            v.length, v.complete = length, False
+        return v
 
     def finish(self, end: int) -> IndexEntry | None:
         """The transaction still open where the file ends, as incomplete."""

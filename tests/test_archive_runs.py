@@ -60,23 +60,26 @@ def test_dir_source_same_as_reference(tmp_path, monkeypatch, flavor, read_size):
         assert counted["checked_compiled"] == 0
 
 
-def _vouched_middle_events(path) -> list:
-    """Events strictly inside a transaction whose GTID event gives its length, not its last."""
+def _vouched_events(path, where: str) -> list:
+    """(pos, size) of events of the transactions whose GTID events give their lengths: each one's
+    GTID event, its last event, or the events strictly between."""
     out = []
     with BinlogReader.open(path) as r:
         frames = list(r.frames(verify=False))
         spans = [(v.start, v.start + v.length) for v in (vouched_entry(f, path.name) for f in frames) if v]
     for start, end in spans:
-        inside = [f for f in frames if start < f.pos and f.end < end]
-        out += [(f.pos, f.size) for f in inside[1:]]
+        inside = [(f.pos, f.size) for f in frames if start <= f.pos and f.end <= end]
+        out += {"gtid": inside[:1], "last": inside[-1:], "middle": inside[1:-1]}[where]
     return out
 
 
+@pytest.mark.parametrize("where", ["gtid", "middle", "last"])
 @pytest.mark.parametrize("damage", ["crc", "log_pos", "truncated"])
-def test_damage_inside_a_vouched_transaction(tmp_path, monkeypatch, damage):
-    """The loop stops before a damaged event; the reference path words the error, so it is the same."""
+def test_damage_inside_a_vouched_transaction(tmp_path, monkeypatch, damage, where):
+    """The loop stops before a damaged event, whether it walks a whole transaction or the rest of
+    one; the reference path words the error, so it is the same."""
     name = "binlog.000001"
-    events = _vouched_middle_events(DATA / "mysql" / name)
+    events = _vouched_events(DATA / "mysql" / name, where)
     assert len(events) > 10
     pos, size = events[len(events) // 2]
     data = bytearray((DATA / "mysql" / name).read_bytes())
@@ -86,7 +89,8 @@ def test_damage_inside_a_vouched_transaction(tmp_path, monkeypatch, damage):
         data[pos + 13] ^= 0x01
     else:
         data = data[:pos + size // 2]
-    if damage == "log_pos":  # the CRC covers the header: without it, the position check alone stops the loop
+    if damage == "log_pos" and where == "middle":
+        # the CRC covers the header: without it, the position check alone stops the loop
         from binlake.archive import _eventruns
 
         first = 4 + int.from_bytes(data[4 + 9:4 + 13], "little")
@@ -158,3 +162,47 @@ def test_crc_tables_and_zlib_agree(tables):
                 assert stop <= k < stop + int.from_bytes(data[stop + 9:stop + 13], "little")
     finally:
         _eventruns.tables(was)
+
+
+class _Counting:
+    """The compiled loop, counting the whole transactions `txns` gave by kind (GTID / anonymous)."""
+
+    def __init__(self) -> None:
+        from binlake.archive import _eventruns
+
+        self.loop, self.kinds = _eventruns, {"gtid": 0, "anonymous": 0}
+
+    def __getattr__(self, name: str):
+        return getattr(self.loop, name)
+
+    def txns(self, *args):
+        out = self.loop.txns(*args)
+        for entry in out[4]:
+            self.kinds["gtid" if entry[2] else "anonymous"] += 1
+        return out
+
+
+def _verified(path, loop) -> dict | str:
+    """The manifest facts of a whole file verified in one run, or the error it raised."""
+    data = path.read_bytes()
+    v = verify.Verifier(path.name)
+    v._loop = loop  # noqa: SLF001 - None: the reference path alone
+    try:
+        v.magic(data[:4])
+        v.events(data[4:])
+        v.finish()
+    except BinlogError as e:
+        return str(e)
+    return v.manifest() | {"last": (v.last_event_ts, v.last_event_type)}
+
+
+def test_public_corpus_same_as_reference(public_binlogs):
+    """Every file of the public corpus, MySQL 5.x to 9.x and MariaDB, damaged ones too: the loop's
+    manifest (or error) is the reference path's, and it did count off whole transactions named by
+    their GTIDs and anonymous ones (named by where they are)."""
+    loop = _Counting()
+    files = sorted(p for p in public_binlogs.rglob("*") if p.is_file() and p.suffix != ".md")
+    assert len(files) > 30
+    for path in files:
+        assert _verified(path, loop) == _verified(path, None), path
+    assert loop.kinds["gtid"] > 0 and loop.kinds["anonymous"] > 0

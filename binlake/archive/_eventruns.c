@@ -10,22 +10,25 @@
  *
  * Both only ever say "these are fine" and stop before anything else: a special packet (EOF,
  * error, heartbeat, ROTATE, a packet split over 16 MiB), an incomplete one, a bad CRC or
- * position, the event that ends a transaction. Python then takes that one packet or event
- * through the reference path (binlake/archive/sources.py, verify.py), which also words the
- * error when there is one. So this file never decides what an error says, and the tests
- * compare its archives with the reference path's.
+ * position, an event that runs past its transaction's length. Python then takes that one
+ * packet or event through the reference path (binlake/archive/sources.py, verify.py), which
+ * also words the error when there is one. So this file never decides what an error says,
+ * and the tests compare its archives with the reference path's.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <dlfcn.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #define HEADER_LEN 19
 #define STOP_EVENT 3
 #define ROTATE_EVENT 4
 #define FORMAT_DESCRIPTION_EVENT 15
 #define HEARTBEAT_LOG_EVENT 27
+#define GTID_LOG_EVENT 33
+#define ANONYMOUS_GTID_LOG_EVENT 34
 #define HEARTBEAT_LOG_EVENT_V2 41
 #define LOG_EVENT_ARTIFICIAL_F 0x20
 #define MAX_PACKET 0xFFFFFF
@@ -76,15 +79,31 @@ static int range_ok(Py_buffer *b, Py_ssize_t off, Py_ssize_t end) {
     return 1;
 }
 
+/* The size of the event at e (avail bytes there, at file position pos) if it is whole, not a
+ * FORMAT_DESCRIPTION, ends no later than `until`, matches its CRC32 (checksum) and ends where its
+ * header's log_pos says (0 and artificial events aside); else 0. */
+static Py_ssize_t event_ok(const unsigned char *e, Py_ssize_t avail, long long pos, int checksum, long long until) {
+    if (avail < HEADER_LEN) return 0;
+    Py_ssize_t size = u32(e + 9);
+    uint32_t log_pos = u32(e + 13);
+    int flags = e[17] | e[18] << 8;
+    if (size < HEADER_LEN + (checksum ? 4 : 0) || size > avail || e[4] == FORMAT_DESCRIPTION_EVENT ||
+        pos + size > until)
+        return 0;
+    if (log_pos && log_pos != (uint32_t)(pos + size) && !(flags & LOG_EVENT_ARTIFICIAL_F)) return 0;
+    if (checksum && crc32(e, size - 4) != u32(e + size - 4)) return 0;
+    return size;
+}
+
 /* checked(buf, off, end, pos, checksum, until) -> (off, pos, last_ts, last_type)
  *
- * Walks the events of buf[off:end], the first at file position pos, while each is whole, is
- * not a FORMAT_DESCRIPTION, ends before `until`, and (checksum) matches its CRC32 and (always)
- * ends where its header's log_pos says (0 and artificial events aside). Gives where it stopped
- * and the timestamp and type of the last event it walked (-1, -1: none). */
+ * Walks the events of buf[off:end], the first at file position pos, while event_ok says so. It
+ * stops after the event that ends right at `until` (the transaction's last: pos == until tells
+ * the caller), and before one that would run past it. Gives where it stopped and the timestamp
+ * and type of the last event it walked (-1, -1: none). */
 static PyObject *checked(PyObject *self, PyObject *args) {
     Py_buffer b;
-    Py_ssize_t off, end;
+    Py_ssize_t off, end, size;
     long long pos, until;
     int checksum;
     if (!PyArg_ParseTuple(args, "y*nnLpL", &b, &off, &end, &pos, &checksum, &until)) return NULL;
@@ -94,25 +113,164 @@ static PyObject *checked(PyObject *self, PyObject *args) {
     }
     const unsigned char *buf = b.buf;
     long long last_ts = -1, last_type = -1;
-    Py_ssize_t min_size = HEADER_LEN + (checksum ? 4 : 0);
     Py_BEGIN_ALLOW_THREADS
-    while (end - off >= HEADER_LEN) {
-        const unsigned char *e = buf + off;
-        Py_ssize_t size = u32(e + 9);
-        uint32_t log_pos = u32(e + 13);
-        int flags = e[17] | e[18] << 8;
-        if (size < min_size || size > end - off || e[4] == FORMAT_DESCRIPTION_EVENT || pos + size >= until)
-            break;
-        if (log_pos && log_pos != (uint32_t)(pos + size) && !(flags & LOG_EVENT_ARTIFICIAL_F)) break;
-        if (checksum && crc32(e, size - 4) != u32(e + size - 4)) break;
-        last_ts = u32(e);
-        last_type = e[4];
+    while (pos < until && (size = event_ok(buf + off, end - off, pos, checksum, until)) > 0) {
+        last_ts = u32(buf + off);
+        last_type = buf[off + 4];
         off += size;
         pos += size;
     }
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&b);
     return Py_BuildValue("nLLL", off, pos, last_ts, last_type);
+}
+
+/* A transaction txns() counted off whole. */
+typedef struct {
+    long long start, length, gno, commit_us;
+    uint32_t server_id;
+    int anonymous;
+    unsigned char sid[16];
+} counted_t;
+
+/* What a MySQL 8.0.2+ GTID or ANONYMOUS_GTID event's body (n bytes) says of its transaction, as
+ * events.decode_mysql_gtid reads it; 0 when it gives no length or commit time, or reads oddly
+ * (the reference path then takes it). */
+static int gtid_facts(const unsigned char *b, Py_ssize_t n, counted_t *t) {
+    if (n < 25) return 0;
+    memcpy(t->sid, b + 1, 16);
+    t->gno = (long long)((uint64_t)u32(b + 17) | (uint64_t)u32(b + 21) << 32);
+    Py_ssize_t p = 25;
+    if (n >= p + 17 && b[p] == 2) p += 17;  /* logical timestamps */
+    if (n < p + 7) return 0;
+    uint64_t ts = 0;
+    for (int i = 6; i >= 0; i--) ts = ts << 8 | b[p + i];
+    p += 7;
+    if (ts & (1ULL << 55)) {  /* the original commit timestamp follows */
+        ts &= (1ULL << 55) - 1;
+        p += 7;
+    }
+    if (n <= p) return 0;
+    uint64_t len = b[p];
+    int width = len < 251 ? 0 : len == 0xFC ? 2 : len == 0xFD ? 3 : len == 0xFE ? 8 : -1;
+    if (width < 0 || n < p + 1 + width) return 0;
+    if (width) {
+        len = 0;
+        for (int i = width; i >= 1; i--) len = len << 8 | b[p + i];
+    }
+    if (len == 0 || ts == 0 || len > (uint64_t)1 << 62) return 0;
+    t->length = (long long)len;
+    t->commit_us = (long long)ts;
+    return 1;
+}
+
+/* The GTID as MySQL writes it, "uuid:gno". */
+static PyObject *gtid_text(const counted_t *t) {
+    static const char hex[] = "0123456789abcdef";
+    char s[64];
+    int w = 0;
+    for (int i = 0; i < 16; i++) {
+        if (i == 4 || i == 6 || i == 8 || i == 10) s[w++] = '-';
+        s[w++] = hex[t->sid[i] >> 4];
+        s[w++] = hex[t->sid[i] & 15];
+    }
+    w += snprintf(s + w, sizeof s - w, ":%lld", t->gno);
+    return PyUnicode_FromStringAndSize(s, w);
+}
+
+/* The commit time as records.ts_from_micros writes it, "YYYY-MM-DDTHH:MM:SS.ffffffZ". */
+static PyObject *ts_text(long long us) {
+    time_t secs = (time_t)(us / 1000000);
+    struct tm tm;
+    char s[48];
+    if (gmtime_r(&secs, &tm) == NULL) return NULL;
+    int w = snprintf(s, sizeof s, "%04d-%02d-%02dT%02d:%02d:%02d.%06lldZ", tm.tm_year + 1900, tm.tm_mon + 1,
+                     tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, us % 1000000);
+    return PyUnicode_FromStringAndSize(s, w);
+}
+
+/* txns(buf, off, end, pos, checksum) -> (off, pos, last_ts, last_type, [(start, length, gtid,
+ * commit_ts, server_id), ...])
+ *
+ * Walks whole transactions, each opened by a GTID or ANONYMOUS_GTID event that gives its length
+ * and commit time, all its events in buf[off:end] and event_ok, its last ending right at that
+ * length. Stops before anything else, a transaction it cannot finish included, so the reference
+ * path takes that from its GTID event on. gtid is None for an anonymous one. */
+static PyObject *txns(PyObject *self, PyObject *args) {
+    Py_buffer b;
+    Py_ssize_t off, end, size;
+    long long pos;
+    int checksum;
+    if (!PyArg_ParseTuple(args, "y*nnLp", &b, &off, &end, &pos, &checksum)) return NULL;
+    if (!range_ok(&b, off, end)) {
+        PyBuffer_Release(&b);
+        return NULL;
+    }
+    const unsigned char *buf = b.buf;
+    long long last_ts = -1, last_type = -1;
+    Py_ssize_t cap = 0, count = 0;
+    counted_t *found = NULL;
+    int nomem = 0;
+    Py_BEGIN_ALLOW_THREADS
+    while (end - off >= HEADER_LEN) {
+        const unsigned char *g = buf + off;
+        counted_t t;
+        if (g[4] != GTID_LOG_EVENT && g[4] != ANONYMOUS_GTID_LOG_EVENT) break;
+        size = u32(g + 9);
+        if (size < HEADER_LEN + (checksum ? 4 : 0) || size > end - off ||
+            !gtid_facts(g + HEADER_LEN, size - HEADER_LEN - (checksum ? 4 : 0), &t))
+            break;
+        long long until = pos + t.length;
+        if (until - pos > end - off || !event_ok(g, end - off, pos, checksum, until)) break;
+        Py_ssize_t at = off + size;
+        long long p = pos + size, ts = u32(g), type = g[4];
+        while (p < until && (size = event_ok(buf + at, end - at, p, checksum, until)) > 0) {
+            ts = u32(buf + at);
+            type = buf[at + 4];
+            at += size;
+            p += size;
+        }
+        if (p != until) break;
+        if (count == cap) {
+            Py_ssize_t more = cap ? cap * 2 : 256;
+            counted_t *grown = realloc(found, (size_t)more * sizeof *found);
+            if (grown == NULL) {
+                nomem = 1;
+                break;
+            }
+            found = grown;
+            cap = more;
+        }
+        t.start = pos;
+        t.server_id = u32(g + 5);
+        t.anonymous = g[4] == ANONYMOUS_GTID_LOG_EVENT;
+        found[count++] = t;
+        off = at;
+        pos = p;
+        last_ts = ts;
+        last_type = type;
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&b);
+    PyObject *list = nomem ? PyErr_NoMemory() : PyList_New(count);
+    for (Py_ssize_t i = 0; list != NULL && i < count; i++) {
+        counted_t *t = &found[i];
+        PyObject *gtid = t->anonymous ? Py_NewRef(Py_None) : gtid_text(t);
+        PyObject *ts = ts_text(t->commit_us);
+        PyObject *item = gtid && ts ? Py_BuildValue("LLOOk", t->start, t->length, gtid, ts,
+                                                     (unsigned long)t->server_id) : NULL;
+        Py_XDECREF(gtid);
+        Py_XDECREF(ts);
+        if (item == NULL) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_OverflowError, "commit time out of range");
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SET_ITEM(list, i, item);
+    }
+    free(found);
+    if (list == NULL) return NULL;
+    return Py_BuildValue("nLLLN", off, pos, last_ts, last_type, list);
 }
 
 /* Whether the packet at p (avail bytes) is an ordinary event's, whole: the next sequence
@@ -191,6 +349,8 @@ static PyObject *tables(PyObject *self, PyObject *args) {
 static PyMethodDef methods[] = {
     {"tables", tables, METH_VARARGS, "Whether CRC32 comes from the built-in tables; tables(True/False) sets it."},
     {"checked", checked, METH_VARARGS, "Walk events whose CRC32 and positions check out: (off, pos, last_ts, last_type)."},
+    {"txns", txns, METH_VARARGS,
+     "Whole transactions counted off by their GTID events' lengths: (off, pos, last_ts, last_type, entries)."},
     {"packets", packets, METH_VARARGS, "The events of a run of ordinary dump packets: (off, seq, events, whole)."},
     {NULL, NULL, 0, NULL},
 };

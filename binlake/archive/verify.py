@@ -6,9 +6,10 @@ built through the same boundary parser `binlake scan` uses (a transaction whose 
 gives its length is counted off to that length instead of walked). Nothing is read twice
 and nothing but the current run of events is held.
 
-The events inside such a transaction are checked by the compiled loop in `_eventruns.c`,
-many per call; every other event, and any the loop does not vouch for, takes the reference
-path below (`BINLAKE_PURE_PYTHON=1`: all of them), which also words the errors.
+Such transactions are checked by the compiled loop in `_eventruns.c`, many per call: whole
+ones, GTID event included, when they lie in the run at hand; else the events after the GTID
+event. Every other event, and any the loop does not vouch for, takes the reference path below
+(`BINLAKE_PURE_PYTHON=1`: all of them), which also words the errors.
 """
 
 from __future__ import annotations
@@ -69,7 +70,18 @@ class Verifier:
         n, off = len(run), 0
         with memoryview(run) as view:
             while off < n:
-                vouched = self._indexer.vouched if self._indexer is not None else None
+                indexer = self._indexer
+                vouched = indexer.vouched if indexer is not None else None
+                if vouched is None and self._loop is not None and indexer is not None and indexer.open is None \
+                        and self.fde.header_len == 19:
+                    stop, pos, ts, type_code, found = self._loop.txns(run, off, n, self.pos, self.fde.has_checksum)
+                    if stop > off:
+                        checked["compiled"] += stop - off
+                        self.pos = self.size = pos
+                        self.last_event_ts, self.last_event_type = ts, type_code
+                        self.index += indexer.counted(found)
+                        off = stop
+                        continue
                 if vouched is not None and self._loop is not None:
                     stop, pos, ts, type_code = self._loop.checked(run, off, n, self.pos, self.fde.has_checksum,
                                                                   vouched.start + vouched.length)
@@ -77,6 +89,8 @@ class Verifier:
                         checked["compiled"] += stop - off
                         self.pos = self.size = pos
                         self.last_event_ts, self.last_event_type = ts, type_code
+                        if pos == vouched.start + vouched.length:  # its last event walked too
+                            self.index.append(self._indexer.reached(pos))
                         off = stop
                         continue
                 size = _HEADER.unpack_from(run, off)[3] if n - off >= 19 else 0
