@@ -179,19 +179,20 @@ class Verifier:
 
 def _gtid_set(gtids: list[str]) -> str:
     """MySQL: a GTID set as MySQL prints it; MariaDB: the last `domain-server-seq` per domain and server."""
-    mysql: dict[tuple[str, str], list[int]] = {}
+    mysql: dict[str, list[int]] = {}  # "uuid" or "uuid:tag" -> its numbers
     maria: dict[tuple[str, str], int] = {}
-    for g in gtids:
-        if ":" in g:
-            parts = g.split(":")
-            mysql.setdefault((parts[0], parts[1] if len(parts) == 3 else ""), []).append(int(parts[-1]))
+    for g in gtids:  # one pass of string splits: a file can hold a million transactions
+        head, colon, n = g.rpartition(":")
+        if colon:
+            mysql.setdefault(head, []).append(int(n))
         else:
             d, s, n = g.split("-")
             maria[(d, s)] = max(maria.get((d, s), 0), int(n))
     intervals: dict[tuple[str, str], list[tuple[int, int]]] = {}
-    for key, nums in mysql.items():
+    for head, nums in mysql.items():
+        sid, _, tag = head.partition(":")
         nums.sort()
-        ivs = intervals[key] = []
+        ivs = intervals.setdefault((sid, tag), [])
         for n in nums:
             if ivs and ivs[-1][1] == n:
                 ivs[-1] = (ivs[-1][0], n + 1)
