@@ -7,7 +7,7 @@ every rotated file with
   (a) `binlake archive --source mysql://… --store s3://…` (verified, with manifests; first corpus)
   (b) `binlake archive … --store file://…`, and again with the compiled loop off
   (c) `mysqlbinlog --read-from-remote-server --raw` to local disk
-each in its own process (binlake's file:// copy also timed inside its process), the best of
+each in its own process (binlake's file:// copy also timed inside its process, from main()), the best of
 --repeat runs, and prints MiB/s. Appends the table to bench/RESULTS.md.
 
     .venv/bin/python bench/archive.py [--size-mib N] [--small-mib N] [--repeat N]
@@ -86,8 +86,8 @@ def measure(server, files: list[Path], work: Path, repeat: int, s3_env: dict | N
     runs = itertools.count()
 
     def archive(store: str, env=None, inside: bool = False) -> float:
-        """The best of `repeat` runs, each into an empty store; `inside`: the copy timed in the
-        process, its interpreter's start and imports left out."""
+        """The best of `repeat` runs, each into an empty store; `inside`: timed in the process from
+        `main()`, the interpreter's start left out (the archive's imports are made in main)."""
         best = float("inf")
         for _ in range(repeat):
             url = f"{store}/run{next(runs)}"  # each run copies everything
@@ -107,7 +107,7 @@ def measure(server, files: list[Path], work: Path, repeat: int, s3_env: dict | N
     rows = [("binlake archive → S3 (moto, loopback)", archive("s3://bench/a", s3_env))] if s3_env else []
     rows += [
         ("binlake archive → file://", archive(local)),
-        ("binlake archive → file://: the copy, timed in the process (interpreter start and imports left out)",
+        ("binlake archive → file://: timed in the process from `main()` (the interpreter's start left out)",
          archive(local, inside=True)),
         ("binlake archive → file://, pure-Python reference (BINLAKE_PURE_PYTHON=1)",
          archive(local, {**os.environ, "BINLAKE_PURE_PYTHON": "1"})),
