@@ -8,6 +8,7 @@ manifest records and what a split planner cuts at.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -36,8 +37,11 @@ def vouched_entry(frame, binlog_file: str) -> IndexEntry | None:
     t = frame.type
     if t not in c.GTID_EVENTS:
         return None
-    g = (ev_codec.decode_tagged_gtid(frame.body) if t == c.GTID_TAGGED_LOG_EVENT
-         else ev_codec.decode_mysql_gtid(t, frame.body))
+    try:
+        g = (ev_codec.decode_tagged_gtid(frame.body) if t == c.GTID_TAGGED_LOG_EVENT
+             else ev_codec.decode_mysql_gtid(t, frame.body))
+    except (ValueError, struct.error, IndexError, UnicodeDecodeError):
+        return None  # not vouched for: the boundary walk decodes it again and records why it cannot
     if not (g.transaction_length and g.immediate_commit_ts):
         return None
     txn_id = g.gtid or derived_txn_id(frame.server_id, binlog_file, frame.pos)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import zlib
 
 import pytest
 
@@ -17,6 +18,7 @@ from binlake.archive import verify
 from binlake.archive.run import archive
 from binlake.archive.sources import DirSource, MySQLSource
 from binlake.archive.stores import FileStore
+from binlake.binlog import constants as c
 from binlake.binlog.framing import BinlogReader
 from binlake.errors import BinlogError
 from binlake.index import vouched_entry
@@ -206,3 +208,67 @@ def test_public_corpus_same_as_reference(public_binlogs):
     for path in files:
         assert _verified(path, loop) == _verified(path, None), path
     assert loop.kinds["gtid"] > 0 and loop.kinds["anonymous"] > 0
+
+
+
+def _recrc(data: bytearray, pos: int) -> None:
+    """Make the event at pos match its CRC32 again, as a server that wrote it damaged would."""
+    size = int.from_bytes(data[pos + 9:pos + 13], "little")
+    data[pos + size - 4:pos + size] = zlib.crc32(bytes(data[pos:pos + size - 4])).to_bytes(4, "little")
+
+
+def _first_pos(data: bytes, type_code: int) -> int:
+    pos = 4
+    while data[pos + 4] != type_code:
+        pos += int.from_bytes(data[pos + 9:pos + 13], "little")
+    return pos
+
+
+def _damaged(tmp_path, data: bytearray, pos: int, at: int, value: int, loop: bool) -> dict | str:
+    """Verify the file with byte `at` of the event at `pos` set to `value`, its CRC32 made good."""
+    data[pos + at] = value
+    _recrc(data, pos)
+    path = tmp_path / "binlog.000001"
+    path.write_bytes(bytes(data))
+    return _verified(path, _Counting() if loop else None)
+
+
+def _size(data: bytes, pos: int) -> int:
+    return int.from_bytes(data[pos + 9:pos + 13], "little")
+
+
+@pytest.mark.parametrize("loop", [True, False])
+@pytest.mark.parametrize(("event", "words"), [
+    (c.FORMAT_DESCRIPTION_EVENT, "corrupt FORMAT_DESCRIPTION event: unknown checksum algorithm 127"),
+    (c.PREVIOUS_GTIDS_LOG_EVENT, "cannot decode PREVIOUS_GTIDS event: "),
+])
+def test_damage_the_crc_does_not_catch_is_named(tmp_path, loop, event, words):
+    """An event the server wrote damaged (its CRC32 matches) that the manifest cannot do without
+    fails with the file and the event's offset, not a decoder's bare exception."""
+    data = bytearray((DATA / "mysql" / "binlog.000001").read_bytes())
+    pos = _first_pos(data, event)
+    # the FORMAT_DESCRIPTION's checksum algorithm (its last byte before the CRC); the number of
+    # source ids a PREVIOUS_GTIDS event lists (its first byte): far more than it holds
+    at = _size(data, pos) - 5 if event == c.FORMAT_DESCRIPTION_EVENT else 19 + 3
+    got = _damaged(tmp_path, data, pos, at, 0x7F, loop)
+    assert isinstance(got, str) and got.startswith(f"binlog.000001:{pos}: {words}"), got
+
+
+@pytest.mark.parametrize("loop", [True, False])
+def test_undecodable_gtid_event_is_walked_not_vouched(tmp_path, loop):
+    """A GTID event whose transaction_length cannot be read (a bad packed-integer prefix, CRC32
+    intact) vouches for nothing: its transaction is walked through the boundary parser, as a
+    5.7 server's is, and named by where it is; the others keep their GTIDs."""
+    src = DATA / "mysql" / "binlog.000001"
+    data = bytearray(src.read_bytes())
+    whole = _verified(src, None)
+    named = [e[0] for e in whole["transactions"] if ":" in e[2]]
+    pos = named[len(named) // 2]
+    at = 19 + 42  # after flags, sid, gno and the logical timestamps: the commit time(s), then the length
+    at += 14 if data[pos + at + 6] & 0x80 else 7
+    got = _damaged(tmp_path, data, pos, at, 0xFB, loop)
+    assert isinstance(got, dict), got
+    assert got["transaction_count"] == whole["transaction_count"]
+    changed = [(a, b) for a, b in zip(whole["transactions"], got["transactions"], strict=True) if a != b]
+    assert [a[0] for a, _ in changed] == [pos]
+    assert ":" not in changed[0][1][2]
