@@ -71,33 +71,36 @@ class Verifier:
         n, off = len(run), 0
         with memoryview(run) as view:
             while off < n:
-                indexer = self._indexer
-                vouched = indexer.vouched if indexer is not None else None
-                if vouched is None and self._loop is not None and indexer is not None and indexer.open is None \
-                        and self.fde.header_len == 19:
-                    stop, pos, ts, type_code, found = self._loop.txns(run, off, n, self.pos, self.fde.has_checksum)
-                    if stop > off:
-                        checked["compiled"] += stop - off
-                        self.pos = self.size = pos
-                        self.last_event_ts, self.last_event_type = ts, type_code
-                        self.index += indexer.counted(found)
-                        off = stop
-                        continue
-                if vouched is not None and self._loop is not None:
-                    stop, pos, ts, type_code = self._loop.checked(run, off, n, self.pos, self.fde.has_checksum,
-                                                                  vouched.start + vouched.length)
-                    if stop > off:
-                        checked["compiled"] += stop - off
-                        self.pos = self.size = pos
-                        self.last_event_ts, self.last_event_type = ts, type_code
-                        if pos == vouched.start + vouched.length:  # its last event walked too
-                            self.index.append(self._indexer.reached(pos))
-                        off = stop
-                        continue
+                stop = self._compiled(run, off, n) if self._loop is not None and self._indexer is not None else off
+                if stop > off:
+                    off = stop
+                    continue
                 size = _HEADER.unpack_from(run, off)[3] if n - off >= 19 else 0
                 end = min(n, off + max(size, 19))
                 self.event(run if end - off == n else bytes(view[off:end]))
                 off = end
+
+    def _compiled(self, run: bytes, off: int, n: int) -> int:
+        """Where the compiled loop stops in run[off:n] (off: it vouches for nothing there): the
+        rest of a transaction whose GTID event gave its length, or whole such transactions."""
+        indexer, vouched, checksum = self._indexer, self._indexer.vouched, self.fde.has_checksum
+        found = None
+        if vouched is not None:
+            stop, pos, ts, type_code = self._loop.checked(run, off, n, self.pos, checksum,
+                                                          vouched.start + vouched.length)
+        elif indexer.open is None and self.fde.header_len == 19:
+            stop, pos, ts, type_code, found = self._loop.txns(run, off, n, self.pos, checksum)
+        else:
+            return off
+        if stop > off:
+            checked["compiled"] += stop - off
+            self.pos = self.size = pos
+            self.last_event_ts, self.last_event_type = ts, type_code
+            if found:
+                self.index += indexer.counted(found)
+            elif vouched is not None and pos == vouched.start + vouched.length:  # its last event walked too
+                self.index.append(indexer.reached(pos))
+        return stop
 
     def event(self, data: bytes) -> None:
         """One whole event, exactly as it sits in the file at the current position (not hashed)."""
