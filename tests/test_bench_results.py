@@ -1,0 +1,45 @@
+"""bench/RESULTS.md keeps one section per benchmark: a bench run replaces its own and no other."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from bench import results
+
+SECTIONS = [
+    "bench/memory.py",
+    "bench/scan.py",
+    "bench/scan.py --rows-query (Rows_query events on)",
+    "bench/assemble.py",
+    "bench/archive.py",
+]
+
+
+def _titles(text: str) -> list[str]:
+    return re.findall(r"(?m)^## (.+)$", text)
+
+
+def test_results_has_every_benchmarks_section() -> None:
+    """The targets table is read from these sections; one lost from the file leaves a target unbacked."""
+    titles = _titles(results.PATH.read_text())
+    assert titles[0].startswith("The performance issue's targets")
+    assert sorted(titles[1:]) == sorted(SECTIONS)
+
+
+@pytest.mark.parametrize("title", SECTIONS)
+def test_write_section_replaces_only_its_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, title: str) -> None:
+    copy = tmp_path / "RESULTS.md"
+    original = results.PATH.read_text()
+    copy.write_text(original)
+    monkeypatch.setattr(results, "PATH", copy)
+    results.write_section(title, "Made by a test.\n\n| a | b |\n")
+    text = copy.read_text()
+    assert sorted(_titles(text)) == sorted(_titles(original))
+    assert text.count("Made by a test.") == 1
+    for other in SECTIONS:
+        if other != title:
+            body = original.split(f"## {other}\n", 1)[1].split("\n## ", 1)[0].strip()
+            assert body in text
