@@ -96,7 +96,7 @@ def _jvm_threads(pid: int) -> dict[tuple[int, str], tuple[str, float]]:
 
 
 class Watch:
-    """Runs a command; samples the peak RSS of its Python workers and of its JVM."""
+    """Runs a command; samples the peak RSS and the CPU of its Python workers and of its JVM."""
 
     def __init__(self, argv: list[str], keep_output: bool = True) -> None:
         self.argv = argv
