@@ -1,4 +1,5 @@
-"""bench/RESULTS.md keeps one section per benchmark: a bench run replaces its own and no other."""
+"""bench/RESULTS.md keeps one section per benchmark: a bench run replaces its own and no other;
+what the docs say of the benchmarks is what they measure."""
 
 from __future__ import annotations
 
@@ -43,3 +44,12 @@ def test_write_section_replaces_only_its_own(tmp_path: Path, monkeypatch: pytest
         if other != title:
             body = original.split(f"## {other}\n", 1)[1].split("\n## ", 1)[0].strip()
             assert body in text
+
+
+def test_small_heap_recipe_is_the_one_measured() -> None:
+    """docs/warehouse.md tells users the JVM settings whose memory bench/memory.py reports."""
+    from bench import memory
+
+    doc = (results.REPO / "docs" / "warehouse.md").read_text()
+    assert f"spark.driver.extraJavaOptions='{memory.LEAN_JVM}'" in doc
+    assert "spark.driver.memory=480m" in doc
