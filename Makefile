@@ -39,6 +39,7 @@ lint: install
 
 bench: install servers java
 	$(BIN)/python bench/scan.py
+	$(BIN)/python bench/scan.py --rows-query
 	$(BIN)/python bench/archive.py
 	$(BIN)/python bench/assemble.py
 	$(BIN)/python bench/memory.py
