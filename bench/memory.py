@@ -37,10 +37,11 @@ from bench.scan import server_settings, timed  # noqa: E402
 from tests.support import servers  # noqa: E402
 
 PAD = 1000  # bytes of text per row
-# Spark's executor metrics kept: the JVM's heap and off-heap memory in use (what Spark's UI shows as
-# Peak JVM Memory), and the RSS of the executor's process tree (JVM, Python workers) as Spark counts it.
+# The JVM options of the small-heap run (docs/warehouse.md gives them to users: a test holds the two alike).
 LEAN_JVM = ("-XX:+UseSerialGC -Xms64m -XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=20 -XX:ReservedCodeCacheSize=48m "
             "-XX:MaxMetaspaceSize=200m -Xss512k -XX:TieredStopAtLevel=1 -XX:MaxDirectMemorySize=64m")
+# Spark's executor metrics kept: the JVM's heap and off-heap memory in use (what Spark's UI shows as
+# Peak JVM Memory), and the RSS of the executor's process tree (JVM, Python workers) as Spark counts it.
 SPARK_PEAKS = ("JVMHeapMemory", "JVMOffHeapMemory", "ProcessTreeJVMRSSMemory", "ProcessTreePythonRSSMemory")
 
 
