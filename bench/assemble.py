@@ -161,6 +161,17 @@ class Watch:
             time.sleep(0.1)
 
 
+def fastest(repeat: int, argv: list[str], before=lambda: None, keep: bool = True) -> tuple[float, str, Watch]:
+    """The fastest of `repeat` runs of a command (a shared machine's noise only ever adds time),
+    with its output and its samples; `before` runs ahead of each (to empty its output folder)."""
+    runs = []
+    for _ in range(repeat):
+        before()
+        w = Watch(argv, keep_output=keep)
+        runs.append((*w.run(), w))
+    return min(runs, key=lambda r: r[0])
+
+
 def rewrite(lake: Path, out: Path) -> None:
     """Spark's floor: the row changes a job wrote, read and written again as the job writes them
     (its writer options, partitioned by commit_date), in a local[2] session. No binlake code runs
@@ -227,9 +238,8 @@ def main() -> None:
             (copied / f.name).write_bytes(f.read_bytes())
         archive(DirSource(str(copied)), open_store(store), "bench")
         facts.write_text(json.dumps({"version": version}))
-    names = ["bench"] + [f"bench-{i}" for i in range(2, COPIES + 1)]
-    for name in names[1:]:  # the steady state's copies (archiving again copies nothing)
-        archive(DirSource(str(copied)), open_store(store), name)
+    for i in range(2, COPIES + 1):  # the steady state's copies of "bench" (archiving again copies nothing)
+        archive(DirSource(str(copied)), open_store(store), f"bench-{i}")
     files = sorted(copied.glob("binlog.*"))
     mib = sum(f.stat().st_size for f in files) / (1 << 20)
     with BinlogReader.open(files[-1]) as r:
@@ -239,14 +249,7 @@ def main() -> None:
     everything = ["--start", "2000-01-01", "--end", "2100-01-01"]
 
     def best(argv: list[str], before=lambda: None, keep: bool = True) -> tuple[float, str, Watch]:
-        """The fastest of --repeat runs (a shared machine's noise only ever adds time), with its
-        output and its samples."""
-        runs = []
-        for _ in range(args.repeat):
-            before()
-            w = Watch(argv, keep_output=keep)
-            runs.append((*w.run(), w))
-        return min(runs, key=lambda r: r[0])
+        return fastest(args.repeat, argv, before, keep)
 
     def assemble(master: str, lake: str, *more: str) -> tuple[float, dict, Watch]:
         seconds, out, w = best([*cli, "assemble", "--store", store, "--warehouse", str(work / lake), "--master",

@@ -31,7 +31,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.assemble import Watch  # noqa: E402
+from bench.assemble import Watch, fastest  # noqa: E402
 from bench.results import publish  # noqa: E402
 from bench.scan import server_settings, timed  # noqa: E402
 from tests.support import servers  # noqa: E402
@@ -133,10 +133,9 @@ def main() -> None:
              "|---|---:|---:|---:|---:|---:|"]
 
     print("  binlake scan --rows …", file=sys.stderr)
-    scans = [Watch([*cli, "scan", "--rows", str(f)], keep_output=False) for _ in range(3)]
-    scan_s = min(w.run()[0] for w in scans)  # the best of 3, as bench/scan.py; the peaks of all
-    hwm, anon = max(w.driver_kib for w in scans), max(w.anon_kib["driver"] for w in scans)
-    lines.append(f"| binlake scan --rows (the best of 3) | {scan_s:.1f} | {_mib(hwm, anon)} | – | – | – |")
+    scan_s, _, w = fastest(3, [*cli, "scan", "--rows", str(f)], keep=False)  # the best of 3, as bench/scan.py
+    lines.append(f"| binlake scan --rows (the best of 3) | {scan_s:.1f} | {_mib(w.driver_kib, w.anon_kib['driver'])} "
+                 "| – | – | – |")
     print("  mysqlbinlog -vv …", file=sys.stderr)
     vv = min(timed([*servers._mysql_argv("mysqlbinlog"), "-vv", "--base64-output=DECODE-ROWS", str(f)])[0]
              for _ in range(3))
