@@ -70,19 +70,49 @@ _BEGIN_RE = re.compile(r"\s*(BEGIN\b|XA\s+START\b)", re.I)
 _END_RE = re.compile(r"\s*(COMMIT\b|ROLLBACK\b(?!\s+TO\b)|XA\s+PREPARE\b)", re.I)
 _XA_COMPLETE_RE = re.compile(r"\s*XA\s+(COMMIT|ROLLBACK)\b", re.I)
 
-IGNORED_EVENTS = frozenset({
-    c.FORMAT_DESCRIPTION_EVENT, c.ROTATE_EVENT, c.PREVIOUS_GTIDS_LOG_EVENT, c.START_EVENT_V3,
-    c.STOP_EVENT, c.HEARTBEAT_LOG_EVENT, c.HEARTBEAT_LOG_EVENT_V2, c.IGNORABLE_LOG_EVENT,
-    c.TRANSACTION_PAYLOAD_EVENT, c.BINLOG_CHECKPOINT_EVENT, c.GTID_LIST_EVENT,
-    c.START_ENCRYPTION_EVENT, c.SLAVE_EVENT, c.TRANSACTION_CONTEXT_EVENT, c.VIEW_CHANGE_EVENT,
-})
-INSIDE_EVENTS = c.ROWS_EVENTS | {c.TABLE_MAP_EVENT, c.ROWS_QUERY_LOG_EVENT, c.ANNOTATE_ROWS_EVENT}
-PRE_STATEMENT_EVENTS = frozenset({c.INTVAR_EVENT, c.RAND_EVENT, c.USER_VAR_EVENT,
-                                  c.APPEND_BLOCK_EVENT, c.BEGIN_LOAD_QUERY_EVENT,
-                                  c.CREATE_FILE_EVENT})
-STATEMENT_EVENTS = frozenset({c.EXECUTE_LOAD_QUERY_EVENT, c.EXEC_LOAD_EVENT, c.LOAD_EVENT,
-                              c.NEW_LOAD_EVENT, c.DELETE_FILE_EVENT, c.INCIDENT_EVENT})
-END_EVENTS = frozenset({c.XID_EVENT, c.XA_PREPARE_LOG_EVENT})
+class Kind(enum.Enum):
+    """What an event type is to the boundary parser: MySQL's one switch, as data (EVENT_KINDS)."""
+
+    IGNORED = "ignored"              # never moves the parser (headers, heartbeats, containers)
+    GTID = "gtid"                    # starts a transaction (MySQL GTID, ANONYMOUS_GTID, GTID_TAGGED)
+    MARIA_GTID = "maria_gtid"        # starts one; without FL_STANDALONE it is also the BEGIN
+    QUERY = "query"                  # typed by its text: BEGIN, COMMIT, XA …, or a statement
+    STATEMENT = "statement"          # a statement that is not a QUERY (LOAD DATA, INCIDENT)
+    PRE_STATEMENT = "pre_statement"  # INTVAR, RAND, USER_VAR, LOAD DATA blocks: before their statement
+    END = "end"                      # XID, XA_PREPARE
+    TABLE_MAP = "table_map"          # inside; with no transaction open, starts one (rows without BEGIN)
+    ROWS = "rows"                    # inside; the statement's last one ends a transaction a TABLE_MAP began
+    INSIDE = "inside"                # ROWS_QUERY, ANNOTATE_ROWS
+    OPAQUE = "opaque"                # a known type with no place in a transaction: self-contained
+
+
+_K = Kind
+# Every event type binlake knows (constants.EVENT_NAMES), and what it is; an unknown type is IGNORED.
+EVENT_KINDS: dict[int, Kind] = {
+    c.UNKNOWN_EVENT: _K.OPAQUE,
+    c.START_EVENT_V3: _K.IGNORED, c.STOP_EVENT: _K.IGNORED, c.ROTATE_EVENT: _K.IGNORED,
+    c.FORMAT_DESCRIPTION_EVENT: _K.IGNORED, c.SLAVE_EVENT: _K.IGNORED, c.HEARTBEAT_LOG_EVENT: _K.IGNORED,
+    c.HEARTBEAT_LOG_EVENT_V2: _K.IGNORED, c.IGNORABLE_LOG_EVENT: _K.IGNORED,
+    c.PREVIOUS_GTIDS_LOG_EVENT: _K.IGNORED, c.TRANSACTION_CONTEXT_EVENT: _K.IGNORED,
+    c.VIEW_CHANGE_EVENT: _K.IGNORED, c.TRANSACTION_PAYLOAD_EVENT: _K.IGNORED,  # its inner events are typed
+    c.BINLOG_CHECKPOINT_EVENT: _K.IGNORED, c.GTID_LIST_EVENT: _K.IGNORED, c.START_ENCRYPTION_EVENT: _K.IGNORED,
+    c.GTID_LOG_EVENT: _K.GTID, c.ANONYMOUS_GTID_LOG_EVENT: _K.GTID, c.GTID_TAGGED_LOG_EVENT: _K.GTID,
+    c.MARIA_GTID_EVENT: _K.MARIA_GTID,
+    c.QUERY_EVENT: _K.QUERY, c.QUERY_COMPRESSED_EVENT: _K.QUERY,
+    c.LOAD_EVENT: _K.STATEMENT, c.NEW_LOAD_EVENT: _K.STATEMENT, c.EXEC_LOAD_EVENT: _K.STATEMENT,
+    c.EXECUTE_LOAD_QUERY_EVENT: _K.STATEMENT, c.DELETE_FILE_EVENT: _K.STATEMENT, c.INCIDENT_EVENT: _K.STATEMENT,
+    c.INTVAR_EVENT: _K.PRE_STATEMENT, c.RAND_EVENT: _K.PRE_STATEMENT, c.USER_VAR_EVENT: _K.PRE_STATEMENT,
+    c.CREATE_FILE_EVENT: _K.PRE_STATEMENT, c.APPEND_BLOCK_EVENT: _K.PRE_STATEMENT,
+    c.BEGIN_LOAD_QUERY_EVENT: _K.PRE_STATEMENT,
+    c.XID_EVENT: _K.END, c.XA_PREPARE_LOG_EVENT: _K.END,
+    c.TABLE_MAP_EVENT: _K.TABLE_MAP,
+    **{t: _K.ROWS for t in c.ROWS_EVENTS},
+    c.ROWS_QUERY_LOG_EVENT: _K.INSIDE, c.ANNOTATE_ROWS_EVENT: _K.INSIDE,
+}
+
+
+def event_kind(type_code: int) -> Kind:
+    return EVENT_KINDS.get(type_code, Kind.IGNORED)
 
 
 def query_role(text: str) -> str:
@@ -106,37 +136,37 @@ class BoundaryParser:
         self.state = Boundary.NOT_DEFINED
         self.opener = Opener.NONE
 
-    def classify(self, type_code: int, *, query_role: str | None = None,
-                 known: bool = True, stmt_end: bool = False) -> Boundary:
+    def classify(self, type_code: int, *, query_role: str | None = None, stmt_end: bool = False) -> Boundary:
         """The boundary type of an event in the parser's current context."""
         in_trx = self.state in (Boundary.START, Boundary.INSIDE)
-        if not known or type_code in IGNORED_EVENTS:
-            return Boundary.IGNORE
-        if type_code in c.GTID_EVENTS or type_code == c.MARIA_GTID_EVENT:
-            return Boundary.START
-        if type_code in (c.QUERY_EVENT, c.QUERY_COMPRESSED_EVENT):
-            role = query_role or "statement"
-            if role == "begin":
-                after_gtid = self.opener in (Opener.GTID, Opener.MARIA_GTID)
-                return Boundary.INSIDE if in_trx and after_gtid else Boundary.START
-            if role == "end":
+        match event_kind(type_code):
+            case Kind.IGNORED:
+                return Boundary.IGNORE
+            case Kind.GTID | Kind.MARIA_GTID:
+                return Boundary.START
+            case Kind.QUERY:
+                role = query_role or "statement"
+                if role == "begin":
+                    after_gtid = self.opener in (Opener.GTID, Opener.MARIA_GTID)
+                    return Boundary.INSIDE if in_trx and after_gtid else Boundary.START
+                if role == "end":
+                    return Boundary.END
+                if role == "xa_complete":
+                    return Boundary.END if in_trx else Boundary.SELF_CONTAINED
+                return self._statement(in_trx)
+            case Kind.STATEMENT:
+                return self._statement(in_trx)
+            case Kind.PRE_STATEMENT:
+                return Boundary.INSIDE if in_trx else Boundary.START
+            case Kind.END:
                 return Boundary.END
-            if role == "xa_complete":
-                return Boundary.END if in_trx else Boundary.SELF_CONTAINED
-            return self._statement(in_trx)
-        if type_code in STATEMENT_EVENTS:
-            return self._statement(in_trx)
-        if type_code in PRE_STATEMENT_EVENTS:
-            return Boundary.INSIDE if in_trx else Boundary.START
-        if type_code in END_EVENTS:
-            return Boundary.END
-        if type_code == c.TABLE_MAP_EVENT and not in_trx:
-            return Boundary.START  # opener ROWS
-        if type_code in c.ROWS_EVENTS and stmt_end and self.opener is Opener.ROWS:
-            return Boundary.END
-        if type_code in INSIDE_EVENTS:
-            return Boundary.INSIDE
-        return Boundary.SELF_CONTAINED
+            case Kind.TABLE_MAP:
+                return Boundary.INSIDE if in_trx else Boundary.START  # opener ROWS
+            case Kind.ROWS:
+                return Boundary.END if stmt_end and self.opener is Opener.ROWS else Boundary.INSIDE
+            case Kind.INSIDE:
+                return Boundary.INSIDE
+        return Boundary.SELF_CONTAINED  # Kind.OPAQUE
 
     def _statement(self, in_trx: bool) -> Boundary:
         if not in_trx:

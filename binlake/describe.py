@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from binlake.binlog import constants as c
 from binlake.binlog import events as ev_codec
 from binlake.binlog.framing import Frame
-from binlake.boundary import PRE_STATEMENT_EVENTS, Boundary, BoundaryParser, Opener, query_role
+from binlake.boundary import Boundary, BoundaryParser, Kind, Opener, event_kind, query_role
 
 
 @dataclass(slots=True)
@@ -37,42 +37,39 @@ def describe(parser: BoundaryParser, frame: Frame, inner: int, fde) -> Event:
     t = frame.type
     stmt_end = False
     try:
-        if t in (c.GTID_LOG_EVENT, c.ANONYMOUS_GTID_LOG_EVENT):
-            e.gtid = ev_codec.decode_mysql_gtid(t, frame.body)
-            e.opener = Opener.GTID
-        elif t == c.GTID_TAGGED_LOG_EVENT:
-            e.gtid = ev_codec.decode_tagged_gtid(frame.body)
-            e.opener = Opener.GTID
-        elif t == c.MARIA_GTID_EVENT:
-            e.gtid = ev_codec.decode_maria_gtid(frame.body, frame.server_id)
-            alone = e.gtid.flags & (c.FL_STANDALONE | c.FL_COMPLETED_XA)
-            e.opener = Opener.GTID if alone else Opener.MARIA_GTID
-        elif t in (c.QUERY_EVENT, c.QUERY_COMPRESSED_EVENT):
-            phl = fde.post_header_len(t) or fde.post_header_len(c.QUERY_EVENT)
-            e.query = ev_codec.decode_query(frame.body, phl, t == c.QUERY_COMPRESSED_EVENT)
-            e.role = query_role(e.query.text)
-            if e.role == "begin":
-                e.opener = Opener.BEGIN
-        elif t == c.XID_EVENT:
-            e.xid = ev_codec.decode_xid(frame.body)
-        elif t == c.XA_PREPARE_LOG_EVENT:
-            e.xa = ev_codec.decode_xa_prepare(frame.body)
-        elif t in PRE_STATEMENT_EVENTS:
-            e.opener = Opener.PRE_STATEMENT
-        elif t == c.TABLE_MAP_EVENT:
-            e.opener = Opener.ROWS
-        elif t in c.ROWS_EVENTS and parser.opener is Opener.ROWS:
-            stmt_end = _rows_flags(frame, fde) & c.STMT_END_F
+        match event_kind(t):
+            case Kind.GTID:
+                e.gtid = (ev_codec.decode_tagged_gtid(frame.body) if t == c.GTID_TAGGED_LOG_EVENT
+                          else ev_codec.decode_mysql_gtid(t, frame.body))
+                e.opener = Opener.GTID
+            case Kind.MARIA_GTID:
+                e.gtid = ev_codec.decode_maria_gtid(frame.body, frame.server_id)
+                alone = e.gtid.flags & (c.FL_STANDALONE | c.FL_COMPLETED_XA)
+                e.opener = Opener.GTID if alone else Opener.MARIA_GTID
+            case Kind.QUERY:
+                phl = fde.post_header_len(t) or fde.post_header_len(c.QUERY_EVENT)
+                e.query = ev_codec.decode_query(frame.body, phl, t == c.QUERY_COMPRESSED_EVENT)
+                e.role = query_role(e.query.text)
+                if e.role == "begin":
+                    e.opener = Opener.BEGIN
+            case Kind.END if t == c.XID_EVENT:
+                e.xid = ev_codec.decode_xid(frame.body)
+            case Kind.END:
+                e.xa = ev_codec.decode_xa_prepare(frame.body)
+            case Kind.PRE_STATEMENT:
+                e.opener = Opener.PRE_STATEMENT
+            case Kind.TABLE_MAP:
+                e.opener = Opener.ROWS
+            case Kind.ROWS if parser.opener is Opener.ROWS:
+                stmt_end = stmt_ends(frame, fde)
     except (ValueError, struct.error, IndexError, UnicodeDecodeError) as exc:
         e.error = f"cannot decode {c.event_name(t)} event: {exc}"
-    e.boundary = parser.classify(t, query_role=e.role, known=t in c.EVENT_NAMES,
-                                 stmt_end=bool(stmt_end))
+    e.boundary = parser.classify(t, query_role=e.role, stmt_end=stmt_end)
     return e
 
 
-def _rows_flags(frame: Frame, fde) -> int:
-    """The flags after a rows event's table id (6 bytes; 4 where the post-header is 6)."""
+def stmt_ends(frame: Frame, fde) -> bool:
+    """Whether a rows event is its statement's last (STMT_END_F, in the flags after the table id:
+    6 bytes, 4 where the post-header is 6)."""
     at = 4 if fde.post_header_len(frame.type) == 6 else 6
-    return struct.unpack_from("<H", frame.body, at)[0]
-
-
+    return bool(struct.unpack_from("<H", frame.body, at)[0] & c.STMT_END_F)

@@ -103,3 +103,13 @@ def test_ignored_events_keep_state():
         assert p.classify(t) is B.IGNORE
         assert p.feed(B.IGNORE)
     assert p.state is B.START
+
+
+def test_every_known_event_type_has_a_kind():
+    # one table says what each event type is (MySQL's one switch); constants.EVENT_NAMES lists
+    # every type of MySQL 3.23-9.x and MariaDB 10.x-11.x binlake knows
+    from binlake.boundary import EVENT_KINDS, Kind, event_kind
+
+    assert set(EVENT_KINDS) == set(c.EVENT_NAMES)
+    assert event_kind(250) is Kind.IGNORED  # an unknown type moves nothing (binlake.assemble words it)
+    assert {t for t, k in EVENT_KINDS.items() if k is Kind.ROWS} == c.ROWS_EVENTS
