@@ -324,7 +324,7 @@ class Job:
     def _range_rows(self, name: str, dates: list[dt.date]) -> DataFrame:
         """The rows of the range (and these sources) in a table."""
         lo, hi = _instant(self.plan.start), _instant(self.plan.end)
-        df = self.spark.read.schema(_with_date(schema.TABLES[name])).parquet(f"{self.warehouse}/{name}")
+        df = self.spark.read.schema(schema.STORED[name]).parquet(f"{self.warehouse}/{name}")
         return (df.where(F.col("commit_date").between(F.lit(dates[0]), F.lit(dates[-1])))
                 .where((F.col("commit_ts") >= F.lit(lo)) & (F.col("commit_ts") < F.lit(hi)))
                 .where(F.col("source").isin(self.sources)))
@@ -332,7 +332,7 @@ class Job:
     def _replace_range(self, name: str, new: DataFrame, dates: list[dt.date], empty: Callable[[], bool]) -> None:
         """Rows of the range replace the range's rows of these sources in the dates touched."""
         path = f"{self.warehouse}/{name}"
-        struct = _with_date(schema.TABLES[name])
+        struct = schema.STORED[name]
         self.sc.setJobDescription(f"binlake: write {name}")
         touched = [d for d in self._partitions(path) if dates[0] <= d <= dates[-1]]
         writer = None
@@ -393,12 +393,6 @@ class Job:
         out.write(bytearray(json.dumps(asdict(self.summary), indent=1).encode()))
         out.close()
         log.info("summary: %s", path)
-
-
-def _with_date(struct):
-    from pyspark.sql.types import StructType
-
-    return StructType(struct.fields + [schema.PARTITION])
 
 
 def _instant(ts: str) -> dt.datetime:

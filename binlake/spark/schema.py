@@ -51,6 +51,8 @@ ANOMALIES = _struct(
 )
 TABLES = {"transactions": TRANSACTIONS, "row_changes": ROW_CHANGES, "anomalies": ANOMALIES}
 PARTITION = StructField("commit_date", DateType(), True)
+# The tables as stored: partitioned by commit_date, which Parquet keeps in the directory names.
+STORED = {name: StructType(struct.fields + [PARTITION]) for name, struct in TABLES.items()}
 
 # Pieces of big transactions: what binlake.pieces.finish needs, and the rows' place in them.
 PIECES = _struct(

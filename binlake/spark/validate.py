@@ -133,7 +133,7 @@ class Validation:
 
     def table(self, name: str) -> DataFrame:
         path = self.root / name
-        struct = StructTypeWithDate(schema.TABLES[name])
+        struct = schema.STORED[name]
         if not path.exists():
             raise BinlakeError(f"{self.warehouse}/{name}: no such table (run binlake assemble first)")
         return self.spark.read.schema(struct).parquet(str(path))
@@ -289,12 +289,6 @@ def _describe(cfg) -> str:
     if "column" in kw:
         return f"{kw['column']}: {cfg.type}"
     return cfg.type
-
-
-def StructTypeWithDate(struct):  # noqa: N802 - reads like the type it returns
-    from pyspark.sql.types import StructType
-
-    return StructType(struct.fields + [schema.PARTITION])
 
 
 def _add_gtid(known: dict, gtid: str) -> None:
