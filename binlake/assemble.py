@@ -6,35 +6,33 @@ text, XID, XA_PREPARE) to its end to learn the commit facts — commit timestamp
 outcome. The main pass then decodes its rows and streams them out already stamped,
 so a transaction is never held in memory whole: only the row changes of the current
 segment wait, to learn whether a later segment follows (`end_segment`).
+
+This module is the walk and the transaction facts. Transactions and anomalies go to `emit`;
+row changes to a sink (binlake.sinks), numbered by binlake.segments. A walk may start inside
+a transaction (Resume: a big transaction's piece, binlake.pieces).
 """
 
 from __future__ import annotations
 
-import array
-import itertools
-import re
 import struct
-import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-
-import orjson
+from typing import Protocol
 
 from binlake.binlog import constants as c
 from binlake.binlog import events as ev_codec
-from binlake.binlog import fastrows
 from binlake.binlog import rows as rows_codec
 from binlake.binlog.framing import BinlogReader, Frame
 from binlake.binlog.payload import inner_frames
-from binlake.boundary import Boundary, BoundaryParser
+from binlake.boundary import Boundary, BoundaryParser, Opener
 from binlake.describe import Event, describe
 from binlake.errors import BinlogError, FatalBinlogError, RowDecodeError
+from binlake.records import Facts, Txn, open_txn, transaction_record, ts_from_seconds
 from binlake.records import anomaly as make_anomaly
-from binlake.records import derived_txn_id, image_json, json_line, ts_from_micros, ts_from_seconds
+from binlake.segments import Segmenter
+from binlake.sinks import RecordSink, RowsAt, RowSink
 
 Emit = Callable[[str, dict], None]  # ("transaction" | "row_change" | "anomaly", record)
-EmitRows = Callable[[list[dict]], None]  # a segment's row changes at once (fewer calls per row)
-EmitLines = Callable[[Iterable[bytes]], None]  # a segment's row changes as JSON lines, in chunks
 _DECODE_ERRORS = (RowDecodeError, ValueError, struct.error, IndexError, KeyError,
                   UnicodeDecodeError)
 
@@ -47,97 +45,75 @@ class Options:
     rows: bool = True  # emit row changes (they are decoded for the counts either way)
 
 
-@dataclass(slots=True)
-class RowBlock:
-    """The row changes of one rows event as columns, for the Spark job's Arrow batches: what they
-    share once, seq counted from `seq`, and the images' JSON texts (the same text `scan --rows`
-    prints) as an Arrow string column's (offsets, data); None for the side the operation has none
-    of (an insert's before, a delete's after)."""
+@dataclass
+class Counts:
+    events: int = 0
+    transactions: int = 0
+    row_changes: int = 0
+    anomalies: int = 0
+    ignored_unknown: int = 0  # unknown events flagged ignorable, skipped
 
-    txn_id: str
-    segment_id: int
+
+class Placing(Protocol):
+    """How a transaction's row changes are numbered and when its sink hands them on
+    (binlake.segments: Segmenter, Unplaced). Each call returns the row changes handed on."""
+
+    segment_id: int | None
     seq: int
-    binlog_file: str
-    event_pos: int
-    commit_ts: str
-    event_ts: str
-    schema: str
-    table: str
-    op: str
-    rows_query: str | None
-    xid: int | None
-    rows: int
-    before: tuple[bytes, bytes] | None
-    after: tuple[bytes, bytes] | None
-    end_segment: bool = False
-    piece: int | None = None  # a big transaction's piece: its place comes from binlake.pieces.finish
-    ev_ord: int | None = None
+    piece: int | None
+    ordinal: int | None
 
-
-EmitBlocks = Callable[[list[RowBlock]], None]  # a segment's row changes as blocks
+    def before(self, sink: RowSink | None, presentable: bool) -> int: ...
+    def after(self, rows: int, size: int, sink: RowSink | None) -> int: ...
+    def close(self, sink: RowSink | None, presentable: bool) -> int: ...
+    def likely_last(self, rows: int, size: int, end: int) -> bool: ...
 
 
 @dataclass
-class Facts:
-    """What the light pass learns of a transaction before its rows are read."""
+class Resume:
+    """A walk that starts inside a transaction: the transaction as its first reader opened it,
+    and what that reader held where this walk starts. Its record is not this walk's to emit
+    (it began before the walk): the walk only counts into it, and says whether it ended."""
 
-    complete: bool = False
-    end: Event | None = None
-    end_pos: int = 0
-    last_ts: int = 0
-    broken: bool = False  # a CRC mismatch or an undecodable event inside
-
-
-@dataclass
-class Txn:
-    start: Event
-    facts: Facts
-    txn_id: str
-    commit_ts: str
-    xid: int | None
-    event_count: int = 0
-    rows: dict[str, int] = field(default_factory=lambda: {"insert": 0, "update": 0, "delete": 0})
-    tables: set[str] = field(default_factory=set)
-    compressed: bool = False
-    broken: bool = False
-    seq: int = 0
-    segment_id: int = 1
-    seg_rows: int = 0
-    seg_bytes: int = 0
-    seg_buf: list = field(default_factory=list)  # records, or chunks of JSON lines (emit_lines)
-    seg_ends: bool = False  # the "end_segment" the current segment's JSON lines are written with
-    rows_query: str | None = None
-    first_ts: int = 0
+    txn: Txn
+    placing: Placing
+    state: Boundary = Boundary.START
+    opener: Opener = Opener.GTID
+    table_maps: list[rows_codec.TableMap] = field(default_factory=list)
+    continues: bool = False  # it goes on past the walk's range: no TRUNCATED at the range's end
+    opening: bool = False  # the walk starts at its opening event: taken in as is, no look-ahead
+    ended: bool = False  # set by the walk: its ending event was seen
 
 
 class FileAssembler:
     """Runs the boundary parser over one file and emits its records."""
 
-    def __init__(self, reader: BinlogReader, opts: Options, emit: Emit,
-                 binlog_file: str | None = None, emit_rows: EmitRows | None = None,
-                 emit_lines: EmitLines | None = None, emit_blocks: EmitBlocks | None = None) -> None:
+    def __init__(self, reader: BinlogReader, opts: Options, emit: Emit, sink: RowSink | None = None,
+                 binlog_file: str | None = None, resume: Resume | None = None) -> None:
         self.reader = reader
         self.opts = opts
         self.emit = emit
-        self.emit_rows = emit_rows or self._emit_each
-        # Row changes as the JSON lines `scan --rows` prints, written by the compiled decoder
-        # straight from the row images: no Python object per row or value.
-        self.emit_lines = emit_lines if opts.rows else None
-        self.emit_blocks = emit_blocks if opts.rows else None  # the same, as columns
+        if opts.rows and sink is None:
+            sink = RecordSink(self._emit_each)
+        self.sink = sink if opts.rows else None
         self.file = binlog_file or reader.name.rsplit("/", 1)[-1]
         self.fde = reader.fde
         self.parser = BoundaryParser()
         self.txn: Txn | None = None
+        self.placing: Placing = Segmenter(opts.segment_rows, opts.segment_bytes)
         self.orphans: list | None = None  # [start, end, detail] of events outside any transaction
         self.table_maps: dict[int, rows_codec.TableMap] = {}
-        self.stats = {"events": 0, "transactions": 0, "row_changes": 0, "anomalies": 0,
-                      "ignored_unknown": 0}
-        self.previous_gtids: str | None = None
+        self.counts = Counts()
+        self.resume = resume
+        if resume is not None:
+            self.txn, self.placing = resume.txn, resume.placing
+            self.parser.state, self.parser.opener = resume.state, resume.opener
+            self.table_maps = {tm.table_id: tm for tm in resume.table_maps}
 
     # -- output ------------------------------------------------------------------------
 
     def _anomaly(self, start: int, end: int, code: str, detail: str, severity: str = "error"):
-        self.stats["anomalies"] += 1
+        self.counts.anomalies += 1
         self.emit("anomaly", make_anomaly(self.opts.source, self.file, start, end, code,
                                           detail, severity))
 
@@ -164,18 +140,23 @@ class FileAssembler:
 
     # -- the main pass -----------------------------------------------------------------
 
-    def run(self) -> dict:
+    def run(self) -> Counts:
         for _ in self.steps():
             pass
-        return self.stats
+        return self.counts
 
     def steps(self, start: int | None = None) -> Iterator[None]:
         """Run, yielding after every event: a caller streaming the records out can take them
         as they come instead of holding a whole file's (see binlake.splits)."""
         start = self.reader.first_event_pos if start is None else start
+        if self.resume is not None and self.resume.opening:
+            opening = self.resume.txn.start
+            self.counts.events += 1
+            self._add(self.resume.txn, opening)
+            start = opening.frame.end
         try:
             for frame, inner in self._stream(start, self._bad_payload):
-                self.stats["events"] += 1
+                self.counts.events += 1
                 try:
                     self._on_frame(frame, inner)
                 except (BinlogError, RowDecodeError):
@@ -198,9 +179,12 @@ class FileAssembler:
         self._at_end()
 
     def _at_end(self) -> None:
-        if self.txn:
-            self._break(self.reader.end, "TRUNCATED",
-                        f"{self._where(self.reader.end)}: file ends inside a transaction")
+        if self.txn is None:
+            return
+        if self.resume is not None and self.txn is self.resume.txn and self.resume.continues:
+            self.txn = None  # the transaction goes on after this walk's range
+            return
+        self._break(self.reader.end, "TRUNCATED", f"{self._where(self.reader.end)}: file ends inside a transaction")
 
     def _bad_payload(self, frame: Frame, reason: str) -> None:
         self._anomaly(frame.pos, frame.end, "DECODE_ERROR", f"{self._where(frame.pos)}: {reason}")
@@ -250,7 +234,7 @@ class FileAssembler:
                                    "encrypted binlog: not supported (MariaDB encrypt_binlog)")
         if t not in c.EVENT_NAMES:
             if e.frame.flags & c.LOG_EVENT_IGNORABLE_F:
-                self.stats["ignored_unknown"] += 1
+                self.counts.ignored_unknown += 1
             else:
                 self._anomaly(e.frame.pos, e.frame.end, "UNKNOWN_EVENT",
                               f"{self._where(e.frame.pos)}: unknown event type {t} "
@@ -274,24 +258,10 @@ class FileAssembler:
     # -- transactions ------------------------------------------------------------------
 
     def _open(self, e: Event) -> None:
-        self.txn = self._new_txn(e, self._lookahead(e))
+        facts = self._lookahead(e)
+        self.txn = open_txn(e, facts, self.file)
+        self.placing = Segmenter(self.opts.segment_rows, self.opts.segment_bytes, facts.end_pos)
         self._add(self.txn, e)
-
-    def _new_txn(self, e: Event, facts: Facts) -> Txn:
-        g = e.gtid
-        gtid = g.gtid if g else None
-        txn_id = gtid or derived_txn_id(e.frame.server_id, self.file, e.frame.pos)
-        if g and g.immediate_commit_ts:
-            commit_ts = ts_from_micros(g.immediate_commit_ts)
-        elif facts.end is not None:
-            commit_ts = ts_from_seconds(facts.end.frame.timestamp)
-        else:
-            commit_ts = ts_from_seconds(facts.last_ts or e.frame.timestamp)
-        end = facts.end
-        xid = None
-        if end is not None:
-            xid = end.xid if end.xid is not None else (end.query.ddl_xid if end.query else None)
-        return Txn(e, facts, txn_id, commit_ts, xid, first_ts=e.frame.timestamp)
 
     def _lookahead(self, start: Event) -> Facts:
         """Walk the transaction's events without decoding rows, to its end."""
@@ -352,11 +322,7 @@ class FileAssembler:
         elif t in c.ROWS_EVENTS:
             self._rows(txn, f)
         elif t in (c.ROWS_QUERY_LOG_EVENT, c.ANNOTATE_ROWS_EVENT):
-            try:
-                txn.rows_query = (ev_codec.decode_rows_query(f.body) if t == c.ROWS_QUERY_LOG_EVENT
-                                  else ev_codec.decode_annotate_rows(f.body))
-            except (ValueError, IndexError):
-                txn.rows_query = None
+            txn.rows_query = rows_query(f)
 
     def _decode_failed(self, txn: Txn, f: Frame, exc: Exception) -> None:
         txn.broken = True
@@ -366,347 +332,80 @@ class FileAssembler:
             self.table_maps.pop(rows_codec.rows_table_id(f.type, f.body, self.fde.post_header_len(f.type)), None)
 
     def _rows(self, txn: Txn, f: Frame) -> None:
+        """Decode a rows event, count it, and give its row changes their place in the sink."""
         phl = self.fde.post_header_len(f.type)
+        placing, sink = self.placing, self.sink
         try:
+            op = rows_codec.ROWS_EVENT_TYPES[f.type]
             table_id = rows_codec.rows_table_id(f.type, f.body, phl)
             tm = self.table_maps.get(table_id)
             if tm is None:
                 raise ValueError(f"no TABLE_MAP for table id {table_id}")
-            if self.emit_lines is not None and self._rendered(txn, f, tm, phl):
-                return
-            if self.emit_blocks is not None and self._blocked(txn, f, tm, phl):
-                return
-            ev = rows_codec.decode_rows(f.type, f.body, phl, tm, self.fde.flavor)
+            self.counts.row_changes += placing.before(sink, txn.presentable)
+            if sink is None:
+                ev = rows_codec.decode_rows(f.type, f.body, phl, tm, self.fde.flavor)
+                done = ev.flags, len(ev.rows)
+            else:
+                at = RowsAt(txn.txn_id, placing.segment_id, placing.seq, self.file, f.pos, txn.commit_ts,
+                            ts_from_seconds(f.timestamp), tm.schema, tm.table, op, txn.rows_query, txn.xid,
+                            placing.piece, placing.ordinal)
+                done = sink.take(at, f, tm, phl, placing)
+                if done is None:
+                    ev = rows_codec.decode_rows(f.type, f.body, phl, tm, self.fde.flavor)
+                    sink.hold(at, f, ev.rows, placing)
+                    done = ev.flags, len(ev.rows)
         except _DECODE_ERRORS as exc:
             self._decode_failed(txn, f, exc)
             return
-        self._place(txn, f, tm, ev)
-
-    def _place(self, txn: Txn, f: Frame, tm: rows_codec.TableMap, ev) -> None:
-        """Number the decoded rows of one rows event and hold them in the current segment."""
-        self._room(txn)
-        if self.opts.rows:
-            recs = self._row_changes(txn, f, tm, ev.op, ev.rows)
-            if self.emit_blocks is not None:
-                if recs:  # an event the compiled path did not take: its records as the same columns
-                    txn.seg_buf.append(self._block(txn, f, tm, ev.op, len(recs), *_image_columns(recs)))
-            elif self.emit_lines is None:
-                txn.seg_buf.extend(recs)
-            elif recs:  # an event the compiled path did not take: its records as the same lines
-                first = self._segment_starts(txn)
-                for rec in recs:
-                    rec["end_segment"] = txn.seg_ends
-                self._hold_lines(txn, f, len(recs), b"".join(map(json_line, recs)), first)
-        self._held(txn, f, tm, ev.op, len(ev.rows), ev.flags)
-
-    def _rendered(self, txn: Txn, f: Frame, tm: rows_codec.TableMap, phl: int) -> bool:
-        """Hold a rows event's row changes as JSON lines if the compiled path takes it."""
-        op = rows_codec.ROWS_EVENT_TYPES.get(f.type)
-        if op is None or tm.json_keys is None or not fastrows.enabled():
-            return False
-        self._room(txn)
-        first = self._segment_starts(txn)
-        done = rows_codec.render_rows(f.type, f.body, phl, tm, op, self._line_parts(txn, f, tm, op), txn.seq)
-        if done is None:
-            return False
-        flags, n, lines = done
-        self._hold_lines(txn, f, n, lines, first)
-        self._held(txn, f, tm, op, n, flags)
-        return True
-
-    @staticmethod
-    def _columns(f: Frame, tm: rows_codec.TableMap, phl: int) -> tuple | None:
-        """(op, flags, rows, before, after) of a rows event by the compiled path, or None."""
-        op = rows_codec.ROWS_EVENT_TYPES.get(f.type)
-        if op is None or tm.json_keys is None or not fastrows.enabled():
-            return None
-        done = rows_codec.render_columns(f.type, f.body, phl, tm, op)
-        return None if done is None else (op, *done)
-
-    def _blocked(self, txn: Txn, f: Frame, tm: rows_codec.TableMap, phl: int) -> bool:
-        """Hold a rows event's row changes as a RowBlock if the compiled path takes it."""
-        done = self._columns(f, tm, phl)
-        if done is None:
-            return False
-        op, flags, n, before, after = done
-        self._room(txn)
-        if n:
-            txn.seg_buf.append(self._block(txn, f, tm, op, n, before, after))
-        self._held(txn, f, tm, op, n, flags)
-        return True
-
-    def _block(self, txn: Txn, f: Frame, tm: rows_codec.TableMap, op: str, n: int,
-               before: tuple[bytes, bytes] | None, after: tuple[bytes, bytes] | None) -> RowBlock:
-        return RowBlock(txn.txn_id, txn.segment_id, txn.seq, self.file, f.pos, txn.commit_ts,
-                        ts_from_seconds(f.timestamp), tm.schema, tm.table, op, txn.rows_query, txn.xid, n,
-                        before, after)
-
-    @staticmethod
-    def _segment_starts(txn: Txn) -> bool:
-        """Whether the next lines are the segment's first: those are written as not its last,
-        then guessed (_guess_last)."""
-        if txn.seg_buf:
-            return False
-        txn.seg_ends = False
-        return True
-
-    def _hold_lines(self, txn: Txn, f: Frame, n: int, lines: bytes, first: bool) -> None:
-        if lines:
-            txn.seg_buf.append(self._guess_last(txn, f, n, lines) if first else lines)
-
-    def _room(self, txn: Txn) -> None:
-        """Flush the current segment if it is full: the next rows go to a new one."""
-        if txn.seg_rows and (txn.seg_rows >= self.opts.segment_rows
-                             or txn.seg_bytes >= self.opts.segment_bytes):
-            self._flush_segment(txn, end_segment=False)
-            txn.segment_id += 1
-            txn.seg_rows = txn.seg_bytes = 0
-
-    def _guess_last(self, txn: Txn, f: Frame, n: int, lines: bytes) -> bytes:
-        """A segment's first lines, rows event f's n rows: when the rest of the transaction, at
-        this event's rows per byte, fits in the segment with room to spare, guess that it is the
-        last and write them, and the segment's next lines, with "end_segment":true. Most lines are
-        then written right the first time; _flush_segment mends a wrong guess."""
-        left = txn.facts.end_pos - f.end  # the transaction's bytes after this event
-        rows = txn.seg_rows + n + n / f.size * left
-        if (left >= 0 and rows < 0.9 * self.opts.segment_rows
-                and txn.seg_bytes + f.size + left < self.opts.segment_bytes):
-            txn.seg_ends = True
-            return fastrows.swap_heads(lines, len(self._line_head(txn, False)), self._line_head(txn, True))
-        return lines
-
-    def _held(self, txn: Txn, f: Frame, tm: rows_codec.TableMap, op: str, n: int, flags: int) -> None:
-        self._count(txn, tm, op, n)
-        txn.seg_bytes += f.size
-        txn.seg_rows += n
-        txn.seq += n
+        flags, n = done
+        txn.count(tm.schema, tm.table, op, n)
+        self.counts.row_changes += placing.after(n, f.size, sink)
         if flags & c.STMT_END_F:
             txn.rows_query = None
-
-    @staticmethod
-    def _count(txn: Txn, tm: rows_codec.TableMap, op: str, n: int) -> None:
-        txn.tables.add(f"{tm.schema}.{tm.table}")
-        txn.rows[op] += n
-
-    def _row_changes(self, txn: Txn, f: Frame, tm: rows_codec.TableMap, op: str, rows) -> list[dict]:
-        """The row changes of one rows event; what they share is looked up once."""
-        txn_id, segment_id, file, pos, commit_ts = txn.txn_id, txn.segment_id, self.file, f.pos, txn.commit_ts
-        event_ts, schema, table, rows_query, xid = (ts_from_seconds(f.timestamp), tm.schema, tm.table,
-                                                    txn.rows_query, txn.xid)
-        return [{
-            "record": "row_change", "txn_id": txn_id, "segment_id": segment_id,
-            "end_segment": False, "seq": seq, "binlog_file": file,
-            "event_pos": pos, "commit_ts": commit_ts,
-            "event_ts": event_ts, "schema": schema,
-            "table": table, "op": op, "before": before, "after": after,
-            "rows_query": rows_query, "xid": xid,
-        } for seq, (before, after) in enumerate(rows, txn.seq)]
-
-    @staticmethod
-    def _line_head(txn: Txn, end_segment: bool) -> bytes:
-        """What every JSON line of the transaction's current segment starts with, up to `"seq":`."""
-        return b"".join((b'{"record":"row_change","txn_id":', orjson.dumps(txn.txn_id), b',"segment_id":',
-                         orjson.dumps(txn.segment_id), b',"end_segment":', b"true" if end_segment else b"false",
-                         b',"seq":'))
-
-    def _line_parts(self, txn: Txn, f: Frame, tm: rows_codec.TableMap, op: str) -> tuple[bytes, bytes, bytes]:
-        """The JSON lines of one rows event around seq, before and after: the fields of
-        _row_changes in its order, as orjson writes them."""
-        d = orjson.dumps
-        mid = b"".join((b',"binlog_file":', d(self.file), b',"event_pos":', d(f.pos), b',"commit_ts":',
-                        d(txn.commit_ts), b',"event_ts":', d(ts_from_seconds(f.timestamp)), b',"schema":',
-                        d(tm.schema), b',"table":', d(tm.table), b',"op":', d(op), b',"before":'))
-        tail = b"".join((b',"rows_query":', d(txn.rows_query), b',"xid":', d(txn.xid), b"}\n"))
-        return self._line_head(txn, txn.seg_ends), mid, tail
-
-    def _flush_segment(self, txn: Txn, end_segment: bool) -> None:
-        buf, txn.seg_buf = txn.seg_buf, []
-        if txn.broken or not txn.facts.complete or txn.facts.broken:
-            return  # rows of a transaction that did not commit whole are not presented
-        if self.emit_lines is not None:
-            self.stats["row_changes"] += txn.seg_rows
-            if end_segment != txn.seg_ends:  # the guess was wrong
-                buf = _swap_heads(buf, self._line_head(txn, txn.seg_ends), self._line_head(txn, end_segment))
-            self.emit_lines(buf)
-            return
-        if self.emit_blocks is not None:
-            for block in buf:
-                block.end_segment = end_segment
-            self.stats["row_changes"] += txn.seg_rows
-            self.emit_blocks(buf)
-            return
-        for rec in buf:
-            rec["end_segment"] = end_segment
-        self.stats["row_changes"] += len(buf)
-        self.emit_rows(buf)
 
     def _self_contained(self, e: Event) -> None:
         """A statement with no GTID around it: a transaction of its own, boundaries synthetic."""
         facts = Facts(complete=True, end=e, end_pos=e.frame.end, last_ts=e.frame.timestamp)
-        txn_id = derived_txn_id(e.frame.server_id, self.file, e.frame.pos)
-        xid = e.query.ddl_xid if e.query else None
-        txn = Txn(e, facts, txn_id, ts_from_seconds(e.frame.timestamp), xid,
-                  first_ts=e.frame.timestamp)
+        txn = open_txn(e, facts, self.file)
+        self.placing = Segmenter(self.opts.segment_rows, self.opts.segment_bytes, facts.end_pos)
         self._add(txn, e)
         self._close(txn)
 
     def _close(self, txn: Txn) -> None:
-        self._flush_segment(txn, end_segment=True)
         self.txn = None
-        end = txn.facts.end
-        kind, outcome, end_event = classify_end(txn.start, end)
-        synthetic = end_event == "SELF_CONTAINED"
-        if txn.broken or txn.facts.broken:
-            outcome = "incomplete"
-        self._emit_txn(txn, kind, outcome, end_event, synthetic, txn.facts.end_pos)
+        self.counts.row_changes += self.placing.close(self.sink, txn.presentable)
+        if self.resume is not None and txn is self.resume.txn:
+            self.resume.ended = True
+            return
+        self._emit_txn(txn, txn.facts.end_pos)
 
     def _break(self, pos: int, code: str, detail: str, range_end: int | None = None) -> None:
         """The open transaction cannot end: report it incomplete, its bytes in an anomaly."""
         txn = self.txn
         assert txn is not None
         self.txn = None
-        txn.seg_buf = []
-        start = txn.start.frame.pos
-        self._anomaly(start, range_end if range_end is not None else pos, code, detail)
-        kind = "dml"
-        self._emit_txn(txn, kind, "incomplete", None, False, pos)
+        txn.broken = True
+        if self.sink is not None:
+            self.sink.drop()
+        self._anomaly(txn.start.frame.pos, range_end if range_end is not None else pos, code, detail)
+        if self.resume is None or txn is not self.resume.txn:
+            self._emit_txn(txn, pos, cut_short=True)
 
-    def _emit_txn(self, txn: Txn, kind: str, outcome: str, end_event: str | None,
-                  synthetic: bool, end_pos: int) -> None:
-        rec, mismatch = transaction_record(txn, kind, outcome, end_event, synthetic, end_pos,
-                                           self.opts.source, self.file)
-        self.stats["transactions"] += 1
+    def _emit_txn(self, txn: Txn, end_pos: int, cut_short: bool = False) -> None:
+        txn.segment_count = self.placing.segment_id or 1
+        rec, mismatch = transaction_record(txn, end_pos, self.opts.source, self.file, cut_short)
+        self.counts.transactions += 1
         self.emit("transaction", rec)
         if mismatch:
             self._anomaly(*mismatch)
 
 
-def _image_columns(recs: list[dict]) -> tuple[tuple[bytes, bytes] | None, tuple[bytes, bytes] | None]:
-    """The before and after images of row change records as RowBlock's columns."""
-    return _json_column([r["before"] for r in recs]), _json_column([r["after"] for r in recs])
-
-
-def _json_column(images: list[dict | None]) -> tuple[bytes, bytes] | None:
-    if images[0] is None:  # one side of a rows event is all images or all None
+def rows_query(f: Frame) -> str | None:
+    """The statement text of a ROWS_QUERY (MySQL) or ANNOTATE_ROWS (MariaDB) event; None when
+    it cannot be read (the rows are still decoded)."""
+    try:
+        if f.type == c.ROWS_QUERY_LOG_EVENT:
+            return ev_codec.decode_rows_query(f.body)
+        return ev_codec.decode_annotate_rows(f.body)
+    except (ValueError, IndexError):
         return None
-    texts = [image_json(image) for image in images]
-    offsets = array.array("i", [0])
-    offsets.extend(itertools.accumulate(map(len, texts)))
-    if sys.byteorder != "little":
-        offsets.byteswap()
-    return offsets.tobytes(), b"".join(texts)
-
-
-def _swap_heads(chunks: list[bytes], head: bytes, new: bytes) -> Iterator[bytes]:
-    """Chunks of a segment's JSON lines with each line's head swapped for another (each line
-    starts with it: JSON text holds no raw newline but between lines). Each chunk is let go
-    as its copy is made, so a big segment is never held twice."""
-    chunks.reverse()
-    while chunks:
-        yield fastrows.swap_heads(chunks.pop(), len(head), new)
-
-
-def transaction_record(txn: Txn, kind: str, outcome: str, end_event: str | None, synthetic: bool,
-                       end_pos: int, source: str, binlog_file: str) -> tuple[dict, tuple | None]:
-    """The transaction's record, and the LENGTH_MISMATCH anomaly's (start, end, code, detail) if any."""
-    g = txn.start.gtid
-    start_pos = txn.start.frame.pos
-    length = g.transaction_length if g and g.transaction_length else None
-    end = txn.facts.end
-    xa_xid = None
-    if end is not None and end.xa is not None:
-        xa_xid = end.xa.xid
-    elif end is not None and end.query is not None and kind in ("xa_commit", "xa_rollback"):
-        xa_xid = parse_xa_xid(end.query.text)
-    elif g is not None and g.xa_xid:
-        xa_xid = g.xa_xid
-    rows = txn.rows
-    rec = {
-        "record": "transaction", "txn_id": txn.txn_id, "gtid": g.gtid if g else None,
-        "source": source, "server_id": txn.start.frame.server_id,
-        "binlog_file": binlog_file, "start_pos": start_pos, "end_pos": end_pos,
-        "transaction_length": length, "kind": kind, "outcome": outcome,
-        "end_event": end_event, "synthetic_boundary": synthetic, "xid": txn.xid,
-        "xa_xid": xa_xid, "commit_ts": txn.commit_ts,
-        "original_commit_ts": ts_from_micros(g.original_commit_ts)
-        if g and g.original_commit_ts else None,
-        "first_event_ts": ts_from_seconds(txn.first_ts),
-        "last_committed": g.last_committed if g else None,
-        "sequence_number": g.sequence_number if g else None,
-        "compressed": txn.compressed, "event_count": txn.event_count,
-        "row_count": rows["insert"] + rows["update"] + rows["delete"],
-        "rows_inserted": rows["insert"], "rows_updated": rows["update"],
-        "rows_deleted": rows["delete"], "tables": sorted(txn.tables),
-        "statement": end.query.text if synthetic and end and end.query else None,
-        "segment_count": txn.segment_id,
-    }
-    mismatch = None
-    if length and outcome != "incomplete" and length != end_pos - start_pos:
-        mismatch = (start_pos, end_pos, "LENGTH_MISMATCH",
-                    f"{binlog_file}:{start_pos}: transaction_length {length} but the "
-                    f"transaction spans {end_pos - start_pos} bytes")
-    return rec, mismatch
-
-
-def classify_end(start: Event, end: Event | None) -> tuple[str, str, str]:
-    """kind, outcome, end_event of a transaction from the event that ended it."""
-    if end is None:
-        return "dml", "incomplete", None  # type: ignore[return-value]
-    t = end.frame.type
-    if t == c.XID_EVENT:
-        return "dml", "committed", "XID"
-    if t == c.XA_PREPARE_LOG_EVENT:
-        if end.xa is not None and end.xa.one_phase:
-            return "dml", "committed", "XA_PREPARE"
-        return "xa_prepare", "prepared", "XA_PREPARE"
-    if t in c.ROWS_EVENTS:  # rows with no BEGIN around them (MySQL 5.1 NDB / pre-GA)
-        return "dml", "committed", "SELF_CONTAINED"
-    if end.query is None:
-        return "ddl", "committed", "SELF_CONTAINED"
-    text = end.query.text.lstrip().upper()
-    if end.role == "xa_complete":
-        if text[2:].lstrip().startswith("COMMIT"):
-            return "xa_commit", "committed", "QUERY_XA_COMMIT"
-        return "xa_rollback", "rolled_back", "QUERY_XA_ROLLBACK"
-    if end.role == "end":
-        if text.startswith("COMMIT"):
-            return "dml", "committed", "QUERY_COMMIT"
-        if text.startswith("ROLLBACK"):
-            return "dml", "rolled_back", "QUERY_ROLLBACK"
-        return "xa_prepare", "prepared", "XA_PREPARE"  # MariaDB's QUERY 'XA PREPARE'
-    return "ddl", "committed", "SELF_CONTAINED"
-
-
-def parse_xa_xid(text: str) -> str | None:
-    """The xid of an XA COMMIT/ROLLBACK statement, in format_xid's canonical form."""
-    m = re.match(r"\s*XA\s+(?:COMMIT|ROLLBACK)\s+(.*?)(?:\s+ONE\s+PHASE)?\s*;?\s*$", text,
-                 re.I | re.S)
-    if not m:
-        return None
-    parts = _split_xid(m.group(1))
-    if not parts:
-        return None
-    gtrid = parts[0]
-    bqual = parts[1] if len(parts) > 1 else b""
-    fmt = int(parts[2]) if len(parts) > 2 else 1
-    return ev_codec.format_xid(gtrid, bqual, fmt)
-
-
-def _split_xid(s: str) -> list | None:
-    out: list = []
-    token = re.compile(r"\s*(X'([0-9a-fA-F]*)'|0x([0-9a-fA-F]+)|'((?:[^'\\]|\\.|'')*)'|(\d+))\s*,?")
-    pos = 0
-    while pos < len(s):
-        m = token.match(s, pos)
-        if not m:
-            return None
-        if m.group(2) is not None:
-            out.append(bytes.fromhex(m.group(2)))
-        elif m.group(3) is not None:
-            out.append(bytes.fromhex(m.group(3)))
-        elif m.group(4) is not None:
-            out.append(m.group(4).replace("''", "'").encode())
-        else:
-            out.append(m.group(5))
-        pos = m.end()
-    return out

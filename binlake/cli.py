@@ -22,6 +22,7 @@ def cmd_scan(args: argparse.Namespace) -> int:
     from binlake.malloc import keep_freed_memory
     from binlake.records import json_line
     from binlake.scan import scan_files
+    from binlake.sinks import LineSink
 
     keep_freed_memory()
     sys.stdout.flush()
@@ -40,8 +41,8 @@ def cmd_scan(args: argparse.Namespace) -> int:
 
     opts = Options(source=args.source, segment_rows=args.segment_rows,
                    segment_bytes=args.segment_bytes, rows=args.rows)
-    # With --rows, a segment's row changes come as JSON lines already (binlake.assemble).
-    summary = scan_files(args.files, opts, emit, emit_lines=out.writelines)
+    # With --rows, a segment's row changes come as JSON lines already (binlake.sinks).
+    summary = scan_files(args.files, opts, emit, LineSink(out.writelines))
     if args.summary:
         print(_dump({"record": "summary", **vars(summary)}), file=sys.stderr)
     return 0

@@ -4,35 +4,92 @@ A survey walks the transaction's events once without decoding a row, to learn it
 facts and where it can be cut: between two row-carrying events, about every
 `split_bytes`. Each cut carries what a task starting there needs to decode on its own:
 the TABLE_MAP events in effect and the ROWS_QUERY of the statement under way. Tasks
-number their rows from 0 and report each rows event's row count and size; `finish` then
-replays the segment rule of docs/transactions.md over those counts, so `seq`,
-`segment_id` and `end_segment` come out exactly as one reader would have numbered them.
+number their rows from 0 and report each rows event's row count and size (a PieceRecord);
+`finish` then replays the segment rule (binlake.segments.replay) over those counts, so
+`seq`, `segment_id` and `end_segment` come out exactly as one reader would have numbered
+them, and `place_record` / `place_block` put each piece's rows there.
 """
 
 from __future__ import annotations
 
 import base64
-from dataclasses import dataclass
+import contextlib
+from dataclasses import dataclass, field
 
-from binlake.assemble import (
-    Emit,
-    EmitBlocks,
-    Facts,
-    FileAssembler,
-    Options,
-    Txn,
-    classify_end,
-    transaction_record,
-)
+from binlake.assemble import Emit, FileAssembler, Options, Resume, rows_query
 from binlake.binlog import constants as c
-from binlake.binlog import events as ev_codec
 from binlake.binlog import rows as rows_codec
 from binlake.binlog.framing import BinlogReader, FormatDescription, Frame
 from binlake.boundary import Boundary, BoundaryParser, Opener
-from binlake.describe import Event, describe
+from binlake.describe import describe, stmt_ends
 from binlake.errors import BinlogError
+from binlake.records import Facts, Txn, open_txn, transaction_record
+from binlake.records import anomaly as make_anomaly
+from binlake.segments import Unplaced, replay
+from binlake.sinks import RowBlock, RowSink
 
 ROW_CARRIERS = frozenset({c.TABLE_MAP_EVENT, c.ROWS_QUERY_LOG_EVENT, c.ANNOTATE_ROWS_EVENT, *c.ROWS_EVENTS})
+
+
+@dataclass
+class Cut:
+    """Where a piece starts, and what a reader from the transaction's start holds there."""
+
+    pos: int
+    table_maps: list[str]  # the TABLE_MAP events in effect, base64
+    rows_query: str | None  # the ROWS_QUERY / ANNOTATE_ROWS event of the statement under way, base64
+    state: str  # the boundary parser's state and opener (their names)
+    opener: str
+
+
+@dataclass
+class Survey:
+    """A big transaction's commit facts and cuts, learnt without decoding a row."""
+
+    txn_id: str
+    start: int
+    start_event: str  # base64 of the opening event
+    end_event_pos: int
+    end_event: str  # base64 of the ending event
+    end_pos: int
+    last_ts: int
+    cuts: list[Cut] = field(default_factory=list)
+
+    @property
+    def pieces(self) -> int:
+        return len(self.cuts) + 1
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Survey:
+        return cls(**{**d, "cuts": [Cut(**cut) for cut in d["cuts"]]})
+
+
+@dataclass
+class PieceRecord:
+    """What a piece's task learnt, for finish(): its counts and each rows event's (rows, size)."""
+
+    txn_id: str
+    piece: int
+    event_count: int
+    rows_inserted: int
+    rows_updated: int
+    rows_deleted: int
+    tables: list[str]
+    compressed: bool
+    broken: bool
+    events: list[list[int]]
+
+
+@dataclass(frozen=True, slots=True)
+class Fix:
+    """Where a piece's rows event goes in the whole transaction."""
+
+    segment_id: int
+    end_segment: bool
+    seq_base: int
+
+
+Fixes = dict[tuple[str, int, int | None], Fix]  # (txn_id, piece, its rows event's ordinal) -> the place
 
 
 def _b64(b: bytes) -> str:
@@ -49,7 +106,7 @@ def frame_at(raw_b64: str, pos: int, fde: FormatDescription) -> Frame:
     return next(BinlogReader(base64.b64decode(raw_b64), "event", base=pos, fde=fde).frames())
 
 
-def survey(reader: BinlogReader, start: int, end: int, split_bytes: int) -> dict | None:
+def survey(reader: BinlogReader, start: int, end: int, split_bytes: int, txn_id: str) -> Survey | None:
     """Commit facts and cut points of the transaction at [start, end).
 
     None when it cannot be cut: compressed (one TRANSACTION_PAYLOAD), fewer than two
@@ -66,7 +123,7 @@ def survey(reader: BinlogReader, start: int, end: int, split_bytes: int) -> dict
             return None
         table_maps: dict[int, bytes] = {}
         rows_query: bytes | None = None
-        cuts: list[dict] = []
+        cuts: list[Cut] = []
         last_cut = start
         prev_rows = False
         last_ts = first.timestamp
@@ -75,9 +132,8 @@ def survey(reader: BinlogReader, start: int, end: int, split_bytes: int) -> dict
             if not f.crc_ok or t == c.TRANSACTION_PAYLOAD_EVENT:
                 return None
             if prev_rows and t in ROW_CARRIERS and f.pos - last_cut >= split_bytes:
-                cuts.append({"pos": f.pos, "table_maps": [_b64(b) for b in table_maps.values()],
-                             "rows_query": _b64(rows_query) if rows_query else None,
-                             "parser": [p.state.name, p.opener.name]})
+                cuts.append(Cut(f.pos, [_b64(b) for b in table_maps.values()],
+                                _b64(rows_query) if rows_query else None, p.state.name, p.opener.name))
                 last_cut = f.pos
             e = describe(p, f, -1, fde)
             if e.error:
@@ -92,178 +148,124 @@ def survey(reader: BinlogReader, start: int, end: int, split_bytes: int) -> dict
                 table_maps[rows_codec.rows_table_id(t, f.body, fde.post_header_len(t))] = _raw(f, fde)
             elif t in (c.ROWS_QUERY_LOG_EVENT, c.ANNOTATE_ROWS_EVENT):
                 rows_query = _raw(f, fde)
-            elif t in c.ROWS_EVENTS and _stmt_end(f, fde):
+            elif t in c.ROWS_EVENTS and stmt_ends(f, fde):
                 rows_query = None
             if e.boundary is Boundary.END:
                 if not cuts:
                     return None
-                return {"start": start, "start_event": _b64(_raw(first, fde)), "end_event_pos": f.pos,
-                        "end_event": _b64(_raw(f, fde)), "end_pos": f.end, "last_ts": last_ts, "cuts": cuts}
+                return Survey(txn_id, start, _b64(_raw(first, fde)), f.pos, _b64(_raw(f, fde)), f.end, last_ts,
+                              cuts)
     except (BinlogError, StopIteration):
         return None
     return None
 
 
-def _stmt_end(f: Frame, fde: FormatDescription) -> bool:
-    at = 4 if fde.post_header_len(f.type) == 6 else 6
-    return bool(int.from_bytes(bytes(f.body[at:at + 2]), "little") & c.STMT_END_F)
-
-
-def _open(asm: FileAssembler, big: dict) -> Txn:
+def _opened(s: Survey, fde: FormatDescription, binlog_file: str) -> Txn:
     """The big transaction as its first reader would have opened it, from the survey's facts."""
-    fde = asm.fde
-    start = frame_at(big["start_event"], big["start"], fde)
     p = BoundaryParser()
-    start_e = describe(p, start, -1, fde)
-    p.feed(Boundary.START, start_e.opener)
-    end_e = describe(p, frame_at(big["end_event"], big["end_event_pos"], fde), -1, fde)
-    facts = Facts(complete=True, end=end_e, end_pos=big["end_pos"], last_ts=big["last_ts"])
-    return asm._new_txn(start_e, facts)
+    start = describe(p, frame_at(s.start_event, s.start, fde), -1, fde)
+    p.feed(Boundary.START, start.opener)
+    end = describe(p, frame_at(s.end_event, s.end_event_pos, fde), -1, fde)
+    return open_txn(start, Facts(complete=True, end=end, end_pos=s.end_pos, last_ts=s.last_ts), binlog_file)
 
 
-class PieceAssembler(FileAssembler):
-    """Decodes one piece of a big transaction: rows numbered from 0, nothing buffered."""
+def _table_maps(cut: Cut, fde: FormatDescription) -> list[rows_codec.TableMap]:
+    out = []
+    for raw in cut.table_maps:
+        f = frame_at(raw, 4, fde)  # where it was does not matter here
+        with contextlib.suppress(Exception):  # the piece holding the event reports it
+            out.append(rows_codec.decode_table_map(f.body, fde.post_header_len(f.type), fde.flavor))
+    return out
 
-    def __init__(self, reader: BinlogReader, opts: Options, emit: Emit, binlog_file: str,
-                 big: dict, piece: int, emit_blocks: EmitBlocks | None = None) -> None:
-        super().__init__(reader, opts, emit, binlog_file, emit_blocks=emit_blocks)
-        self.big_spec = big
+
+class Piece:
+    """Decodes one piece of a big transaction: a walk resumed inside it (binlake.assemble.Resume),
+    its rows numbered from 0 and handed on at once, unplaced (binlake.segments.Unplaced)."""
+
+    def __init__(self, reader: BinlogReader, opts: Options, emit: Emit, binlog_file: str, s: Survey,
+                 piece: int, sink: RowSink | None = None) -> None:
+        fde = reader.fde
+        txn = _opened(s, fde, binlog_file)
         self.piece = piece
-        self.last = piece == len(big["cuts"])
-        self.ev_stats: list[list[int]] = []
-        self.closed = False
-        self.big: Txn | None = None
-
-    def steps(self, start: int | None = None):
-        txn = self.big = self.txn = _open(self, self.big_spec)
-        start_e: Event = txn.start
-        self.parser.feed(Boundary.START, start_e.opener)
-        begin = self.reader.first_event_pos
-        if self.piece == 0:
-            self.stats["events"] += 1
-            self._add(txn, start_e)
-            begin = start_e.frame.end
+        self.last = piece == len(s.cuts)
+        self.placing = Unplaced(piece)
+        self.resume = Resume(txn, self.placing, continues=not self.last, opening=piece == 0)
+        if piece == 0:
+            self.resume.opener = txn.start.opener or Opener.GTID
         else:
-            cut = self.big_spec["cuts"][self.piece - 1]
-            state, opener = cut["parser"]  # as the boundary parser stood at the cut
-            self.parser.state, self.parser.opener = Boundary[state], Opener[opener]
-            for raw in cut["table_maps"]:
-                f = frame_at(raw, 4, self.fde)  # where it was does not matter here
-                try:
-                    tm = rows_codec.decode_table_map(f.body, self.fde.post_header_len(f.type), self.fde.flavor)
-                    self.table_maps[tm.table_id] = tm
-                except Exception:  # noqa: BLE001 - the piece holding the event reported it
-                    pass
-            if cut["rows_query"]:
-                f = frame_at(cut["rows_query"], 4, self.fde)
-                txn.rows_query = (ev_codec.decode_rows_query(f.body) if f.type == c.ROWS_QUERY_LOG_EVENT
-                                  else ev_codec.decode_annotate_rows(f.body))
-        yield from super().steps(begin)
+            cut = s.cuts[piece - 1]
+            self.resume.state, self.resume.opener = Boundary[cut.state], Opener[cut.opener]
+            self.resume.table_maps = _table_maps(cut, fde)
+            if cut.rows_query:
+                txn.rows_query = rows_query(frame_at(cut.rows_query, 4, fde))
+        self.asm = FileAssembler(reader, opts, emit, sink, binlog_file, resume=self.resume)
 
-    def _at_end(self) -> None:
-        if self.txn is self.big and not self.last:
-            self.txn = None  # the transaction goes on in the next piece
-            return
-        super()._at_end()
-
-    def _place(self, txn: Txn, f: Frame, tm: rows_codec.TableMap, ev) -> None:
-        if txn is not self.big:
-            super()._place(txn, f, tm, ev)
-            return
-        ordinal = len(self.ev_stats)
-        if self.opts.rows:
-            recs = self._row_changes(txn, f, tm, ev.op, ev.rows)
-            for rec in recs:
-                rec["segment_id"] = None  # set by finish()
-                rec["piece"] = self.piece
-                rec["ev_ord"] = ordinal
-            self.stats["row_changes"] += len(recs)
-            self.emit_rows(recs)
-        self._piece_event(txn, f, tm, ev.op, len(ev.rows), ev.flags)
-
-    def _blocked(self, txn: Txn, f: Frame, tm: rows_codec.TableMap, phl: int) -> bool:
-        if txn is not self.big:
-            return super()._blocked(txn, f, tm, phl)
-        done = self._columns(f, tm, phl)
-        if done is None:
-            return False
-        op, flags, n, before, after = done
-        if n:  # out at once, unnumbered: finish() places it (segment_id None until then)
-            block = self._block(txn, f, tm, op, n, before, after)
-            block.segment_id, block.piece, block.ev_ord = None, self.piece, len(self.ev_stats)
-            self.stats["row_changes"] += n
-            self.emit_blocks([block])
-        self._piece_event(txn, f, tm, op, n, flags)
-        return True
-
-    def _piece_event(self, txn: Txn, f: Frame, tm: rows_codec.TableMap, op: str, n: int, flags: int) -> None:
-        """Count a rows event of the big transaction: what finish() needs of it."""
-        self._count(txn, tm, op, n)
-        self.ev_stats.append([n, f.size])
-        txn.seq += n
-        if flags & c.STMT_END_F:
-            txn.rows_query = None
-
-    def _close(self, txn: Txn) -> None:
-        if txn is not self.big:
-            super()._close(txn)
-            return
-        self.txn = None
-        self.closed = True
-
-    def _break(self, pos: int, code: str, detail: str, range_end: int | None = None) -> None:
-        if self.txn is self.big:
-            self.big.broken = True
-        super()._break(pos, code, detail, range_end)
-
-    def piece_record(self) -> dict:
-        """What finish() needs of this piece."""
-        t = self.big
-        assert t is not None
-        return {"record": "piece", "txn_id": t.txn_id, "piece": self.piece, "event_count": t.event_count,
-                "rows_inserted": t.rows["insert"], "rows_updated": t.rows["update"],
-                "rows_deleted": t.rows["delete"], "tables": sorted(t.tables), "compressed": t.compressed,
-                "broken": t.broken or (self.last and not self.closed), "events": self.ev_stats}
+    def record(self) -> PieceRecord:
+        """What finish() needs of this piece (after its walk)."""
+        t = self.resume.txn
+        return PieceRecord(t.txn_id, self.piece, t.event_count, t.rows["insert"], t.rows["update"],
+                           t.rows["delete"], sorted(t.tables), t.compressed,
+                           t.broken or (self.last and not self.resume.ended),
+                           [list(e) for e in self.placing.events])
 
 
 @dataclass
 class Finished:
     transaction: dict
-    anomaly: tuple | None  # LENGTH_MISMATCH (start, end, code, detail)
-    fixes: list[tuple]  # (txn_id, piece, ev_ord, segment_id, end_segment, seq_base); empty when broken
+    anomaly: dict | None  # LENGTH_MISMATCH, dated by the transaction's commit_ts
+    fixes: Fixes  # empty when the transaction is broken: none of its rows are presented
 
 
-def finish(big: dict, pieces: list[dict], opts: Options, binlog_file: str, fde: FormatDescription) -> Finished:
+def finish(s: Survey, pieces: list[PieceRecord], opts: Options, binlog_file: str,
+           fde: FormatDescription) -> Finished:
     """Put a big transaction's pieces together: its record, and where each piece's rows go."""
-    asm = FileAssembler.__new__(FileAssembler)
-    asm.fde, asm.file = fde, binlog_file
-    txn = _open(asm, big)
-    pieces = sorted(pieces, key=lambda p: p["piece"])
-    expected = len(big["cuts"]) + 1
-    broken = len(pieces) != expected or any(p["broken"] for p in pieces)
+    txn = _opened(s, fde, binlog_file)
+    pieces = sorted(pieces, key=lambda p: p.piece)
+    broken = len(pieces) != s.pieces or any(p.broken for p in pieces)
+    events: list[tuple[int, int]] = []
     for p in pieces:
-        txn.event_count += p["event_count"]
-        for op, key in (("insert", "rows_inserted"), ("update", "rows_updated"), ("delete", "rows_deleted")):
-            txn.rows[op] += p[key]
-        txn.tables.update(p["tables"])
-        txn.compressed |= p["compressed"]
-    seg, seg_rows, seg_bytes, seq = 1, 0, 0, 0
-    spans = []
-    for p in pieces:
-        base = seq
-        for ordinal, (n, size) in enumerate(p["events"]):
-            if seg_rows and (seg_rows >= opts.segment_rows or seg_bytes >= opts.segment_bytes):
-                seg += 1
-                seg_rows = seg_bytes = 0
-            seg_bytes += size
-            seg_rows += n
-            spans.append((p["piece"], ordinal, seg, base))
-            seq += n
-    txn.segment_id = seg
-    kind, outcome, end_event = classify_end(txn.start, txn.facts.end)
-    if broken:
-        outcome = "incomplete"
-    rec, mismatch = transaction_record(txn, kind, outcome, end_event, end_event == "SELF_CONTAINED",
-                                       big["end_pos"], opts.source, binlog_file)
-    fixes = [] if broken else [(txn.txn_id, piece, o, s, s == seg, base) for piece, o, s, base in spans]
-    return Finished(rec, mismatch, fixes)
+        txn.event_count += p.event_count
+        for op, n in (("insert", p.rows_inserted), ("update", p.rows_updated), ("delete", p.rows_deleted)):
+            txn.rows[op] += n
+        txn.tables.update(p.tables)
+        txn.compressed |= p.compressed
+        events += [(n, size) for n, size in p.events]
+    txn.broken = broken
+    places, txn.segment_count = replay(events, opts.segment_rows, opts.segment_bytes)
+    rec, mismatch = transaction_record(txn, s.end_pos, opts.source, binlog_file)
+    anomaly = {**make_anomaly(opts.source, binlog_file, *mismatch), "commit_ts": rec["commit_ts"]} if mismatch else None
+    fixes: Fixes = {}
+    if not broken:
+        at = iter(places)
+        for p in pieces:
+            base = None  # the seq of the piece's first row: its own rows are numbered from 0
+            for ordinal in range(len(p.events)):
+                segment_id, seq = next(at)
+                base = seq if base is None else base
+                fixes[txn.txn_id, p.piece, ordinal] = Fix(segment_id, segment_id == txn.segment_count, base)
+    return Finished(rec, anomaly, fixes)
+
+
+def place_record(rec: dict, fixes: Fixes) -> bool:
+    """A row change record given its place in the whole transaction; False when finish() gave it
+    none (its transaction is broken: not presented). Records of no piece are placed already."""
+    piece, ordinal = rec.pop("piece", None), rec.pop("ev_ord", None)
+    if piece is None:
+        return True
+    fix = fixes.get((rec["txn_id"], piece, ordinal))
+    if fix is None:
+        return False
+    rec["segment_id"], rec["end_segment"], rec["seq"] = fix.segment_id, fix.end_segment, rec["seq"] + fix.seq_base
+    return True
+
+
+def place_block(block: RowBlock, fixes: Fixes) -> bool:
+    """A RowBlock given its place in the whole transaction (as place_record)."""
+    at = block.at
+    if at.piece is None:
+        return True
+    fix = fixes.get((at.txn_id, at.piece, at.ev_ord))
+    if fix is None:
+        return False
+    at.segment_id, at.seq, block.end_segment = fix.segment_id, at.seq + fix.seq_base, fix.end_segment
+    return True

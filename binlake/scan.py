@@ -7,8 +7,9 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from binlake.assemble import Emit, EmitBlocks, EmitLines, EmitRows, FileAssembler, Options
+from binlake.assemble import Emit, FileAssembler, Options
 from binlake.binlog.framing import BinlogReader
+from binlake.sinks import RowSink
 
 log = logging.getLogger(__name__)
 
@@ -26,9 +27,9 @@ class ScanSummary:
 
 
 def scan_files(paths: Iterable[str | os.PathLike], opts: Options, emit: Emit,
-               emit_rows: EmitRows | None = None, emit_lines: EmitLines | None = None,
-               emit_blocks: EmitBlocks | None = None) -> ScanSummary:
-    """Scan each file in turn; raises BinlogError (file:offset) when a file cannot be read."""
+               sink: RowSink | None = None) -> ScanSummary:
+    """Scan each file in turn; raises BinlogError (file:offset) when a file cannot be read.
+    Row changes go to `sink` (binlake.sinks), else to `emit` as records."""
     summary = ScanSummary()
 
     def counting_emit(kind: str, rec: dict) -> None:
@@ -39,12 +40,10 @@ def scan_files(paths: Iterable[str | os.PathLike], opts: Options, emit: Emit,
 
     for path in paths:
         with BinlogReader.open(path, name=os.fspath(path)) as reader:
-            stats = FileAssembler(reader, opts, counting_emit, binlog_file=os.path.basename(path),
-                                  emit_rows=emit_rows, emit_lines=emit_lines, emit_blocks=emit_blocks).run()
+            counts = FileAssembler(reader, opts, counting_emit, sink, os.path.basename(path)).run()
         summary.files += 1
         for key in ("events", "transactions", "row_changes", "anomalies", "ignored_unknown"):
-            setattr(summary, key, getattr(summary, key) + stats[key])
+            setattr(summary, key, getattr(summary, key) + getattr(counts, key))
         log.info("%s: %d events, %d transactions, %d row changes, %d anomalies",
-                 path, stats["events"], stats["transactions"], stats["row_changes"],
-                 stats["anomalies"])
+                 path, counts.events, counts.transactions, counts.row_changes, counts.anomalies)
     return summary

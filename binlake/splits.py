@@ -28,7 +28,7 @@ import itertools
 import json
 import logging
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from binlake.archive.run import binlog_key
@@ -36,8 +36,9 @@ from binlake.archive.stores import MissingObject, open_store
 from binlake.assemble import FileAssembler, Options
 from binlake.binlog.framing import BinlogReader, FormatDescription
 from binlake.errors import BinlakeError
-from binlake.pieces import PieceAssembler, survey
+from binlake.pieces import Finished, Piece, PieceRecord, Survey, finish, place_record, survey
 from binlake.records import anomaly
+from binlake.sinks import BlockSink
 
 log = logging.getLogger(__name__)
 DEFAULT_SPLIT_BYTES = 64 << 20
@@ -55,6 +56,56 @@ def parse_time(text: str) -> str:
     return t.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+@dataclass(frozen=True)
+class BigTxn:
+    """A transaction longer than a split, as the manifest's index gives it."""
+
+    start: int
+    length: int
+    txn_id: str
+    commit_ts: str
+
+
+@dataclass
+class Split:
+    """A byte range of an archived file that one task reads: whole transactions, or a piece of a
+    big one. Crosses to Spark's tasks as JSON (to_json / from_json)."""
+
+    store: str
+    source: str
+    file: str
+    size: int  # of the file, as its manifest says
+    fde: dict  # its FORMAT_DESCRIPTION (binlake.binlog.framing.FormatDescription.to_dict)
+    split_bytes: int
+    start: int
+    end: int = 0
+    fallback_ts: str = EPOCH  # the date of an anomaly before the split's first transaction
+    big: BigTxn | None = None  # the transaction longer than a split this split holds alone
+    survey: Survey | None = None  # once surveyed and cut: the split is its piece `piece`
+    piece: int | None = None
+
+    @property
+    def bytes(self) -> int:
+        return self.end - self.start
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> Split:
+        d = json.loads(text)
+        big, s = d.pop("big"), d.pop("survey")
+        return cls(**d, big=BigTxn(**big) if big else None, survey=Survey.from_dict(s) if s else None)
+
+
+@dataclass(frozen=True)
+class PlannedFile:
+    source: str
+    file: str
+    size: int
+    transaction_count: int
+
+
 @dataclass
 class Plan:
     store: str
@@ -62,14 +113,14 @@ class Plan:
     end: str
     split_bytes: int
     sources: list[str] = field(default_factory=list)
-    files: list[dict] = field(default_factory=list)  # {source, file, size, transaction_count}
-    splits: list[dict] = field(default_factory=list)  # ready to run
-    bigs: list[dict] = field(default_factory=list)  # a big transaction each: survey, then pieces
+    files: list[PlannedFile] = field(default_factory=list)
+    splits: list[Split] = field(default_factory=list)  # ready to run
+    bigs: list[Split] = field(default_factory=list)  # a big transaction each: survey, then pieces
     anomalies: list[dict] = field(default_factory=list)  # from manifests (GTID_GAP), dated
 
     @property
     def bytes(self) -> int:
-        return sum(s["end"] - s["start"] for s in self.splits + self.bigs)
+        return sum(s.bytes for s in self.splits + self.bigs)
 
 
 def sources(store) -> list[str]:
@@ -102,7 +153,7 @@ def plan(store_url: str, source_names: list[str] | None, start: str, end: str,
         found = 0
         for m in manifests(store, source):
             found += 1
-            if _meets(m, p.start, p.end):
+            if meets(m, p.start, p.end):
                 _plan_file(p, store_url, source, m)
         if not found:
             raise BinlakeError(f"{store_url}: no archived files for source {source!r} "
@@ -112,10 +163,12 @@ def plan(store_url: str, source_names: list[str] | None, start: str, end: str,
     return p
 
 
-def _meets(m: dict, start: str, end: str) -> bool:
-    lo, hi = m.get("min_commit_ts"), m.get("max_commit_ts")
-    if lo is None:  # no transaction: dated by its first event
-        lo = hi = m.get("first_event_ts") or EPOCH
+def meets(manifest: dict, start: str, end: str) -> bool:
+    """Whether an archived file has anything in [start, end): a transaction committed there, or,
+    for a file with none, its first event."""
+    lo, hi = manifest.get("min_commit_ts"), manifest.get("max_commit_ts")
+    if lo is None:
+        lo = hi = manifest.get("first_event_ts") or EPOCH
     return lo < end and hi >= start
 
 
@@ -124,103 +177,99 @@ def _plan_file(p: Plan, store_url: str, source: str, m: dict) -> None:
     incomplete = set(m.get("incomplete") or [])
     size = m["size"]
     first_ts = entries[0][3] if entries else (m.get("first_event_ts") or EPOCH)
-    base = {"store": store_url, "source": source, "file": m["file"], "size": size, "fde": m["format_description"],
-            "split_bytes": p.split_bytes}
-    p.files.append({"source": source, "file": m["file"], "size": size, "transaction_count": len(entries)})
+    p.files.append(PlannedFile(source, m["file"], size, len(entries)))
     if m.get("gap"):
         p.anomalies.append({**anomaly(source, m["file"], 0, 0, "GTID_GAP", m["gap"]["detail"]), "commit_ts": first_ts})
 
-    def close(cur: dict, stop: int) -> None:
-        cur["end"] = stop
-        dated = cur.pop("dates")
-        if not any(p.start <= ts < p.end for ts in dated + [cur["fallback_ts"]]):
-            return
-        if cur.get("big"):
-            p.bigs.append(cur)
-        else:
-            p.splits.append(cur)
+    def new(start: int, fallback_ts: str) -> Split:
+        return Split(store_url, source, m["file"], size, m["format_description"], p.split_bytes, start,
+                     fallback_ts=fallback_ts)
 
-    cur = {**base, "start": 4, "fallback_ts": first_ts, "dates": [], "big": None}
+    def close(cur: Split, stop: int, dated: list[str]) -> None:
+        cur.end = stop
+        if not any(p.start <= ts < p.end for ts in dated + [cur.fallback_ts]):
+            return
+        (p.bigs if cur.big else p.splits).append(cur)
+
+    cur, dated = new(4, first_ts), []
     prev_complete, last_ts = True, first_ts
     for st, length, txn_id, ts in entries:
         complete = st not in incomplete
         big = complete and length > p.split_bytes
-        if prev_complete and st > cur["start"] and (cur["big"] or big or st - cur["start"] >= p.split_bytes):
-            close(cur, st)
-            cur = {**base, "start": st, "fallback_ts": last_ts, "dates": [], "big": None}
-        if big and cur["start"] == st:
-            cur["big"] = {"start": st, "length": length, "txn_id": txn_id, "commit_ts": ts}
-        cur["dates"].append(ts)
+        if prev_complete and st > cur.start and (cur.big or big or st - cur.start >= p.split_bytes):
+            close(cur, st, dated)
+            cur, dated = new(st, last_ts), []
+        if big and cur.start == st:
+            cur.big = BigTxn(st, length, txn_id, ts)
+        dated.append(ts)
         prev_complete, last_ts = complete, ts
-    close(cur, size)
+    close(cur, size, dated)
 
 
-def pieces_of(big_split: dict, surveyed: dict | None) -> list[dict]:
+def pieces_of(big_split: Split, surveyed: Survey | None) -> list[Split]:
     """The splits a big transaction's split becomes: one per piece, or itself when it cannot be cut."""
     if surveyed is None:
-        return [{**big_split, "big": None}]
-    bounds = [big_split["start"]] + [cut["pos"] for cut in surveyed["cuts"]] + [big_split["end"]]
-    dated = big_split["big"]["commit_ts"]
-    return [{**big_split, "big": surveyed, "piece": i, "start": a, "end": b, "fallback_ts": dated}
-            for i, (a, b) in enumerate(zip(bounds, bounds[1:], strict=False))]
+        return [replace(big_split, big=None)]
+    bounds = [big_split.start] + [cut.pos for cut in surveyed.cuts] + [big_split.end]
+    dated = big_split.big.commit_ts if big_split.big else big_split.fallback_ts
+    return [replace(big_split, survey=surveyed, piece=i, start=a, end=b, fallback_ts=dated)
+            for i, (a, b) in enumerate(itertools.pairwise(bounds))]
 
 
-def run_survey(split: dict, store=None) -> dict | None:
+def run_survey(split: Split, store=None) -> Survey | None:
     """The survey of a big split's transaction, read from the store."""
-    store = store or open_store(split["store"])
-    fde = FormatDescription.from_dict(split["fde"])
-    big = split["big"]
-    start, end = big["start"], big["start"] + big["length"]
+    store = store or open_store(split.store)
+    fde = FormatDescription.from_dict(split.fde)
+    big = split.big
+    assert big is not None
+    start, end = big.start, big.start + big.length
     try:
-        with store.open_range(binlog_key(split["source"], split["file"]), start, end) as rng:
-            reader = BinlogReader(rng.data, split["file"], base=start, fde=fde, pages=rng.pages)
-            found = survey(reader, start, end, split.get("split_bytes") or DEFAULT_SPLIT_BYTES)
+        with store.open_range(binlog_key(split.source, split.file), start, end) as rng:
+            reader = BinlogReader(rng.data, split.file, base=start, fde=fde, pages=rng.pages)
+            return survey(reader, start, end, split.split_bytes or DEFAULT_SPLIT_BYTES, big.txn_id)
     except MissingObject:
         return None  # the split's own task reports it
-    if found is not None:
-        found["txn_id"] = big["txn_id"]
-    return found
 
 
-def run_split(split: dict, opts: Options, store=None, blocks: bool = False) -> Iterator[tuple[str, Any]]:
-    """Records of one split as ("transaction" | "row_change" | "anomaly" | "piece", record).
-    With `blocks`, the row changes come as ("row_blocks", [RowBlock, ...]) instead, where the
-    compiled decoder takes their rows events (a big transaction's pieces' unplaced: see
+def run_split(split: Split, opts: Options, store=None, blocks: bool = False) -> Iterator[tuple[str, Any]]:
+    """Records of one split as ("transaction" | "row_change" | "anomaly", record) and, for a piece
+    of a big transaction, ("piece", PieceRecord). With `blocks`, the row changes come as
+    ("row_blocks", [RowBlock, ...]) instead (a big transaction's pieces' unplaced: see
     binlake.spark.job's rows pass).
 
     Row changes stream out as they are decoded; the split's bytes are memory-mapped (or
     spooled to a temporary file from S3), never read into memory whole. Anomalies carry
     `commit_ts`, their date (see the module's doc).
     """
-    store = store or open_store(split["store"])
-    key = binlog_key(split["source"], split["file"])
-    opts = Options(**{**vars(opts), "source": split["source"]})
-    start, end, size, name = split["start"], split["end"], split["size"], split["file"]
+    store = store or open_store(split.store)
+    key = binlog_key(split.source, split.file)
+    opts = replace(opts, source=split.source)
+    start, end, size, name = split.start, split.end, split.size, split.file
     pending: list[dict] = []
     starts: list[tuple[int, str]] = []
     with contextlib.ExitStack() as stack:
         try:
             rng = stack.enter_context(store.open_range(key, start, end))
         except MissingObject as e:
-            yield "anomaly", {**anomaly(split["source"], name, start, end, "MISSING_OBJECT",
-                                        f"{e}: its manifest says {size} bytes"), "commit_ts": split["fallback_ts"]}
+            yield "anomaly", {**anomaly(split.source, name, start, end, "MISSING_OBJECT",
+                                        f"{e}: its manifest says {size} bytes"), "commit_ts": split.fallback_ts}
             return
         held = min(rng.total, size)
         if rng.total != size and (start <= held < end or held == end == size):
-            pending.append(anomaly(split["source"], name, held, max(size, rng.total),
+            pending.append(anomaly(split.source, name, held, max(size, rng.total),
                                    "TRUNCATED" if rng.total < size else "CORRUPT",
                                    f"{store.url}/{key}: the object holds {rng.total} bytes but its manifest "
                                    f"says {size}"))
         out: list[tuple[str, Any]] = []
-        emit_blocks = (lambda b: out.append(("row_blocks", b))) if blocks else None
+        sink = BlockSink(lambda b: out.append(("row_blocks", b))) if blocks else None
         reader = BinlogReader(rng.data, f"{store.url}/{key}", base=start,
-                              fde=FormatDescription.from_dict(split["fde"]), pages=rng.pages)
-        if split.get("big"):
-            asm: FileAssembler = PieceAssembler(reader, opts, lambda k, r: out.append((k, r)), name,
-                                                split["big"], split["piece"], emit_blocks)
+                              fde=FormatDescription.from_dict(split.fde), pages=rng.pages)
+        piece = None
+        if split.survey is not None and split.piece is not None:
+            piece = Piece(reader, opts, lambda k, r: out.append((k, r)), name, split.survey, split.piece, sink)
+            asm = piece.asm
         else:
-            asm = FileAssembler(reader, opts, lambda k, r: out.append((k, r)), binlog_file=name,
-                                emit_blocks=emit_blocks)
+            asm = FileAssembler(reader, opts, lambda k, r: out.append((k, r)), sink, binlog_file=name)
         for _ in itertools.chain(asm.steps(), [None]):  # the last records come after the last step
             for kind, rec in out:
                 if kind == "anomaly":
@@ -230,14 +279,14 @@ def run_split(split: dict, opts: Options, store=None, blocks: bool = False) -> I
                     starts.append((rec["start_pos"], rec["commit_ts"]))
                 yield kind, rec
             out.clear()
-        if isinstance(asm, PieceAssembler):
-            yield "piece", asm.piece_record()
+        if piece is not None:
+            yield "piece", piece.record()
     starts.sort()
     for rec in pending:
-        rec["commit_ts"] = _date(starts, rec["start_pos"], split["fallback_ts"])
+        rec["commit_ts"] = _date(starts, rec["start_pos"], split.fallback_ts)
         yield "anomaly", rec
-    log.info("%s %s [%d, %d): %d events, %d transactions, %d row changes, %d anomalies", split["source"], name,
-             start, end, asm.stats["events"], len(starts), asm.stats["row_changes"], len(pending))
+    log.info("%s %s [%d, %d): %d events, %d transactions, %d row changes, %d anomalies", split.source, name,
+             start, end, asm.counts.events, len(starts), asm.counts.row_changes, len(pending))
 
 
 def _date(starts: list[tuple[int, str]], pos: int, fallback: str) -> str:
@@ -245,9 +294,18 @@ def _date(starts: list[tuple[int, str]], pos: int, fallback: str) -> str:
     return starts[i - 1][1] if i else fallback
 
 
-def in_range(plan: Plan, kind: str, rec: dict) -> bool:
+def in_range(p: Plan, rec: dict) -> bool:
     """Transactions and row changes by commit time, anomalies by their date."""
-    return plan.start <= rec["commit_ts"] < plan.end
+    return p.start <= rec["commit_ts"] < p.end
+
+
+def put_together(parts: list[Split], pieces: list[PieceRecord], opts: Options) -> Finished:
+    """A big transaction from its pieces (binlake.pieces.finish): its record, its dated
+    LENGTH_MISMATCH if any, and where each piece's rows go."""
+    first = parts[0]
+    assert first.survey is not None
+    return finish(first.survey, pieces, replace(opts, source=first.source), first.file,
+                  FormatDescription.from_dict(first.fde))
 
 
 def assemble_locally(p: Plan, opts: Options) -> Iterator[tuple[str, dict]]:
@@ -256,8 +314,6 @@ def assemble_locally(p: Plan, opts: Options) -> Iterator[tuple[str, dict]]:
     Holds a big transaction's row changes until its pieces are put together, so it is for
     tests and small archives; the Spark job does the same with a join instead.
     """
-    from binlake.pieces import finish
-
     splits = list(p.splits)
     bigs = []
     for big in p.bigs:
@@ -266,7 +322,7 @@ def assemble_locally(p: Plan, opts: Options) -> Iterator[tuple[str, dict]]:
         (bigs if surveyed else splits).append(parts if surveyed else parts[0])
     for split in splits:
         for kind, rec in run_split(split, opts):
-            if in_range(p, kind, rec):
+            if in_range(p, rec):
                 yield kind, rec
     for parts in bigs:
         held, pieces = [], []
@@ -276,22 +332,16 @@ def assemble_locally(p: Plan, opts: Options) -> Iterator[tuple[str, dict]]:
                     pieces.append(rec)
                 elif kind == "row_change" and rec.get("piece") is not None:
                     held.append(rec)
-                elif in_range(p, kind, rec):
+                elif in_range(p, rec):
                     yield kind, rec
-        first = parts[0]
-        done = finish(first["big"], pieces, opts, first["file"], FormatDescription.from_dict(first["fde"]))
-        done.transaction["source"] = first["source"]
-        if in_range(p, "transaction", done.transaction):
+        done = put_together(parts, pieces, opts)
+        if in_range(p, done.transaction):
             yield "transaction", done.transaction
             if done.anomaly:
-                yield "anomaly", {**anomaly(first["source"], first["file"], *done.anomaly),
-                                  "commit_ts": done.transaction["commit_ts"]}
-            fix = {(piece, o): (s, e, base) for _, piece, o, s, e, base in done.fixes}
+                yield "anomaly", done.anomaly
             for rec in held:
-                if (rec["piece"], rec["ev_ord"]) in fix:
-                    s, e, base = fix[rec.pop("piece"), rec.pop("ev_ord")]
-                    rec.update(segment_id=s, end_segment=e, seq=base + rec["seq"])
+                if place_record(rec, done.fixes):
                     yield "row_change", rec
     for rec in p.anomalies:
-        if in_range(p, "anomaly", rec):
+        if in_range(p, rec):
             yield "anomaly", rec

@@ -10,8 +10,8 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from binlake.assemble import FileAssembler
 from binlake.binlog import _rowdecode, fastrows
+from binlake.segments import Segmenter
 from tests.support.scanning import PUBLIC, assert_same_items, lines_path, records_path
 from tests.test_public_fixtures import READABLE
 from tests.test_rowdecode import FILES
@@ -80,12 +80,7 @@ def test_rows_of_no_bytes_are_declined_not_looped_on():
 @pytest.mark.parametrize("guess", [True, False])
 def test_wrong_end_segment_guesses_are_mended(monkeypatch, guess):
     # every segment guessed the last (or never): the flush mends each wrong one, and the lines are the same
-    def forced(self, txn, f, n, lines):
-        txn.seg_ends = guess
-        return fastrows.swap_heads(lines, len(self._line_head(txn, False)), self._line_head(txn, True)) if guess \
-            else lines
-
-    monkeypatch.setattr(FileAssembler, "_guess_last", forced)
+    monkeypatch.setattr(Segmenter, "likely_last", lambda self, rows, size, end: guess)
     for name in ("tests/data/mysql", "tests/data/mariadb"):
         small = _same(FILES[name], **SMALL)
         assert small.count(b'"end_segment":false') > 10 and small.count(b'"end_segment":true') > 10

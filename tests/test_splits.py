@@ -162,7 +162,7 @@ def test_files_are_chosen_by_commit_time(archived):
     whole = run_local(store, 1 << 30)
     last = max(whole["transaction"], key=lambda t: t["commit_ts"])
     p = plan(store, None, last["commit_ts"], "2100-01-01")
-    assert last["binlog_file"] in {f["file"] for f in p.files}
+    assert last["binlog_file"] in {f.file for f in p.files}
     assert len(p.files) < len({t["binlog_file"] for t in whole["transaction"]})
     assert plan(store, None, "2001-01-01", "2001-01-02").files == []
 

@@ -7,6 +7,7 @@ the post-header length the FORMAT_DESCRIPTION event gives for its type.
 
 from __future__ import annotations
 
+import re
 import struct
 import zlib
 from dataclasses import dataclass
@@ -121,6 +122,44 @@ def decode_maria_gtid(body: bytes | memoryview, server_id: int) -> GtidInfo:
 def format_xid(gtrid: bytes, bqual: bytes, format_id: int) -> str:
     """The canonical XA xid, as MySQL writes it into XA COMMIT/ROLLBACK statements."""
     return f"X'{gtrid.hex()}',X'{bqual.hex()}',{format_id}"
+
+
+_XA_COMPLETE = re.compile(r"\s*XA\s+(?:COMMIT|ROLLBACK)\s+(.*?)(?:\s+ONE\s+PHASE)?\s*;?\s*$", re.I | re.S)
+# One part of an xid as a statement spells it: X'hex', 0xhex, 'text' or a number.
+_XID_TOKEN = re.compile(r"\s*(X'([0-9a-fA-F]*)'|0x([0-9a-fA-F]+)|'((?:[^'\\]|\\.|'')*)'|(\d+))\s*,?")
+
+
+def parse_xa_xid(text: str) -> str | None:
+    """The xid of an XA COMMIT/ROLLBACK statement, in format_xid's canonical form."""
+    m = _XA_COMPLETE.match(text)
+    if not m:
+        return None
+    parts = _split_xid(m.group(1))
+    if not parts:
+        return None
+    gtrid = parts[0]
+    bqual = parts[1] if len(parts) > 1 else b""
+    fmt = int(parts[2]) if len(parts) > 2 else 1
+    return format_xid(gtrid, bqual, fmt)
+
+
+def _split_xid(s: str) -> list | None:
+    out: list = []
+    pos = 0
+    while pos < len(s):
+        m = _XID_TOKEN.match(s, pos)
+        if not m:
+            return None
+        if m.group(2) is not None:
+            out.append(bytes.fromhex(m.group(2)))
+        elif m.group(3) is not None:
+            out.append(bytes.fromhex(m.group(3)))
+        elif m.group(4) is not None:
+            out.append(m.group(4).replace("''", "'").encode())
+        else:
+            out.append(m.group(5))
+        pos = m.end()
+    return out
 
 
 @dataclass(slots=True)

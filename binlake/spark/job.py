@@ -31,12 +31,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from binlake.assemble import Options
-from binlake.binlog.framing import FormatDescription
 from binlake.errors import BinlakeError
-from binlake.pieces import finish
-from binlake.records import anomaly
+from binlake.pieces import Fixes, PieceRecord, place_block, place_record
 from binlake.spark import schema
-from binlake.splits import DEFAULT_SPLIT_BYTES, Plan, pieces_of, plan, run_split, run_survey
+from binlake.splits import DEFAULT_SPLIT_BYTES, Plan, Split, pieces_of, plan, put_together, run_split, run_survey
 
 log = logging.getLogger("binlake.assemble")
 BATCH = 4096  # records per Arrow batch out of a task
@@ -87,10 +85,10 @@ def warehouse_uri(url: str) -> str:
     return url if "://" in url else "file://" + os.path.abspath(url)
 
 
-def _splits(batches) -> Iterator[dict]:
+def _splits(batches) -> Iterator[Split]:
     for b in batches:
         for text in b.column("split").to_pylist():
-            yield json.loads(text)
+            yield Split.from_json(text)
 
 
 def _facts_task(opts: Options):
@@ -106,7 +104,7 @@ def _facts_task(opts: Options):
             bufs: dict[str, list[dict]] = {k: [] for k in kinds}
             for kind, rec in run_split(split, opts):
                 buf = bufs[kind]
-                buf.append(schema.arrow_record(kind, rec, split["source"])[kind])
+                buf.append(schema.arrow_record(kind, asdict(rec) if kind == "piece" else rec, split.source)[kind])
                 if len(buf) >= BATCH:
                     yield schema.arrow_batch(arrow, kind, buf)
                     bufs[kind] = []
@@ -120,28 +118,27 @@ def _facts_task(opts: Options):
 def _rows_task(opts: Options, fixes):
     """What each task of the rows pass runs over its split(s): the row changes alone, as Arrow
     batches of ROW_CHANGES; those of whole transactions from the decoder's blocks
-    (schema.blocks_batch), those of big transactions' pieces placed by `fixes`, a broadcast
-    {(txn_id, piece, ev_ord): (segment_id, end_segment, seq_base)} from binlake.pieces.finish
-    (a piece's rows with no fix, a broken transaction's, are not presented)."""
+    (schema.blocks_batch), those of big transactions' pieces placed by `fixes`, a broadcast of
+    binlake.pieces.Fixes (a piece's rows with no fix, a broken transaction's, are not presented)."""
 
     def run(batches):
         arrow = _arrow_schema(schema.ROW_CHANGES)
         place = fixes.value if fixes is not None else {}
         for split in _splits(batches):
-            source = split["source"]
+            source = split.source
             blocks: list = []
             held = 0
             recs: list[dict] = []
             for kind, rec in run_split(split, opts, blocks=True):
                 if kind == "row_blocks":
-                    rec = [block for block in rec if _placed_block(block, place)]
+                    rec = [block for block in rec if place_block(block, place)]
                     blocks += rec
                     held += sum(block.rows for block in rec)
                     if held >= BATCH:
                         yield schema.blocks_batch(arrow, blocks, source)
                         blocks, held = [], 0
                 elif kind == "row_change":
-                    if not _placed(rec, place):
+                    if not place_record(rec, place):
                         continue
                     recs.append(schema.arrow_record(kind, rec, source)[kind])
                     if len(recs) >= BATCH:
@@ -153,28 +150,6 @@ def _rows_task(opts: Options, fixes):
                 yield schema.records_batch(arrow, recs)
 
     return run
-
-
-def _placed_block(block, place: dict) -> bool:
-    """A RowBlock of a piece given its place in the whole transaction (as _placed)."""
-    fix = _place(place, block.txn_id, block.piece, block.ev_ord)
-    if fix:
-        block.segment_id, block.end_segment, block.seq = fix[0], fix[1], block.seq + fix[2]
-    return fix is not None
-
-
-def _placed(rec: dict, place: dict) -> bool:
-    """A piece's row change given its place in the whole transaction; False when it has none."""
-    fix = _place(place, rec["txn_id"], rec.pop("piece", None), rec.pop("ev_ord", None))
-    if fix:
-        rec["segment_id"], rec["end_segment"], rec["seq"] = fix[0], fix[1], rec["seq"] + fix[2]
-    return fix is not None
-
-
-def _place(place: dict, txn_id: str, piece: int | None, ordinal: int | None) -> tuple | None:
-    """(segment_id, end_segment, seq_base) of a piece's rows event; () for rows of no piece (they
-    are placed already); None when finish() gave it none (its transaction is broken)."""
-    return () if piece is None else place.get((txn_id, piece, ordinal))
 
 
 def _arrow_schema(struct):
@@ -228,10 +203,10 @@ class Job:
         finally:
             self.summary.step_seconds[step] = round(time.monotonic() - began, 3)
 
-    def _cut_big(self) -> tuple[list[dict], list[list[dict]]]:
+    def _cut_big(self) -> tuple[list[Split], list[list[Split]]]:
         """Survey the big transactions (one task each) and cut them into pieces."""
         splits = list(self.plan.splits)
-        bigs: list[list[dict]] = []
+        bigs: list[list[Split]] = []
         if self.plan.bigs:
             self.sc.setJobDescription(f"binlake: survey {len(self.plan.bigs)} big transactions")
             surveyed = self.sc.parallelize(self.plan.bigs, len(self.plan.bigs)).map(run_survey).collect()
@@ -245,12 +220,12 @@ class Job:
         log.info("%d splits, %d big transactions in %d pieces", len(splits), len(bigs), self.summary.pieces)
         return splits, bigs
 
-    def _splits_frame(self, splits: list[dict]) -> DataFrame:
-        tasks = sorted(splits, key=lambda s: s["start"] - s["end"])  # biggest first
-        rdd = self.sc.parallelize([(json.dumps(t),) for t in tasks], len(tasks))
+    def _splits_frame(self, splits: list[Split]) -> DataFrame:
+        tasks = sorted(splits, key=lambda s: -s.bytes)  # biggest first
+        rdd = self.sc.parallelize([(t.to_json(),) for t in tasks], len(tasks))
         return self.spark.createDataFrame(rdd, "split string")
 
-    def _facts(self, splits: list[dict]) -> DataFrame:
+    def _facts(self, splits: list[Split]) -> DataFrame:
         """The facts pass: every split's transactions, anomalies and pieces, staged as Parquet
         (small: a record per transaction) for the tables and the big transactions' finish."""
         path = f"{self.staging}/facts"
@@ -261,7 +236,7 @@ class Job:
             return self.spark.read.schema(schema.STAGED).parquet(path)
         return self.spark.createDataFrame([], schema.STAGED)
 
-    def _rows(self, splits: list[dict], fixes: dict) -> DataFrame:
+    def _rows(self, splits: list[Split], fixes: Fixes) -> DataFrame:
         """The rows pass: every split's row changes, decoded again as the tables are written
         rather than staged (a second decode costs less than writing and reading them twice)."""
         if not splits:
@@ -269,7 +244,7 @@ class Job:
         placed = self.sc.broadcast(fixes) if fixes else None
         return self._splits_frame(splits).mapInArrow(_rows_task(self.opts, placed), schema.ROW_CHANGES)
 
-    def _tables(self, staged: DataFrame, bigs: list[list[dict]], splits: list[dict]) -> dict[str, DataFrame]:
+    def _tables(self, staged: DataFrame, bigs: list[list[Split]], splits: list[Split]) -> dict[str, DataFrame]:
         """The three tables of the range, big transactions put together."""
         txns = staged.where("kind = 'transaction'").select("transaction.*")
         anomalies = staged.where("kind = 'anomaly'").select("anomaly.*")
@@ -278,17 +253,15 @@ class Job:
             self.sc.setJobDescription("binlake: put big transactions together")
             pieces = defaultdict(list)
             for r in staged.where("kind = 'piece'").select("piece.*").collect():
-                pieces[r["txn_id"]].append(r.asDict(recursive=True))
+                pieces[r["txn_id"]].append(PieceRecord(**r.asDict(recursive=True)))
             for parts in bigs:
-                first = parts[0]
-                opts = Options(**{**vars(self.opts), "source": first["source"]})
-                done = finish(first["big"], pieces[first["big"]["txn_id"]], opts, first["file"],
-                              FormatDescription.from_dict(first["fde"]))
+                survey = parts[0].survey
+                assert survey is not None
+                done = put_together(parts, pieces[survey.txn_id], self.opts)
                 extra_txns.append(done.transaction)
                 if done.anomaly:
-                    extra_anomalies.append({**anomaly(first["source"], first["file"], *done.anomaly),
-                                            "commit_ts": done.transaction["commit_ts"]})
-                fixes.update({(t, piece, o): (seg, end, base) for t, piece, o, seg, end, base in done.fixes})
+                    extra_anomalies.append(done.anomaly)
+                fixes.update(done.fixes)
         if extra_txns:
             txns = txns.unionByName(self._frame(extra_txns, "transaction", schema.TRANSACTIONS))
         if extra_anomalies:

@@ -116,7 +116,7 @@ def records_batch(arrow, recs: list[dict]):
 
 
 def blocks_batch(arrow, blocks: list, source: str):
-    """One Arrow batch of ROW_CHANGES from RowBlocks (binlake.assemble): the row changes of whole
+    """One Arrow batch of ROW_CHANGES from RowBlocks (binlake.sinks): the row changes of whole
     rows events, built in Arrow's C++ without a Python object per row: the fields a block's rows
     share are repeated by `take`, the images' JSON texts are the decoder's own buffers."""
     import numpy as np
@@ -137,11 +137,11 @@ def _block_column(pa, np, f, blocks: list, which, counts, starts, source: str, n
         col = pa.concat_arrays(parts)
         return col if col.type == f.type else col.cast(f.type)
     if name == "seq":  # each block's rows numbered on from its first seq
-        first = np.fromiter((b.seq for b in blocks), np.int64, len(blocks))
+        first = np.fromiter((b.at.seq for b in blocks), np.int64, len(blocks))
         return pa.array(np.arange(n, dtype=np.int64) + np.repeat(first - starts, counts), f.type)
     if name == "source":
         return pa.repeat(pa.scalar(source, f.type), n)
-    values = [getattr(b, name) for b in blocks]
+    values = [b.end_segment if name == "end_segment" else getattr(b.at, name) for b in blocks]
     if name in _TS_FIELDS:
         values = [_ts(v) for v in values]
     return pa.array(values, f.type).take(which)

@@ -12,6 +12,7 @@ import orjson
 
 from binlake.assemble import Options
 from binlake.scan import scan_files
+from binlake.sinks import BlockSink, LineSink, RecordSink
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -47,21 +48,21 @@ def scan(paths, **opts) -> dict[str, list[dict]]:
 def lines_path(paths, **opts) -> bytes:
     """The row changes as `binlake scan --rows` writes them."""
     chunks: list[bytes] = []
-    scan_files(paths, Options(**opts), lambda kind, rec: None, emit_lines=chunks.extend)
+    scan_files(paths, Options(**opts), lambda kind, rec: None, LineSink(chunks.extend))
     return b"".join(chunks)
 
 
 def blocks_path(paths, **opts) -> list:
     """The row changes as the Spark job's parse tasks take them: RowBlocks."""
     out: list = []
-    scan_files(paths, Options(**opts), lambda kind, rec: None, emit_blocks=out.extend)
+    scan_files(paths, Options(**opts), lambda kind, rec: None, BlockSink(out.extend))
     return out
 
 
 def records_list(paths, **opts) -> list[dict]:
     """The row changes as records."""
     out: list[dict] = []
-    scan_files(paths, Options(**opts), lambda kind, rec: None, emit_rows=out.extend)
+    scan_files(paths, Options(**opts), lambda kind, rec: None, RecordSink(out.extend))
     return out
 
 
@@ -69,7 +70,7 @@ def records_path(paths, **opts) -> bytes:
     """The row changes as records, each written by orjson."""
     out: list[bytes] = []
     scan_files(paths, Options(**opts), lambda kind, rec: None,
-               emit_rows=lambda recs: out.extend(orjson.dumps(r, option=orjson.OPT_APPEND_NEWLINE) for r in recs))
+               RecordSink(lambda recs: out.extend(orjson.dumps(r, option=orjson.OPT_APPEND_NEWLINE) for r in recs)))
     return b"".join(out)
 
 
