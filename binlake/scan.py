@@ -5,9 +5,9 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
-from binlake.assemble import Emit, FileAssembler, Options
+from binlake.assemble import Counts, Emit, FileAssembler, Options
 from binlake.binlog.framing import BinlogReader
 from binlake.sinks import RowSink
 
@@ -15,13 +15,8 @@ log = logging.getLogger(__name__)
 
 
 @dataclass
-class ScanSummary:
+class ScanSummary(Counts):
     files: int = 0
-    events: int = 0
-    transactions: int = 0
-    row_changes: int = 0
-    anomalies: int = 0
-    ignored_unknown: int = 0  # unknown events flagged ignorable, skipped
     by_kind: dict[str, int] = field(default_factory=dict)
     by_outcome: dict[str, int] = field(default_factory=dict)
 
@@ -42,8 +37,8 @@ def scan_files(paths: Iterable[str | os.PathLike], opts: Options, emit: Emit,
         with BinlogReader.open(path, name=os.fspath(path)) as reader:
             counts = FileAssembler(reader, opts, counting_emit, sink, os.path.basename(path)).run()
         summary.files += 1
-        for key in ("events", "transactions", "row_changes", "anomalies", "ignored_unknown"):
-            setattr(summary, key, getattr(summary, key) + getattr(counts, key))
+        for f in fields(Counts):
+            setattr(summary, f.name, getattr(summary, f.name) + getattr(counts, f.name))
         log.info("%s: %d events, %d transactions, %d row changes, %d anomalies",
                  path, counts.events, counts.transactions, counts.row_changes, counts.anomalies)
     return summary

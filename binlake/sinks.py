@@ -103,32 +103,46 @@ def row_records(at: RowsAt, rows: Rows) -> list[dict]:
     return recs
 
 
-class RecordSink:
+class _Holding:
+    """What a sink holds of the current segment: its pieces and their row count."""
+
+    def __init__(self) -> None:
+        self.held: list = []
+        self.rows = 0
+
+    def drop(self) -> None:
+        self.held, self.rows = [], 0
+
+    def _hand_on(self) -> tuple[list, int]:
+        held, rows = self.held, self.rows
+        self.drop()
+        return held, rows
+
+
+class RecordSink(_Holding):
     """Row changes as records, a segment's at once."""
 
     def __init__(self, emit_rows: Callable[[list[dict]], None]) -> None:
+        super().__init__()
         self.emit_rows = emit_rows
-        self.held: list[dict] = []
 
     def take(self, at, f, tm, post_header_len, numbering) -> None:
         return None
 
     def hold(self, at: RowsAt, f: Frame, rows: Rows, numbering: Numbering) -> None:
-        self.held.extend(row_records(at, rows))
+        self.held += row_records(at, rows)
+        self.rows += len(rows)
 
     def flush(self, end_segment: bool) -> int:
-        held, self.held = self.held, []
+        held, rows = self._hand_on()
         for rec in held:
             rec["end_segment"] = end_segment
         if held:
             self.emit_rows(held)
-        return len(held)
-
-    def drop(self) -> None:
-        self.held = []
+        return rows
 
 
-class LineSink:
+class LineSink(_Holding):
     """Row changes as the JSON lines `binlake scan --rows` prints, a segment's in chunks.
 
     Each line carries `end_segment`, known only when the segment ends: a segment's first lines
@@ -136,9 +150,8 @@ class LineSink:
     mended when the segment is handed on."""
 
     def __init__(self, emit_lines: Callable[[Iterable[bytes]], None]) -> None:
+        super().__init__()
         self.emit_lines = emit_lines
-        self.held: list[bytes] = []
-        self.rows = 0
         self.ends = False  # the end_segment the held lines are written with
         self.at: RowsAt | None = None  # of the held lines' segment (for their heads)
 
@@ -165,17 +178,13 @@ class LineSink:
         self._keep(at, f, len(recs), b"".join(map(json_line, recs)), first, numbering)
 
     def flush(self, end_segment: bool) -> int:
-        held, self.held = self.held, []
-        rows, self.rows = self.rows, 0
+        held, rows = self._hand_on()
         if held and end_segment != self.ends:  # the guess was wrong
             assert self.at is not None
             held = _swap_heads(held, _head(self.at, self.ends), _head(self.at, end_segment))
         if rows:
             self.emit_lines(held)
         return rows
-
-    def drop(self) -> None:
-        self.held, self.rows = [], 0
 
     def _starts(self, at: RowsAt) -> bool:
         """Whether the next lines are their segment's first: those are written as not its last,
@@ -222,13 +231,12 @@ def _swap_heads(chunks: list[bytes], head: bytes, new: bytes) -> Iterator[bytes]
         yield fastrows.swap_heads(chunks.pop(), len(head), new)
 
 
-class BlockSink:
+class BlockSink(_Holding):
     """Row changes as RowBlocks, one per rows event, a segment's at once."""
 
     def __init__(self, emit_blocks: Callable[[list[RowBlock]], None]) -> None:
+        super().__init__()
         self.emit_blocks = emit_blocks
-        self.held: list[RowBlock] = []
-        self.rows = 0
 
     def take(self, at: RowsAt, f: Frame, tm: rows_codec.TableMap, post_header_len: int,
              numbering: Numbering) -> tuple[int, int] | None:
@@ -247,16 +255,12 @@ class BlockSink:
         self._keep(RowBlock(at, len(rows), _json_column([b for b, _ in rows]), _json_column([a for _, a in rows])))
 
     def flush(self, end_segment: bool) -> int:
-        held, self.held = self.held, []
-        rows, self.rows = self.rows, 0
+        held, rows = self._hand_on()
         for block in held:
             block.end_segment = end_segment
         if held:
             self.emit_blocks(held)
         return rows
-
-    def drop(self) -> None:
-        self.held, self.rows = [], 0
 
     def _keep(self, block: RowBlock) -> None:
         if block.rows:
