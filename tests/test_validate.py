@@ -74,9 +74,8 @@ def _copy_lake(root: Path, name: str) -> Path:
 def _rewrite(spark, lake: Path, table: str, change) -> None:
     """Apply `change(DataFrame) -> DataFrame` to a table and write it back whole."""
     from binlake.spark import schema
-    from binlake.spark.validate import StructTypeWithDate
 
-    struct = StructTypeWithDate(schema.TABLES[table])
+    struct = schema.STORED[table]
     df = spark.read.schema(struct).parquet(str(lake / table))
     new = change(df).select(*struct.fieldNames())
     tmp = lake / f"_{table}"
@@ -87,10 +86,9 @@ def _rewrite(spark, lake: Path, table: str, change) -> None:
 
 def _pick(spark, lake: Path, sql: str):
     from binlake.spark import schema
-    from binlake.spark.validate import StructTypeWithDate
 
     for table in ("transactions", "row_changes"):
-        spark.read.schema(StructTypeWithDate(schema.TABLES[table])).parquet(str(lake / table)) \
+        spark.read.schema(schema.STORED[table]).parquet(str(lake / table)) \
             .createOrReplaceTempView(f"t_{table}")
     return spark.sql(sql).first()
 
