@@ -35,7 +35,7 @@ from binlake.binlog.gtid import parse_gtid_set
 from binlake.errors import BinlakeError
 from binlake.spark import schema
 from binlake.spark.job import SETTINGS, compact_ts, warehouse_uri
-from binlake.splits import manifests, parse_time, sources
+from binlake.splits import manifests, meets, parse_time, sources
 
 log = logging.getLogger("binlake.validate")
 SUITES = ("transactions", "row_changes", "anomalies", "continuity")
@@ -173,12 +173,8 @@ class Validation:
         for source in self.source_names or sources(store):
             outside: dict[str, list[tuple[int, int]]] = {}
             first = None
-            chosen = []
-            for m in sorted(manifests(store, source), key=lambda m: file_number(m["file"])):
-                lo, hi = m.get("min_commit_ts"), m.get("max_commit_ts")
-                if lo is None or not (lo < self.end and hi >= self.start):
-                    continue
-                chosen.append(m)
+            chosen = sorted((m for m in manifests(store, source) if meets(m, self.start, self.end)),
+                            key=lambda m: file_number(m["file"]))
             for m in chosen:
                 entries = m.get("transactions") or []
                 inside = [e for e in entries if self.start <= e[3] < self.end]
