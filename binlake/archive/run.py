@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import orjson
 
 from binlake.archive.verify import Verifier
-from binlake.binlog.gtid import parse_gtid_set, subtract, union
+from binlake.binlog.gtid import maria_range, parse_gtid_set, subtract, union
 from binlake.errors import BinlogError
 
 log = logging.getLogger(__name__)
@@ -248,5 +248,5 @@ def _maria_missing(last: dict, new: dict) -> str:
     for g in filter(None, (new.get("previous_gtids") or "").split(",")):
         d, server, n = g.split("-")
         if int(n) > seen.get(d, 0):
-            out.append(f"{d}-{server}-{seen.get(d, 0) + 1}..{n}")
+            out.append(maria_range(d, server, seen.get(d, 0) + 1, int(n)))
     return ",".join(out)

@@ -129,3 +129,52 @@ def subtract(x: GtidSet, y: GtidSet) -> GtidSet:
         if rest:
             out[k] = rest
     return GtidSet(out)
+
+
+def maria_range(domain: int | str, server_id: int | str, first: int, last: int) -> str:
+    """MariaDB sequence numbers first..last of a domain, as binlake records a purge gap: `d-s-a..b`."""
+    return f"{domain}-{server_id}-{first}..{last}"
+
+
+class Intervals:
+    """GTID numbers per sequence — a MySQL uuid (with `:tag` when tagged), a MariaDB domain —
+    gathered from single GTIDs and GTID texts, as merged closed intervals."""
+
+    def __init__(self) -> None:
+        self._by: dict[str, list[tuple[int, int]]] = {}  # half-open, as GtidSet's
+
+    def _add(self, sid: str, first: int, end: int) -> None:
+        self._by.setdefault(sid, []).append((first, end))
+
+    def add_gtid(self, gtid: str) -> None:
+        """One GTID: MySQL `uuid[:tag]:gno` or MariaDB `domain-server-seq`; anything else (a derived
+        txn_id) is no GTID and adds nothing."""
+        if ":" in gtid:
+            sid, _, n = gtid.rpartition(":")
+        elif gtid.count("-") == 2 and gtid.replace("-", "").isdigit():
+            sid, _, n = gtid.split("-")
+        else:
+            return
+        self._add(sid, int(n), int(n) + 1)
+
+    def add_text(self, text: str, from_one: bool = False) -> None:
+        """A MySQL GTID set, a MariaDB purge gap `d-s-a..b` (maria_range), or a MariaDB GTID
+        `d-s-n`: that one, or with `from_one` all of domain d up to it (a GTID_LIST entry)."""
+        text = text.strip()
+        if not text:
+            return
+        if ":" in text:
+            for (sid, tag), ivs in parse_gtid_set(text).intervals.items():
+                for a, b in ivs:
+                    self._add(f"{sid}:{tag}" if tag else sid, a, b)
+        elif ".." in text:
+            head, last = text.split("..")
+            domain, _, first = head.split("-")
+            self._add(domain, int(first), int(last) + 1)
+        elif text.count("-") == 2:
+            domain, _, n = text.split("-")
+            self._add(domain, 1 if from_one else int(n), int(n) + 1)
+
+    def closed(self) -> list[tuple[str, int, int]]:
+        """(sequence, first, last) of every merged interval."""
+        return [(sid, a, b - 1) for sid, ivs in sorted(self._by.items()) for a, b in _normalise(ivs)]

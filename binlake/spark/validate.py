@@ -31,7 +31,7 @@ from pyspark.sql import functions as F
 
 from binlake.archive.run import file_number
 from binlake.archive.stores import open_store
-from binlake.binlog.gtid import parse_gtid_set
+from binlake.binlog.gtid import Intervals
 from binlake.errors import BinlakeError
 from binlake.spark import schema
 from binlake.spark.job import SETTINGS, compact_ts, warehouse_uri
@@ -171,26 +171,21 @@ class Validation:
         files: list[tuple] = []
         known: list[tuple] = []
         for source in self.source_names or sources(store):
-            outside: dict[str, list[tuple[int, int]]] = {}
-            first = None
             chosen = sorted((m for m in manifests(store, source) if meets(m, self.start, self.end)),
                             key=lambda m: file_number(m["file"]))
+            outside = Intervals()
             for m in chosen:
                 entries = m.get("transactions") or []
-                inside = [e for e in entries if self.start <= e[3] < self.end]
-                files.append((source, m["file"], len(inside)))
-                if first is None:
-                    first = m
+                files.append((source, m["file"], sum(self.start <= e[3] < self.end for e in entries)))
                 for e in entries:
                     if not self.start <= e[3] < self.end:
-                        _add_gtid(outside, e[2])
+                        outside.add_gtid(e[2])
                 for g in ((m.get("gap") or {}).get("missing_gtids") or "").split(","):
-                    _add_interval_text(outside, g.strip())
-            if first is not None:
-                for text in (first.get("previous_gtids") or "").split(","):
-                    _add_interval_text(outside, text.strip(), from_one=True)
-            for sid, intervals in outside.items():
-                known += [(source, sid, a, b) for a, b in _merge(intervals)]
+                    outside.add_text(g)
+            if chosen:
+                for text in (chosen[0].get("previous_gtids") or "").split(","):
+                    outside.add_text(text, from_one=True)
+            known += [(source, sid, a, b) for sid, a, b in outside.closed()]
         return files, known
 
     # -- the suites ----------------------------------------------------------------------
@@ -285,44 +280,6 @@ def _describe(cfg) -> str:
     if "column" in kw:
         return f"{kw['column']}: {cfg.type}"
     return cfg.type
-
-
-def _add_gtid(known: dict, gtid: str) -> None:
-    """One GTID (MySQL uuid[:tag]:gno or MariaDB domain-server-seq) into per-sid intervals."""
-    if ":" in gtid:
-        sid, _, n = gtid.rpartition(":")
-    elif gtid.count("-") == 2 and gtid.replace("-", "").isdigit():
-        sid, n = gtid.split("-")[0], gtid.split("-")[2]
-    else:
-        return  # a derived txn_id: no GTID
-    known.setdefault(sid, []).append((int(n), int(n)))
-
-
-def _add_interval_text(known: dict, text: str, from_one: bool = False) -> None:
-    """A GTID set (MySQL) or a MariaDB `d-s-n` (all of domain d up to n when from_one)."""
-    if not text:
-        return
-    if ":" in text:
-        for (uuid, tag), ivs in parse_gtid_set(text).intervals.items():
-            sid = f"{uuid}:{tag}" if tag else uuid
-            known.setdefault(sid, []).extend((a, b - 1) for a, b in ivs)
-    elif text.count("-") == 2:
-        d, _, n = text.split("-")
-        known.setdefault(d, []).append((1, int(n)) if from_one else (int(n), int(n)))
-    elif ".." in text:  # MariaDB purge gap: d-s-a..b
-        head, b = text.split("..")
-        d, _, a = head.split("-")
-        known.setdefault(d, []).append((int(a), int(b)))
-
-
-def _merge(intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    out: list[list[int]] = []
-    for a, b in sorted(intervals):
-        if out and a <= out[-1][1] + 1:
-            out[-1][1] = max(out[-1][1], b)
-        else:
-            out.append([a, b])
-    return [(a, b) for a, b in out]
 
 
 def validate(spark: SparkSession, warehouse: str, start: str, end: str, store: str | None = None,
