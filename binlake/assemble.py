@@ -58,10 +58,14 @@ class Placing(Protocol):
     """How a transaction's row changes are numbered and when its sink hands them on
     (binlake.segments: Segmenter, Unplaced). Each call returns the row changes handed on."""
 
-    segment_id: int | None
-    seq: int
-    piece: int | None
-    ordinal: int | None
+    @property
+    def segment_id(self) -> int | None: ...
+    @property
+    def seq(self) -> int: ...
+    @property
+    def piece(self) -> int | None: ...
+    @property
+    def ordinal(self) -> int | None: ...
 
     def before(self, sink: RowSink | None, presentable: bool) -> int: ...
     def after(self, rows: int, size: int, sink: RowSink | None) -> int: ...
@@ -342,18 +346,17 @@ class FileAssembler:
             if tm is None:
                 raise ValueError(f"no TABLE_MAP for table id {table_id}")
             self.counts.row_changes += placing.before(sink, txn.presentable)
-            if sink is None:
-                ev = rows_codec.decode_rows(f.type, f.body, phl, tm, self.fde.flavor)
-                done = ev.flags, len(ev.rows)
-            else:
+            done: tuple[int, int] | None = None
+            if sink is not None:
                 at = RowsAt(txn.txn_id, placing.segment_id, placing.seq, self.file, f.pos, txn.commit_ts,
                             ts_from_seconds(f.timestamp), tm.schema, tm.table, op, txn.rows_query, txn.xid,
                             placing.piece, placing.ordinal)
                 done = sink.take(at, f, tm, phl, placing)
-                if done is None:
-                    ev = rows_codec.decode_rows(f.type, f.body, phl, tm, self.fde.flavor)
+            if done is None:
+                ev = rows_codec.decode_rows(f.type, f.body, phl, tm, self.fde.flavor)
+                if sink is not None:
                     sink.hold(at, f, ev.rows, placing)
-                    done = ev.flags, len(ev.rows)
+                done = ev.flags, len(ev.rows)
         except _DECODE_ERRORS as exc:
             self._decode_failed(txn, f, exc)
             return

@@ -179,10 +179,10 @@ class LineSink(_Holding):
 
     def flush(self, end_segment: bool) -> int:
         held, rows = self._hand_on()
-        if held and end_segment != self.ends:  # the guess was wrong
+        if rows and end_segment != self.ends:  # the guess was wrong
             assert self.at is not None
-            held = _swap_heads(held, _head(self.at, self.ends), _head(self.at, end_segment))
-        if rows:
+            self.emit_lines(_swap_heads(held, _head(self.at, self.ends), _head(self.at, end_segment)))
+        elif rows:
             self.emit_lines(held)
         return rows
 
@@ -273,7 +273,7 @@ def _json_column(images: list[dict | None]) -> tuple[bytes, bytes] | None:
     the operation has none on this side (one side of a rows event is all images or all None)."""
     if not images or images[0] is None:
         return None
-    texts = [image_json(image) for image in images]
+    texts = [image_json(image) for image in images if image is not None]
     offsets = array.array("i", [0])
     offsets.extend(itertools.accumulate(map(len, texts)))
     if sys.byteorder != "little":

@@ -167,9 +167,9 @@ def meets(manifest: dict, start: str, end: str) -> bool:
     """Whether an archived file has anything in [start, end): a transaction committed there, or,
     for a file with none, its first event."""
     lo, hi = manifest.get("min_commit_ts"), manifest.get("max_commit_ts")
-    if lo is None:
+    if lo is None or hi is None:
         lo = hi = manifest.get("first_event_ts") or EPOCH
-    return lo < end and hi >= start
+    return bool(lo < end and hi >= start)
 
 
 def _plan_file(p: Plan, store_url: str, source: str, m: dict) -> None:
@@ -191,7 +191,7 @@ def _plan_file(p: Plan, store_url: str, source: str, m: dict) -> None:
             return
         (p.bigs if cur.big else p.splits).append(cur)
 
-    cur, dated = new(4, first_ts), []
+    cur, dated = new(4, first_ts), list[str]()
     prev_complete, last_ts = True, first_ts
     for st, length, txn_id, ts in entries:
         complete = st not in incomplete
@@ -315,11 +315,14 @@ def assemble_locally(p: Plan, opts: Options) -> Iterator[tuple[str, dict]]:
     tests and small archives; the Spark job does the same with a join instead.
     """
     splits = list(p.splits)
-    bigs = []
+    bigs: list[list[Split]] = []
     for big in p.bigs:
         surveyed = run_survey(big)
         parts = pieces_of(big, surveyed)
-        (bigs if surveyed else splits).append(parts if surveyed else parts[0])
+        if surveyed:
+            bigs.append(parts)
+        else:
+            splits += parts
     for split in splits:
         for kind, rec in run_split(split, opts):
             if in_range(p, rec):
