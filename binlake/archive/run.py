@@ -107,7 +107,7 @@ def _commit(source, store, source_name: str, f, listing: list, copied: Copied) -
         if gap:
             manifest["gap"] = gap
             log.error("%s: %s", source.url, gap["detail"])
-    # orjson: json's encoder falls back to pure Python when it indents, 0.4 s for 100k transactions
+    # orjson: json's encoder falls back to pure Python when it indents (bench/RESULTS.md, archive)
     store.put(key, orjson.dumps(manifest, option=orjson.OPT_INDENT_2))
     log.info("%s: archived %s (%d bytes, %d transactions)", source.url, f.name, f.size,
              manifest["transaction_count"])
