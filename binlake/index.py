@@ -119,6 +119,7 @@ class Indexer:
     def reached(self, end: int) -> IndexEntry | None:
         """The vouched transaction, once an event ending at `end` reaches its length (None before)."""
         v = self.vouched
+        assert v is not None  # called while a vouched transaction is counted off
         length = end - v.start
         if length < v.length:
             return None
@@ -136,6 +137,7 @@ class Indexer:
         return self._close(end, self.last_ts, False) if self.open is not None else None
 
     def _close(self, end: int, end_ts: int, complete: bool) -> IndexEntry:
+        assert self.open is not None
         start, g, server_id = self.open
         self.open = None
         gtid = g.gtid if g else None

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import importlib
 from types import ModuleType
 
 from binlake import pure_python
 
-try:
-    from binlake.archive import _eventruns
-except ImportError:  # built without a C compiler: the reference path takes every packet and event
-    _eventruns = None
+
+def _built() -> ModuleType | None:
+    try:
+        return importlib.import_module("binlake.archive._eventruns")
+    except ImportError:  # built without a C compiler: the reference path takes every packet and event
+        return None
+
+
+_eventruns = _built()
 
 
 def loop() -> ModuleType | None:

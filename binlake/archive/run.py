@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import orjson
 
+from binlake.archive.stores import Writer
 from binlake.archive.verify import Verifier
 from binlake.binlog.gtid import maria_range, parse_gtid_set, subtract, union
 from binlake.errors import BinlogError
@@ -125,7 +126,7 @@ class Copied:
     """A file copied whole and verified, its object not yet committed."""
 
     manifest: dict
-    writer: object
+    writer: Writer
 
 
 AHEAD = 4  # runs of events received while earlier ones are checked, hashed and written (a few MiB)

@@ -295,5 +295,5 @@ def open_source(url: str, server_id: int | None = None):
     if u.scheme == "dir":
         return DirSource(u.path)
     if u.scheme == "mysql":
-        return MySQLSource(url, **({"server_id": server_id} if server_id else {}))
+        return MySQLSource(url, server_id=server_id) if server_id else MySQLSource(url)
     raise SourceError(f"unsupported source {u.scheme}:// (use mysql://user@host:port or dir:///path)")

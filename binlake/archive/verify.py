@@ -18,6 +18,7 @@ import hashlib
 import struct
 from dataclasses import dataclass, field
 from types import ModuleType
+from typing import Any
 
 from binlake.archive import loop
 from binlake.binlog import constants as c
@@ -41,7 +42,7 @@ class Verifier:
     pos: int = 0
     size: int = 0
     fde: FormatDescription | None = None
-    sha: object = field(default_factory=hashlib.sha256)
+    sha: Any = field(default_factory=hashlib.sha256)  # hashlib's hash object (its type is private)
     server_id: int | None = None
     first_event_ts: int | None = None
     last_event_ts: int | None = None
@@ -71,7 +72,9 @@ class Verifier:
         n, off = len(run), 0
         with memoryview(run) as view:
             while off < n:
-                stop = self._compiled(run, off, n) if self._loop is not None and self._indexer is not None else off
+                stop = off
+                if self._loop is not None and self._indexer is not None:
+                    stop = self._compiled(self._loop, self._indexer, run, off, n)
                 if stop > off:
                     off = stop
                     continue
@@ -80,16 +83,16 @@ class Verifier:
                 self.event(run if end - off == n else bytes(view[off:end]))
                 off = end
 
-    def _compiled(self, run: bytes, off: int, n: int) -> int:
+    def _compiled(self, loop: ModuleType, indexer: Indexer, run: bytes, off: int, n: int) -> int:
         """Where the compiled loop stops in run[off:n] (off: it vouches for nothing there): the
         rest of a transaction whose GTID event gave its length, or whole such transactions."""
-        indexer, vouched, checksum = self._indexer, self._indexer.vouched, self.fde.has_checksum
+        assert self.fde is not None  # an indexer is made with the file's FORMAT_DESCRIPTION
+        vouched, checksum = indexer.vouched, self.fde.has_checksum
         found = None
         if vouched is not None:
-            stop, pos, ts, type_code = self._loop.checked(run, off, n, self.pos, checksum,
-                                                          vouched.start + vouched.length)
+            stop, pos, ts, type_code = loop.checked(run, off, n, self.pos, checksum, vouched.start + vouched.length)
         elif indexer.open is None and self.fde.header_len == 19:
-            stop, pos, ts, type_code, found = self._loop.txns(run, off, n, self.pos, checksum)
+            stop, pos, ts, type_code, found = loop.txns(run, off, n, self.pos, checksum)
         else:
             return off
         if stop > off:
@@ -99,7 +102,9 @@ class Verifier:
             if found:
                 self.index += indexer.counted(found)
             elif vouched is not None and pos == vouched.start + vouched.length:  # its last event walked too
-                self.index.append(indexer.reached(pos))
+                entry = indexer.reached(pos)
+                assert entry is not None  # pos is where its length ends
+                self.index.append(entry)
         return stop
 
     def event(self, data: bytes) -> None:
@@ -137,9 +142,10 @@ class Verifier:
             self.first_event_ts = ts
         self.last_event_ts = ts
         frame = Frame(pos, type_code, ts, server_id, size, log_pos, flags, data, fde.header_len, body_end)
-        self._index(frame)
+        assert self._indexer is not None  # made with the FORMAT_DESCRIPTION above
+        self._index(self._indexer, frame)
 
-    def _index(self, frame: Frame) -> None:
+    def _index(self, indexer: Indexer, frame: Frame) -> None:
         t = frame.type
         try:  # the GTID sets before the file: what the archive's gap check compares, so never guessed
             if t == c.PREVIOUS_GTIDS_LOG_EVENT:
@@ -148,7 +154,7 @@ class Verifier:
                 self.previous_gtids = ",".join(decode_gtid_list(frame.body))
         except _DECODE_ERRORS as e:
             raise BinlogError(self.name, frame.pos, f"cannot decode {c.event_name(t)} event: {e}") from None
-        entry = self._indexer.feed(frame)
+        entry = indexer.feed(frame)
         if entry is not None:
             self.index.append(entry)
 
@@ -192,12 +198,12 @@ def _gtid_set(gtids: list[str]) -> str:
     mysql: dict[str, list[int]] = {}  # "uuid" or "uuid:tag" -> its numbers
     maria: dict[tuple[str, str], int] = {}
     for g in gtids:  # one pass of string splits: a file can hold a million transactions
-        head, colon, n = g.rpartition(":")
+        head, colon, num = g.rpartition(":")
         if colon:
-            mysql.setdefault(head, []).append(int(n))
+            mysql.setdefault(head, []).append(int(num))
         else:
-            d, s, n = g.split("-")
-            maria[(d, s)] = max(maria.get((d, s), 0), int(n))
+            d, s, num = g.split("-")
+            maria[(d, s)] = max(maria.get((d, s), 0), int(num))
     intervals: dict[tuple[str, str], list[tuple[int, int]]] = {}
     for head, nums in mysql.items():
         sid, _, tag = head.partition(":")

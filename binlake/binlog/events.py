@@ -73,7 +73,8 @@ def decode_tagged_gtid(body: bytes | memoryview) -> GtidInfo:
     size, pos = varlen.read_unsigned(b, pos)
     _last_non_ignorable, pos = varlen.read_unsigned(b, pos)
     end = min(size, len(b))
-    fields: dict[int, object] = {}
+    fields: dict[int, int] = {}
+    sid, tag = _ZERO_SID, None
     while pos < end:
         fid, pos = varlen.read_unsigned(b, pos)
         if fid == 1:  # uuid: 16 varlen bytes
@@ -81,10 +82,10 @@ def decode_tagged_gtid(body: bytes | memoryview) -> GtidInfo:
             for _ in range(16):
                 x, pos = varlen.read_unsigned(b, pos)
                 raw.append(x)
-            fields[1] = format_uuid(raw)
+            sid = format_uuid(bytes(raw))
         elif fid == 3:  # tag: length-prefixed string
             n, pos = varlen.read_unsigned(b, pos)
-            fields[3] = b[pos:pos + n].decode("ascii")
+            tag = b[pos:pos + n].decode("ascii") or None
             pos += n
         elif fid in (2, 4, 5):  # gno, last_committed, sequence_number: signed
             fields[fid], pos = varlen.read_signed(b, pos)
@@ -92,10 +93,9 @@ def decode_tagged_gtid(body: bytes | memoryview) -> GtidInfo:
             fields[fid], pos = varlen.read_unsigned(b, pos)
         else:
             break  # a field of a newer server: the ones we need come first
-    sid = fields.get(1, _ZERO_SID)
     immediate = fields.get(6)
     return GtidInfo(
-        gtid=mysql_gtid(sid, fields.get(2, 0), fields.get(3) or None),
+        gtid=mysql_gtid(sid, fields.get(2, 0), tag),
         last_committed=fields.get(4),
         sequence_number=fields.get(5),
         immediate_commit_ts=immediate,

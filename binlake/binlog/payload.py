@@ -12,6 +12,7 @@ import io
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import BinaryIO
 
 import zstandard
 
@@ -48,7 +49,7 @@ def parse_header(body: bytes | memoryview) -> PayloadHeader:
                          fields.get(_FIELD_UNCOMPRESSED_SIZE), pos)
 
 
-def _stream(body: memoryview, header: PayloadHeader) -> io.RawIOBase | io.BytesIO:
+def _stream(body: memoryview, header: PayloadHeader) -> BinaryIO:
     data = body[header.data_start:header.data_start + header.payload_size]
     if header.compression == COMPRESSION_NONE:
         return io.BytesIO(data)
