@@ -48,12 +48,6 @@ def cmd_scan(args: argparse.Namespace) -> int:
     return 0
 
 
-def sample_files() -> list[str]:
-    """The bundled binlogs, one directory per server, each file in binlog order."""
-    root = Path(__file__).parent / "samples"
-    return sorted(str(f) for d in root.iterdir() if d.is_dir() for f in d.iterdir() if f.name.startswith("binlog."))
-
-
 def cmd_demo(args: argparse.Namespace) -> int:
     from binlake.demo import run
 

@@ -23,6 +23,13 @@ from binlake.errors import BinlakeError
 REPO = Path(__file__).resolve().parents[1]
 
 
+def sample_files() -> list[str]:
+    """The bundled binlogs (binlake/samples/, package data), one directory per server, each file
+    in binlog order: the demo's sources."""
+    root = Path(__file__).parent / "samples"
+    return sorted(str(f) for d in root.iterdir() if d.is_dir() for f in d.iterdir() if f.name.startswith("binlog."))
+
+
 def airflow_env(home: Path) -> dict[str, str]:
     """The environment of an embedded Airflow: this checkout's DAGs, SQLite, local Spark, loopback."""
     bindir = str(Path(sys.executable).parent)
