@@ -38,9 +38,7 @@ def run(args: argparse.Namespace, spark=None) -> int:
                        opts, fail_on_anomaly=False)
     print(json.dumps({"record": "assemble", **asdict(summary)}, separators=(",", ":")))
     if args.fail_on_anomaly and summary.anomalies:
-        codes = ", ".join(f"{k} {v}" for k, v in sorted(summary.anomalies_by_code.items()))
-        print(f"binlake: {summary.anomalies} anomalies in {summary.start}..{summary.end} ({codes}); "
-              f"see {summary.warehouse}/anomalies", file=sys.stderr)
+        print(f"binlake: {summary.anomaly_text()}", file=sys.stderr)
         return 1
     return 0
 

@@ -34,21 +34,11 @@ from binlake.assemble import Options
 from binlake.errors import BinlakeError
 from binlake.pieces import Fixes, PieceRecord, place_block, place_record
 from binlake.spark import schema
+from binlake.spark.settings import SESSION, is_local, local
 from binlake.splits import DEFAULT_SPLIT_BYTES, Plan, Split, pieces_of, plan, put_together, run_split, run_survey
 
-log = logging.getLogger("binlake.assemble")
+log = logging.getLogger(__name__)
 BATCH = 4096  # records per Arrow batch out of a task
-LOCAL_MEMORY = "3g"  # JVM heap of a local[*] session unless --conf spark.driver.memory=… says otherwise
-SETTINGS = {
-    "spark.sql.session.timeZone": "UTC",  # commit_date is the UTC day
-    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",  # UTC instants every reader knows, not INT96
-    "spark.sql.sources.partitionOverwriteMode": "dynamic",
-    # A task writes its few commit_date partitions through concurrent writers instead of sorting
-    # all its rows by date first (the sort of wide row changes ran a 2 GiB heap out).
-    "spark.sql.maxConcurrentOutputFileWriters": "8",
-}
-
-
 # Parquet writer options per table. The images are nearly all distinct: a dictionary for them is
 # built and then dropped by the writer, a quarter of the row changes' write.
 WRITE_OPTIONS = {"row_changes": {"parquet.enable.dictionary#before": "false",
@@ -78,6 +68,11 @@ class Summary:
     step_seconds: dict[str, float] = field(default_factory=dict)  # survey, facts, tables, write
     spark_master: str = ""
     application_id: str = ""
+
+    def anomaly_text(self) -> str:
+        """The range's anomalies in one line, as a failed --fail-on-anomaly says them."""
+        codes = ", ".join(f"{k} {v}" for k, v in sorted(self.anomalies_by_code.items()))
+        return f"{self.anomalies} anomalies in {self.start}..{self.end} ({codes}); see {self.warehouse}/anomalies"
 
 
 def warehouse_uri(url: str) -> str:
@@ -164,7 +159,7 @@ class Job:
                  opts: Options | None = None) -> None:
         self.spark = spark
         self.sc = spark.sparkContext
-        for key, value in SETTINGS.items():  # whoever made the session, the tables come out alike
+        for key, value in SESSION.items():
             spark.conf.set(key, value)
         self.store = store
         self.warehouse = warehouse_uri(warehouse).rstrip("/")
@@ -174,7 +169,7 @@ class Job:
         self.run_id = uuid.uuid4().hex[:12]
         self.staging = f"{self.warehouse}/_staging/{self.run_id}"
         self.summary = Summary(store, self.warehouse, self.plan.start, self.plan.end, self.sources,
-                               spark_master=self.sc.master, application_id=self.sc.applicationId)
+                               spark_master=self.sc.master or "", application_id=self.sc.applicationId)
 
     # -- the steps ---------------------------------------------------------------------
 
@@ -272,7 +267,7 @@ class Job:
                                  ("anomalies", anomalies))}
 
     def _frame(self, records: list[dict], kind: str, struct) -> DataFrame:
-        rows = [schema.arrow_record(kind, r, r.get("source"))[kind] for r in records]
+        rows = [schema.arrow_record(kind, r, r["source"])[kind] for r in records]
         return self.spark.createDataFrame(rows, struct)
 
     def _write(self, tables: dict[str, DataFrame]) -> None:
@@ -337,6 +332,7 @@ class Job:
 
     def _fs(self, path: str):
         jvm = self.spark._jvm  # noqa: SLF001 - Hadoop's FileSystem has no Python API
+        assert jvm is not None  # a classic (not Connect) session, as session() makes
         p = jvm.org.apache.hadoop.fs.Path(path)
         return p.getFileSystem(self.sc._jsc.hadoopConfiguration()), p  # noqa: SLF001
 
@@ -394,15 +390,9 @@ def session(master: str | None = "local[*]", app: str = "binlake-assemble", conf
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     b = SparkSession.builder.appName(app).config("spark.sql.execution.arrow.pyspark.enabled", "true")
-    for k, v in SETTINGS.items():
-        b = b.config(k, v)
     if master:
         b = b.master(master)
-    if (master or "").startswith("local"):
-        b = b.config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
-        if "spark.driver.memory" not in (conf or {}):  # the executors live in this JVM: 1g is too tight
-            b = b.config("spark.driver.memory", LOCAL_MEMORY)
-    for k, v in (conf or {}).items():
+    for k, v in {**SESSION, **(local(conf) if is_local(master) else conf or {})}.items():
         b = b.config(k, v)
     try:
         return b.getOrCreate()
@@ -412,10 +402,13 @@ def session(master: str | None = "local[*]", app: str = "binlake-assemble", conf
 
 
 def _java_reason(e: Exception) -> str:
-    try:
-        return " ".join(e.java_exception.getMessage().split())  # type: ignore[attr-defined] - a Py4JJavaError's
-    except Exception:  # noqa: BLE001 - not a Java exception, or the JVM is gone
-        return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    java = getattr(e, "java_exception", None)  # a Py4JJavaError's
+    if java is not None:
+        try:
+            return " ".join(java.getMessage().split())
+        except Exception:  # noqa: BLE001 - the JVM is gone: say what Python saw
+            pass
+    return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
 
 
 def assemble(spark: SparkSession, store: str, warehouse: str, start: str, end: str,
@@ -424,7 +417,5 @@ def assemble(spark: SparkSession, store: str, warehouse: str, start: str, end: s
     """Run the job; with `fail_on_anomaly`, raise after writing when the range has error anomalies."""
     summary = Job(spark, store, warehouse, start, end, sources, split_bytes, opts).run()
     if fail_on_anomaly and summary.anomalies:
-        codes = ", ".join(f"{k} {v}" for k, v in sorted(summary.anomalies_by_code.items()))
-        raise BinlakeError(f"{summary.anomalies} anomalies in {summary.start}..{summary.end} ({codes}); "
-                           f"see {summary.warehouse}/anomalies")
+        raise BinlakeError(summary.anomaly_text())
     return summary

@@ -34,10 +34,11 @@ from binlake.archive.stores import open_store
 from binlake.binlog.gtid import Intervals
 from binlake.errors import BinlakeError
 from binlake.spark import schema
-from binlake.spark.job import SETTINGS, compact_ts, warehouse_uri
+from binlake.spark.job import compact_ts, warehouse_uri
+from binlake.spark.settings import SESSION
 from binlake.splits import manifests, meets, parse_time, sources
 
-log = logging.getLogger("binlake.validate")
+log = logging.getLogger(__name__)
 SUITES = ("transactions", "row_changes", "anomalies", "continuity")
 BATCH_TABLE = {"transactions": "transactions", "row_changes": "row_changes", "anomalies": "anomalies",
                "continuity": "transactions"}
@@ -106,7 +107,7 @@ class Validation:
     def __init__(self, spark: SparkSession, warehouse: str, start: str, end: str, store: str | None = None,
                  source_names: list[str] | None = None, config: Config | None = None) -> None:
         self.spark = spark
-        for key, value in SETTINGS.items():
+        for key, value in SESSION.items():
             spark.conf.set(key, value)
         self.warehouse = warehouse_uri(warehouse).rstrip("/")
         if not self.warehouse.startswith("file://"):

@@ -1,0 +1,27 @@
+"""The Spark settings binlake runs with, wherever its session is made: binlake.spark.job's
+session(), and spark-submit from the Airflow operator (plugins/binlake_airflow). No pyspark
+import here, so the operator reads them without loading Spark."""
+
+from __future__ import annotations
+
+# Every session: whoever made it, the tables come out alike.
+SESSION = {
+    "spark.sql.session.timeZone": "UTC",  # commit_date is the UTC day
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",  # UTC instants every reader knows, not INT96
+    "spark.sql.sources.partitionOverwriteMode": "dynamic",
+    # A task writes its few commit_date partitions through concurrent writers instead of sorting
+    # all its rows by date first (sorting wide row changes runs a small heap out).
+    "spark.sql.maxConcurrentOutputFileWriters": "8",
+}
+LOCAL_MEMORY = "3g"  # JVM heap of a local master unless spark.driver.memory says otherwise
+
+
+def is_local(master: str | None) -> bool:
+    return (master or "").startswith("local")
+
+
+def local(conf: dict | None = None) -> dict[str, str]:
+    """A local master's settings under `conf` (which wins): the driver listens on loopback only,
+    and its JVM, which holds the executors too, gets more than Spark's 1g heap."""
+    return {"spark.driver.bindAddress": "127.0.0.1", "spark.driver.host": "127.0.0.1",
+            "spark.driver.memory": LOCAL_MEMORY, **(conf or {})}
