@@ -60,6 +60,13 @@ class Settings:
         raise KeyError(f"no source {name!r} in the {VARIABLE} Variable")
 
 
+def template(key: str) -> str:
+    """A Jinja template of one of the Variable's keys, its default when the Variable or the key is
+    not set: for operator arguments Airflow renders at run time (never when a DAG file is parsed)."""
+    default = Settings.__dataclass_fields__[key].default
+    return f"{{{{ var.json.get('{VARIABLE}', {{}}).get('{key}', {default!r}) }}}}"
+
+
 def home() -> Path:
     return Path(os.environ.get("AIRFLOW_HOME", Path.home() / "airflow"))
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import Asset, BaseHook, PokeReturnValue, task
 
+from binlake.spark import settings as spark_settings
 from binlake_airflow import resources, settings
 
 log = logging.getLogger(__name__)
@@ -52,20 +53,20 @@ class AssembleOperator(SparkSubmitOperator):
     store, warehouse, sources and Spark connection. The job replaces exactly the interval's
     transactions (dynamic partition overwrite), so a retry or rerun is safe."""
 
-    template_fields = (*SparkSubmitOperator.template_fields, "start", "end")
+    # The base class keeps conn_id as _conn_id: rendered, the Variable's Spark connection is the one used.
+    template_fields = (*SparkSubmitOperator.template_fields, "start", "end", "_conn_id")
 
-    def __init__(self, *, start: str = START, end: str = END, **kwargs) -> None:
+    def __init__(self, *, start: str = START, end: str = END, conn_id: str = settings.template("spark_conn_id"),
+                 **kwargs) -> None:
         kwargs.setdefault("application", str(JOB))
         kwargs.setdefault("name", "binlake-assemble")
-        super().__init__(**kwargs)
+        super().__init__(conn_id=conn_id, **kwargs)
         self.start = start
         self.end = end
 
     def execute(self, context):
         cfg = settings.load()
-        self._conn_id = cfg.spark_conn_id
-        conn = BaseHook.get_connection(cfg.spark_conn_id)
-        local = (conn.host or "").startswith("local")
+        conn = BaseHook.get_connection(self._conn_id)
         args = ["--store", cfg.store, "--warehouse", cfg.warehouse, "--start", self.start, "--end", self.end,
                 "--split-bytes", str(cfg.split_bytes)]
         for spec in cfg.sources:
@@ -75,14 +76,11 @@ class AssembleOperator(SparkSubmitOperator):
         # The driver runs here, with this interpreter (it has binlake); executors find theirs.
         env = {**aws, "PYSPARK_DRIVER_PYTHON": sys.executable}
         conf = dict(self.conf or {})
-        if local:
+        if spark_settings.is_local(conn.host):
             env["PYSPARK_PYTHON"] = sys.executable
-            conf.setdefault("spark.driver.bindAddress", "127.0.0.1")  # nothing listens beyond loopback
-            conf.setdefault("spark.driver.host", "127.0.0.1")
-            conf.setdefault("spark.driver.memory", "3g")  # local executors live in the driver's JVM
+            conf = spark_settings.local({**conf, **cfg.spark_conf})
         else:
-            conf.update({f"spark.executorEnv.{k}": v for k, v in aws.items()})
-        conf.update(cfg.spark_conf)
+            conf = {**conf, **{f"spark.executorEnv.{k}": v for k, v in aws.items()}, **cfg.spark_conf}
         self.conf = conf
         self.env_vars = {**(self.env_vars or {}), **env}
         log.info("assembling %s .. %s of %s into %s (%s)", self.start, self.end,

@@ -1,0 +1,37 @@
+"""The assemble task's operator as Airflow runs it (`airflow tasks test`, SQLite): the Spark
+connection it submits through is the `binlake` Variable's `spark_conn_id`, rendered by Airflow at
+run time and passed through SparkSubmitOperator's own `conn_id`."""
+
+from __future__ import annotations
+
+import json
+
+from binlake.archive.run import archive
+from binlake.archive.sources import DirSource
+from binlake.archive.stores import open_store
+from binlake.demo import commit_range, sample_files
+from tests.support.airflow import Airflow
+from tests.support.lake import lake
+
+
+def test_the_variables_spark_connection_is_the_one_used(tmp_path):
+    store = tmp_path / "archive"
+    mysql_samples = next(f for f in sample_files() if "/mysql-" in f).rsplit("/", 1)[0]
+    archive(DirSource(mysql_samples), open_store(f"file://{store}"), "s")
+    start, end = commit_range(store)
+    settings = {"store": f"file://{store}", "warehouse": str(tmp_path / "warehouse"),
+                "sources": [{"name": "s", "url": f"dir://{mysql_samples}", "final": True}],
+                "spark_conn_id": "binlake_spark"}
+    af = Airflow(tmp_path / "home", env={
+        "AIRFLOW_VAR_BINLAKE": json.dumps(settings),
+        # only the Variable's connection exists: submitting through spark_default would fail
+        "AIRFLOW_CONN_BINLAKE_SPARK": json.dumps({"conn_type": "spark", "host": "local[1]"}),
+        "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",
+    })
+    del af.env["AIRFLOW_CONN_SPARK_DEFAULT"]
+    out = af.cli("tasks", "test", "binlake_transactions", "assemble", "-t",
+                 json.dumps({"start": start, "end": end}))
+    text = out.stdout + out.stderr
+    assert "into " + settings["warehouse"] + " (local[1])" in text  # the operator's log line names the master
+    assert "--master local[1]" in text  # the provider's hook built spark-submit from that connection
+    assert lake(tmp_path / "warehouse")["transactions"]  # and the job ran through it
