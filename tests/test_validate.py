@@ -24,6 +24,35 @@ from tests.support.scanning import DATA, run_cli
 FLAVORS = ("mysql", "mariadb")
 
 
+def test_suites_name_their_sql_and_hold_none_inline():
+    from binlake.spark.validate import EXPECTATIONS_DIR, SUITES, load_suite
+
+    referenced = set()
+    for name in SUITES:
+        raw = json.loads((EXPECTATIONS_DIR / f"{name}.json").read_text())
+        for e in raw["expectations"]:
+            assert "unexpected_rows_query" not in e["kwargs"], f"{name}: inline SQL in {e['kwargs']}"
+            if e["type"] == "unexpected_rows_expectation":
+                referenced.add(e["meta"]["sql"])
+        for e in load_suite(name).expectations:  # each file's query reaches GX
+            if e.expectation_type == "unexpected_rows_expectation":
+                assert "{batch}" in e.unexpected_rows_query and "--" not in e.unexpected_rows_query
+    on_disk = {str(p.relative_to(EXPECTATIONS_DIR / "sql")) for p in (EXPECTATIONS_DIR / "sql").rglob("*.sql")}
+    assert referenced == on_disk  # every file is used, every reference exists
+
+
+def test_a_missing_sql_file_is_named(tmp_path, monkeypatch):
+    from binlake.errors import BinlakeError
+    from binlake.spark import validate
+
+    shutil.copytree(validate.EXPECTATIONS_DIR, tmp_path / "expectations")
+    (tmp_path / "expectations" / "sql" / "continuity" / "gtids_once.sql").unlink()
+    monkeypatch.setattr(validate, "EXPECTATIONS_DIR", tmp_path / "expectations")
+    with pytest.raises(BinlakeError, match=r"expectations/sql/continuity/gtids_once\.sql: cannot read the suite "
+                                           r"continuity: No such file or directory"):
+        validate.load_suite("continuity")
+
+
 def expectation_ids(report) -> dict[str, set[str]]:
     """Failed expectations per suite, named by their description (or type and column)."""
     return {s.suite: {f["description"] for f in s.failed} for s in report.suites}

@@ -23,6 +23,7 @@ import datetime as dt
 import json
 import logging
 import os
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -93,14 +94,25 @@ class Report:
 
 
 def load_suite(name: str):
-    """A suite from expectations/<name>.json, as GX's ExpectationSuite."""
+    """A suite from expectations/<name>.json, as GX's ExpectationSuite. An expectation whose
+    `meta.sql` names a file of expectations/sql/ gets that file's query (its `--` comments are
+    for reviewers and dropped) as its `unexpected_rows_query`."""
     import great_expectations as gx
 
     path = EXPECTATIONS_DIR / f"{name}.json"
     try:
-        return gx.ExpectationSuite(**json.loads(path.read_text()))
+        suite = json.loads(path.read_text())
+        for e in suite["expectations"]:
+            if "sql" in e.get("meta", {}):
+                e["kwargs"]["unexpected_rows_query"] = _query(EXPECTATIONS_DIR / "sql" / e["meta"]["sql"])
     except OSError as e:
-        raise BinlakeError(f"{path}: cannot read the suite: {e.strerror}") from None
+        raise BinlakeError(f"{e.filename}: cannot read the suite {name}: {e.strerror}") from None
+    return gx.ExpectationSuite(**suite)
+
+
+def _query(path: Path) -> str:
+    lines = (re.sub(r"--.*", "", line).rstrip() for line in path.read_text().splitlines())
+    return "\n".join(line for line in lines if line)
 
 
 class Validation:
