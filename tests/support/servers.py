@@ -19,6 +19,8 @@ install does no network and takes well under a second.
 from __future__ import annotations
 
 import argparse
+import atexit
+import itertools
 import json
 import os
 import shutil
@@ -26,6 +28,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -40,7 +43,8 @@ FLAVORS = ("mysql", "mariadb")
 
 
 def ci() -> bool:
-    return os.environ.get("CI") == "true"
+    """Whether this is CI, where a missing server fails the run (CI=1, true, yes, on)."""
+    return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes", "on")
 
 
 def _run(argv: list, **kw) -> subprocess.CompletedProcess:
@@ -233,6 +237,15 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+# Each server a process starts gets its own server_id: the first of a flavor the id the test data
+# were written with (1 MySQL, 2 MariaDB), the next ones 101/102, 201/202, ...; never the id of a
+# binlog dump (binlake's default replica id is 0x62696E6C).
+_STARTED = itertools.count()
+_FIRST_ID = {"mysql": 1, "mariadb": 2}
+_TEMPLATES: dict[str, Path] = {}  # flavor -> a datadir initialised once by this process
+_BIND_RETRIES = 5
+
+
 def _settings(flavor: str, server_id: int, overrides: dict) -> dict:
     common = {
         "server-id": server_id, "log-bin": "binlog", "binlog-format": "ROW", "binlog-checksum": "CRC32",
@@ -250,38 +263,64 @@ def _settings(flavor: str, server_id: int, overrides: dict) -> dict:
     return common
 
 
+def _mysql_base() -> list[str]:
+    p = mysql_prefix()
+    return [f"--basedir={p / 'usr'}", f"--lc-messages-dir={p / 'usr/share/mysql'}",
+            f"--character-sets-dir={p / 'usr/share/mysql/charsets'}", f"--plugin-dir={p / 'usr/lib/mysql/plugin'}"]
+
+
+def _template(flavor: str) -> Path:
+    """An initialised datadir for the flavor, made once per process: every server starts on a copy
+    (initialising takes seconds, copying a fraction of one)."""
+    done = _TEMPLATES.get(flavor)
+    if done is not None:
+        return done
+    root = Path(tempfile.mkdtemp(prefix=f"binlake-{flavor}-datadir-"))
+    atexit.register(shutil.rmtree, root, True)
+    datadir = root / "data"
+    if flavor == "mysql":
+        _run([*_mysql_argv("mysqld"), "--no-defaults", *_mysql_base(), f"--datadir={datadir}", "--user=root",
+              "--initialize-insecure", "--innodb-redo-log-capacity=16M", f"--log-error={root / 'init.log'}"])
+    else:
+        _run(["mariadb-install-db", "--no-defaults", f"--datadir={datadir}", "--user=root",
+              "--auth-root-authentication-method=normal", "--skip-test-db"])
+    _TEMPLATES[flavor] = datadir
+    return datadir
+
+
 def start(flavor: str, workdir: Path, **overrides) -> Server:
-    """A fresh server in `workdir`, listening on 127.0.0.1 on a free port."""
+    """A fresh server in `workdir`, listening on 127.0.0.1 on a free port.
+
+    An override of None removes a setting, True passes a bare flag (e.g. disable_log_bin=True)."""
     install(flavor)
     workdir = Path(workdir).resolve()
     datadir = workdir / "data"
     workdir.mkdir(parents=True, exist_ok=True)
-    log = workdir / "error.log"
-    sock = workdir / "mysqld.sock"
-    port = _free_port()
+    shutil.copytree(_template(flavor), datadir, symlinks=True)
+    (datadir / "auto.cnf").unlink(missing_ok=True)  # MySQL makes its server_uuid there: each server its own
     if flavor == "mysql":
-        p = mysql_prefix()
-        base = [f"--basedir={p / 'usr'}", f"--lc-messages-dir={p / 'usr/share/mysql'}",
-                f"--character-sets-dir={p / 'usr/share/mysql/charsets'}",
-                f"--plugin-dir={p / 'usr/lib/mysql/plugin'}"]
-        daemon = _mysql_argv("mysqld")
-        _run([*daemon, "--no-defaults", *base, f"--datadir={datadir}", "--user=root",
-              "--initialize-insecure", f"--log-error={log}"])
+        base, daemon = _mysql_base(), _mysql_argv("mysqld")
         tools = (_mysql_argv("mysqlbinlog"), _mysql_argv("mysql"))
-        server_id = 1
     else:
-        base = []
-        daemon = [shutil.which("mariadbd") or "/usr/sbin/mariadbd"]
-        _run(["mariadb-install-db", "--no-defaults", f"--datadir={datadir}", "--user=root",
-              "--auth-root-authentication-method=normal", "--skip-test-db"])
+        base, daemon = [], [shutil.which("mariadbd") or "/usr/sbin/mariadbd"]
         tools = (["mariadb-binlog"], ["mariadb"])
-        server_id = 2
-    # An override of None removes a setting, True passes a bare flag (e.g. disable_log_bin=True).
+    server_id = _FIRST_ID[flavor] + 100 * next(_STARTED)
     opts = [f"--{k}" if v is True else f"--{k}={v}" for k, v in _settings(flavor, server_id, overrides).items()
             if v is not None]
-    argv = [*daemon, "--no-defaults", *base, f"--datadir={datadir}", "--user=root", f"--port={port}",
-            f"--socket={sock}", f"--pid-file={workdir / 'mysqld.pid'}", f"--log-error={log}", *opts]
-    proc, conn = _launch(argv, sock, log, f"{flavor} on 127.0.0.1:{port}")
+    log, sock = workdir / "error.log", workdir / "mysqld.sock"
+    for attempt in range(_BIND_RETRIES):
+        # The port is free when chosen; another process may take it before the server binds it:
+        # then the server says so and exits, and it starts again on another port.
+        port = _free_port()
+        argv = [*daemon, "--no-defaults", *base, f"--datadir={datadir}", "--user=root", f"--port={port}",
+                f"--socket={sock}", f"--pid-file={workdir / 'mysqld.pid'}", f"--log-error={log}", *opts]
+        try:
+            proc, conn = _launch(argv, sock, log, f"{flavor} on 127.0.0.1:{port}")
+            break
+        except RuntimeError:
+            if attempt + 1 == _BIND_RETRIES or not _port_taken(log):
+                raise
+            log.rename(workdir / f"error.{attempt}.log")
     with conn.cursor() as cur:
         # Tests connect over TCP from 127.0.0.1, as users' tools do.
         cur.execute("CREATE USER IF NOT EXISTS 'root'@'127.0.0.1' IDENTIFIED BY ''")
@@ -293,6 +332,12 @@ def start(flavor: str, workdir: Path, **overrides) -> Server:
                     tools[0], tools[1], sock, workdir, argv)
     (workdir / "server.json").write_text(server.to_json())
     return server
+
+
+def _port_taken(log: Path) -> bool:
+    """Whether a server's error log says its TCP port was in use (MySQL and MariaDB both word it so)."""
+    text = log.read_text(errors="replace") if log.exists() else ""
+    return "Address already in use" in text or "Do you already have another" in text
 
 
 def _launch(argv: list[str], sock: Path, log: Path, what: str):
