@@ -4,14 +4,17 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test install servers java browser compose lint bench clean
+.PHONY: demo test test-fast install servers java browser compose lint bench clean
 
 demo: install  ## the whole pipeline on the bundled sample binlogs
 	$(BIN)/binlake demo
 
-test: install servers java browser compose  ## lint, then every test against real servers
-	$(BIN)/ruff check .
+test: install servers java browser compose lint  ## lint, then every test against real servers
 	$(BIN)/python -m pytest -q -rfEs
+
+# The tests that need no server, JVM, Airflow or browser (markers from their fixtures: tests/conftest.py).
+test-fast: install lint  ## the developer's loop, in about a minute
+	$(BIN)/python -m pytest -q -rfEs -m "not (mysql or mariadb or spark or airflow or browser)"
 
 install: $(STAMP)
 

@@ -1,18 +1,48 @@
-"""Shared fixtures. In CI (CI=true) a missing server or data set fails the run, never skips it."""
+"""Shared fixtures, and markers from them. In CI (`CI` set to 1, true or yes) a missing server, tool or
+data set fails the run, never skips it.
+
+Every test is marked by what it needs, from the fixtures it uses: `mysql`, `mariadb` (a real
+server), `spark` (a JVM), `airflow`, `browser` (Chromium), `s3` (the loopback S3 endpoint).
+`make test-fast` runs the tests that need none of the heavy ones.
+
+The session servers (`mysql_server`, `mariadb_server`) are shared: a test may add databases and
+rotate binlogs there, nothing more. A test module that resets, purges or changes a global setting
+overrides the fixture with a server of its own (`mysql_factory` / `mariadb_factory`, one per
+module), which the module's end stops.
+"""
 
 from __future__ import annotations
 
 import os
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
+from tests.support import servers
 from tests.support.scanning import PUBLIC
+
+# fixture -> the marker of what it needs
+NEEDS = {"mysql_server": "mysql", "mysql_factory": "mysql", "mariadb_server": "mariadb",
+         "mariadb_factory": "mariadb", "spark": "spark", "spark_submit": "spark", "airflow": "airflow",
+         "chromium": "browser", "s3_endpoint": "s3"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        used = set(getattr(item, "fixturenames", ()))
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None:  # parametrize("name", ["mysql_server", ...]) + request.getfixturevalue(name)
+            used |= {v for v in callspec.params.values() if isinstance(v, str)}
+        for marker in sorted({NEEDS[f] for f in used & NEEDS.keys()}):
+            item.add_marker(marker)
 
 
 def require(condition: bool, what: str) -> None:
     if condition:
         return
-    if os.environ.get("CI") == "true":
+    if servers.ci():
         pytest.fail(f"{what} is missing in CI")
     pytest.skip(f"{what} is missing")
 
@@ -23,42 +53,60 @@ def public_binlogs():
     return PUBLIC
 
 
-def _server(flavor: str, tmp_path_factory):
-    from tests.support import servers
+def _factory(flavor: str, tmp_path_factory) -> Iterator[Callable[..., servers.Server]]:
+    """start(**settings) -> a new server of the flavor; every one is stopped when the scope ends."""
+    started: list[servers.Server] = []
 
-    try:
-        server = servers.start(flavor, tmp_path_factory.mktemp(flavor))
-    except Exception as e:  # noqa: BLE001 - reported as the reason
-        require(False, f"a real {flavor} server ({e})")
-    yield server
-    server.stop()
+    def start(**overrides) -> servers.Server:
+        try:
+            server = servers.start(flavor, tmp_path_factory.mktemp(flavor), **overrides)
+        except Exception as e:  # noqa: BLE001 - reported as the reason
+            require(False, f"a real {flavor} server ({e})")
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def mysql_factory(tmp_path_factory):
+    """Starts real MySQL 9.x servers on 127.0.0.1 for one module: `mysql_factory(**settings)`."""
+    yield from _factory("mysql", tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def mariadb_factory(tmp_path_factory):
+    """Starts real MariaDB 10.11 servers on 127.0.0.1 for one module."""
+    yield from _factory("mariadb", tmp_path_factory)
 
 
 @pytest.fixture(scope="session")
 def mysql_server(tmp_path_factory):
-    """A real MySQL 9.x on 127.0.0.1, stopped when the session ends."""
-    yield from _server("mysql", tmp_path_factory)
+    """A real MySQL 9.x on 127.0.0.1 shared by the session (see the module's doc), stopped at its end."""
+    yield from _shared("mysql", tmp_path_factory)
 
 
 @pytest.fixture(scope="session")
 def mariadb_server(tmp_path_factory):
-    """A real MariaDB 10.11 on 127.0.0.1, stopped when the session ends."""
-    yield from _server("mariadb", tmp_path_factory)
+    """A real MariaDB 10.11 on 127.0.0.1 shared by the session, stopped at its end."""
+    yield from _shared("mariadb", tmp_path_factory)
+
+
+def _shared(flavor: str, tmp_path_factory) -> Iterator[servers.Server]:
+    for start in _factory(flavor, tmp_path_factory):
+        yield start()
 
 
 @pytest.fixture(scope="session")
 def s3_endpoint():
     """A real S3 HTTP endpoint on 127.0.0.1 (moto's server), with the AWS chain pointed at it."""
-    import socket
-
     from moto.server import ThreadedMotoServer
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)  # the port it binds is its own
     server.start()
-    url = f"http://127.0.0.1:{port}"
+    url = f"http://127.0.0.1:{server.get_host_and_port()[1]}"
     saved = {k: os.environ.get(k) for k in ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
                                            "AWS_DEFAULT_REGION")}
     os.environ.update(AWS_ENDPOINT_URL=url, AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing",
@@ -84,3 +132,41 @@ def spark(s3_endpoint):
     spark.sparkContext.setLogLevel("ERROR")
     yield spark
     spark.stop()
+
+
+@pytest.fixture(scope="session")
+def spark_submit() -> Path:
+    """spark-submit of this install, for tests that run the job in its own JVM (`binlake assemble`,
+    `binlake validate`, spark-submit itself)."""
+    import sys
+
+    path = Path(sys.executable).parent / "spark-submit"
+    require(path.exists() and shutil.which("java") is not None, "spark-submit and Java 17")
+    return path
+
+
+@pytest.fixture(scope="module")
+def airflow(tmp_path_factory) -> Iterator[Callable[..., object]]:
+    """airflow(env=…, keep_aws_env=…) -> a real Airflow in a new temporary home
+    (tests.support.airflow); the services any of them started are stopped when the module ends."""
+    from tests.support.airflow import Airflow
+
+    made: list[Airflow] = []
+
+    def make(env: dict[str, str] | None = None, keep_aws_env: bool = False) -> Airflow:
+        af = Airflow(tmp_path_factory.mktemp("airflow"), env, keep_aws_env)
+        made.append(af)
+        return af
+
+    yield make
+    for af in made:
+        af.stop()
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    """Debian's Chromium, driven headless (tests.support.browser)."""
+    from tests.support import browser
+
+    require(browser.available(), "Debian's chromium (scripts/install-browser.sh)")
+    return browser

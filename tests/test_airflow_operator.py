@@ -10,11 +10,10 @@ from binlake.archive.run import archive
 from binlake.archive.sources import DirSource
 from binlake.archive.stores import open_store
 from binlake.demo import commit_range, sample_files
-from tests.support.airflow import Airflow
 from tests.support.lake import lake
 
 
-def test_the_variables_spark_connection_is_the_one_used(tmp_path):
+def test_the_variables_spark_connection_is_the_one_used(airflow, spark_submit, tmp_path):
     store = tmp_path / "archive"
     mysql_samples = next(f for f in sample_files() if "/mysql-" in f).rsplit("/", 1)[0]
     archive(DirSource(mysql_samples), open_store(f"file://{store}"), "s")
@@ -22,7 +21,7 @@ def test_the_variables_spark_connection_is_the_one_used(tmp_path):
     settings = {"store": f"file://{store}", "warehouse": str(tmp_path / "warehouse"),
                 "sources": [{"name": "s", "url": f"dir://{mysql_samples}", "final": True}],
                 "spark_conn_id": "binlake_spark"}
-    af = Airflow(tmp_path / "home", env={
+    af = airflow({
         "AIRFLOW_VAR_BINLAKE": json.dumps(settings),
         # only the Variable's connection exists: submitting through spark_default would fail
         "AIRFLOW_CONN_BINLAKE_SPARK": json.dumps({"conn_type": "spark", "host": "local[1]"}),

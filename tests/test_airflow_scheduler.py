@@ -9,9 +9,6 @@ import re
 
 import pytest
 
-from tests.conftest import require
-from tests.support import browser
-from tests.support.airflow import Airflow
 from tests.support.lake import lake
 from tests.support.scanning import run_cli
 from tests.test_airflow import ARTIFACTS
@@ -22,19 +19,14 @@ FROM, TO, END = "2026-11-22T11:46:00+00:00", "2026-11-22T11:48:00+00:00", "2026-
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory):
-    home = tmp_path_factory.mktemp("airflow")
-    af = Airflow(home, env={"BINLAKE_TRANSACTIONS_SCHEDULE": "* * * * *", "BINLAKE_TRANSACTIONS_END_DATE": END})
+def stack(airflow):
+    af = airflow({"BINLAKE_TRANSACTIONS_SCHEDULE": "* * * * *", "BINLAKE_TRANSACTIONS_END_DATE": END})
     run = af.dags_test("binlake_archive")  # the samples into the default local archive
     assert run["state"] == "success", run["output"][-3000:]
-    url = af.start()
-    try:
-        yield af, url
-    finally:
-        af.stop()
+    return af, af.start()
 
 
-def test_backfill_equals_one_run_and_reruns_change_nothing(stack, tmp_path):
+def test_backfill_equals_one_run_and_reruns_change_nothing(stack, spark_submit, tmp_path):
     af, _ = stack
     warehouse = af.home / "binlake" / "warehouse"
     with af.services_stopped():  # SQLite: see Airflow.services_stopped
@@ -73,12 +65,11 @@ def test_backfill_equals_one_run_and_reruns_change_nothing(stack, tmp_path):
     assert lake(warehouse) == got
 
 
-def test_the_ui_shows_both_dags_and_runs_a_triggered_interval(stack):
-    require(browser.available(), "Debian's chromium (scripts/install-browser.sh)")
+def test_the_ui_shows_both_dags_and_runs_a_triggered_interval(stack, chromium):
     af, url = stack
     af.cli("dags", "reserialize")
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with browser.page() as page:
+    with chromium.page() as page:
         page.goto(url + "/", wait_until="networkidle")
         page.get_by_label("Username").fill("admin")
         page.get_by_label("Password").fill(af.password())
@@ -124,7 +115,7 @@ def test_the_ui_shows_both_dags_and_runs_a_triggered_interval(stack):
     assert json.loads(report.read_text())["report"]["counts"]["transactions"] == 151
 
 
-def _new_run(af: Airflow, before: set[str], timeout: float = 60) -> str:
+def _new_run(af, before: set[str], timeout: float = 60) -> str:
     import time
 
     deadline = time.monotonic() + timeout

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from binlake.records import ANOMALY_FIELDS, ROW_CHANGE_FIELDS, TRANSACTION_FIELDS
 from tests.support.scanning import DATA, ndjson, run_cli, scan
 
@@ -51,6 +53,7 @@ def test_anomaly_records(public_binlogs):
     assert anomaly["code"] == "TRUNCATED" and anomaly["detail"].startswith("trunc_binlog.000001:")
 
 
+@pytest.mark.usefixtures("airflow", "spark_submit")  # the demo makes its own Airflow home
 def test_demo_runs_the_pipeline_through_the_dags(tmp_path):
     """The README's first command: the bundled samples through binlake_archive and
     binlake_transactions (`airflow dags test`, SQLite), then a summary and the report's path."""

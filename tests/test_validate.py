@@ -306,19 +306,15 @@ def spark_session():
     return SparkSession.getActiveSession()
 
 
-def test_data_docs_in_chromium(spark, base, tmp_path):
+def test_data_docs_in_chromium(spark, base, chromium, tmp_path):
     """The data docs of a passing and of a failing run, opened in headless Chromium."""
-    from tests.conftest import require
-    from tests.support import browser
-
-    require(browser.available(), "Debian's chromium (scripts/install-browser.sh)")
     root, store, rng = base
     passing = validate(spark, root / "lake", store, rng)
     lake, damaged = _reassemble(spark, root, "dropped_xid_docs", BINLOG_VARIANTS["dropped_xid"])
     failing = validate(spark, lake, damaged, rng)
     for report, status in ((passing, "Succeeded"), (failing, "Failed")):
         site = Path(report.docs).parent
-        with browser.page() as page:
+        with chromium.page() as page:
             page.goto(Path(report.docs).as_uri())
             assert "Great Expectations" in page.title()
             assert "Validation Results" in page.inner_text("body")
