@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 
 import boto3
+import pytest
 
-from tests.support.airflow import Airflow
 from tests.support.lake import differences, lake, scanned
 from tests.support.scanning import REPO, scan
 
@@ -33,8 +33,8 @@ print(json.dumps(out))
 """
 
 
-def test_dags_import_cleanly_with_docs_retries_and_the_spark_operator(tmp_path):
-    af = Airflow(tmp_path / "home")
+def test_dags_import_cleanly_with_docs_retries_and_the_spark_operator(airflow):
+    af = airflow()
     proc = subprocess.run([str(Path(af.env["PATH"].split(os.pathsep)[0]) / "python"), "-c", DAG_CHECK,
                            str(REPO / "dags")], env=af.env, capture_output=True, text=True, timeout=300, check=True)
     got = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -62,7 +62,13 @@ def test_dags_import_cleanly_with_docs_retries_and_the_spark_operator(tmp_path):
 # -- a live MySQL server into the S3 endpoint, through the Airflow connections -------------------
 
 
-def test_live_server_through_both_dags(mysql_server, s3_endpoint, tmp_path):
+@pytest.fixture(scope="module")
+def mysql_server(mysql_factory):
+    """This module's own server: the live test resets its binary logs."""
+    return mysql_factory()
+
+
+def test_live_server_through_both_dags(mysql_server, s3_endpoint, airflow, spark_submit, tmp_path):
     server = mysql_server
     with server.connect() as conn, conn.cursor() as cur:
         cur.execute("RESET BINARY LOGS AND GTIDS")
@@ -77,7 +83,7 @@ def test_live_server_through_both_dags(mysql_server, s3_endpoint, tmp_path):
     warehouse = tmp_path / "warehouse"
     settings = {"store": "s3://airflow-live/archive", "aws_conn_id": "binlake_s3", "warehouse": str(warehouse),
                 "sources": [{"name": "live", "mysql_conn_id": "binlake_mysql", "flush_binary_logs": True}]}
-    af = Airflow(tmp_path / "home", env={
+    af = airflow({
         "AIRFLOW_VAR_BINLAKE": json.dumps(settings),
         "AIRFLOW_CONN_BINLAKE_MYSQL": json.dumps({"conn_type": "mysql", "host": server.host, "port": server.port,
                                                   "login": server.user, "password": server.password}),
@@ -125,10 +131,10 @@ def compose_workload(server, transactions: int) -> None:
                    capture_output=True)
 
 
-def test_wrong_mysql_password_fails_the_listing_with_the_reason(mysql_server, tmp_path):
+def test_wrong_mysql_password_fails_the_listing_with_the_reason(mysql_server, airflow, tmp_path):
     settings = {"store": f"file://{tmp_path / 'archive'}", "warehouse": str(tmp_path / "warehouse"),
                 "sources": [{"name": "live", "mysql_conn_id": "binlake_mysql"}]}
-    af = Airflow(tmp_path / "home", env={
+    af = airflow({
         "AIRFLOW_VAR_BINLAKE": json.dumps(settings),
         "AIRFLOW_CONN_BINLAKE_MYSQL": json.dumps({"conn_type": "mysql", "host": mysql_server.host,
                                                   "port": mysql_server.port, "login": "nobody",

@@ -135,7 +135,7 @@ def test_one_core_and_spark_submit_agree_with_two_cores(spark, archives, tmp_pat
     assert lake(tmp_path / "one") == lake(tmp_path / "two")
 
 
-def test_a_corrupt_file_gives_anomalies_and_the_healthy_files(archives, tmp_path):
+def test_a_corrupt_file_gives_anomalies_and_the_healthy_files(archives, spark_submit, tmp_path):
     """Through the command line: the job does not fail unless asked to."""
     start, end = data_day()
     store = tmp_path / "store"
@@ -175,8 +175,8 @@ BIG = 200_000
 
 
 @pytest.fixture(scope="module")
-def live_archive(mysql_server, s3_endpoint):
-    server = mysql_server
+def live_archive(mysql_factory, s3_endpoint):
+    server = mysql_factory()  # the module's own: its binary logs are reset
     with server.connect() as conn, conn.cursor() as cur:
         cur.execute("RESET BINARY LOGS AND GTIDS")
         cur.execute("DROP DATABASE IF EXISTS asm")
@@ -264,7 +264,7 @@ def test_a_standalone_cluster_agrees_with_local(spark, archives, tmp_path):
     assert lake(tmp_path / "cluster") == lake(tmp_path / "local")
 
 
-def test_a_session_spark_refuses_is_one_clear_line(tmp_path):
+def test_a_session_spark_refuses_is_one_clear_line(spark_submit, tmp_path):
     # Spark wants a heap of at least 450 MiB: the user is told so, without a Java trace
     proc = run_cli("assemble", "--store", f"file://{tmp_path}/store", "--warehouse", str(tmp_path / "lake"),
                    "--start", "2026-01-01", "--end", "2026-01-02", "--master", "local[1]",

@@ -15,9 +15,12 @@ from tests.support.workload import run_workload
 BIG = 200_000
 
 
-@pytest.fixture(scope="module", params=["mysql", "mariadb"])
+@pytest.fixture(scope="module", params=[pytest.param("mysql", marks=pytest.mark.mysql),
+                                        pytest.param("mariadb", marks=pytest.mark.mariadb)])
 def live(request):
-    server = request.getfixturevalue(f"{request.param}_server")
+    # a server of this module's own: its binary logs are reset (the ground truth starts empty) and
+    # the workload changes global settings (gtid_mode, log_bin_compress)
+    server = request.getfixturevalue(f"{request.param}_factory")()
     with server.connect() as conn, conn.cursor() as cur:
         cur.execute("RESET BINARY LOGS AND GTIDS" if server.flavor == "mysql" else "RESET MASTER")
     truth = run_workload(server, seed=4321, big_rows=BIG)
