@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 
@@ -13,6 +14,17 @@ from binlake.archive.sources import DirSource, MySQLSource, SourceError
 from binlake.archive.stores import FileStore, S3Store, StoreError
 from binlake.errors import BinlogError
 from tests.support.scanning import DATA, ndjson, run_cli, scan
+
+
+@pytest.fixture(scope="module")
+def mysql_server(mysql_factory):
+    """This module's own servers: its tests purge, rotate, kill dump threads and set globals."""
+    return mysql_factory()
+
+
+@pytest.fixture(scope="module")
+def mariadb_server(mariadb_factory):
+    return mariadb_factory()
 
 
 def manifests(store, source):
@@ -327,38 +339,34 @@ def test_missing_privileges(mysql_server):
         src.files()
 
 
-def test_binary_logging_off(tmp_path):
-    from tests.conftest import require
-    from tests.support import servers
-
-    try:
-        server = servers.start("mysql", tmp_path / "nolog", log_bin=None, binlog_rows_query_log_events=None,
-                               binlog_format=None, binlog_checksum=None, max_binlog_size=None,
-                               binlog_row_metadata=None, sync_binlog=None, disable_log_bin=True)
-    except Exception as e:  # noqa: BLE001
-        require(False, f"a MySQL server without binary log ({e})")
-    try:
-        with pytest.raises(SourceError, match="binary logging is off"):
-            MySQLSource(f"mysql://root@127.0.0.1:{server.port}").files()
-    finally:
-        server.stop()
+def test_binary_logging_off(mysql_factory):
+    server = mysql_factory(log_bin=None, binlog_rows_query_log_events=None, binlog_format=None,
+                           binlog_checksum=None, max_binlog_size=None, binlog_row_metadata=None, sync_binlog=None,
+                           disable_log_bin=True)
+    with pytest.raises(SourceError, match="binary logging is off"):
+        MySQLSource(f"mysql://root@127.0.0.1:{server.port}").files()
 
 
 def test_process_killed_mid_copy(mysql_server, tmp_path):
     import signal
     import subprocess
     import sys
-    import time
 
     _fresh_files(mysql_server, n=2, mib=24)
     store_dir = tmp_path / "store"
     argv = [sys.executable, "-m", "binlake.cli", "archive", "--source", f"mysql://root@127.0.0.1:{mysql_server.port}",
             "--store", f"file://{store_dir}", "--source-name", "k"]
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(1.0)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    try:
+        flying = _stopped_mid_copy(proc, store_dir / "k" / "binlogs")
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    # it was killed with that file's object still temporary: not presented, no manifest
+    assert flying.exists()
+    name = _final_name(flying, mysql_server)
     store = FileStore(str(store_dir))
+    assert not store.exists(f"k/binlogs/{name}") and not store.exists(f"k/manifests/{name}.json")
     # whatever was reached: every visible object is whole and identical (a kill between an
     # object and its manifest leaves the object unlisted as archived), and every manifest has one
     for k in store.keys("k/binlogs"):
@@ -374,30 +382,50 @@ def test_process_killed_mid_copy(mysql_server, tmp_path):
     assert all(store.exists(f"k/manifests/{f.name}.json") for f in src.files())
 
 
-def test_server_killed_mid_copy(tmp_path):
-    from tests.conftest import require
-    from tests.support import servers
+def _stopped_mid_copy(proc, binlogs) -> object:
+    """Stop (SIGSTOP) the archiver while a copy is in flight: a temporary object holding its first
+    writes that is still there once the archiver stands still. Its path."""
+    import signal
+    import subprocess
+    import time
 
-    try:
-        server = servers.start("mysql", tmp_path / "victim")
-    except Exception as e:  # noqa: BLE001
-        require(False, f"a real mysql server ({e})")
-    try:
-        _fresh_files(server, n=2, mib=24)
-        store = FileStore(str(tmp_path / "store"))
-        src = MySQLSource(f"mysql://root@127.0.0.1:{server.port}")
-        names = [f.name for f in src.files()]
-        with pytest.raises(SourceError):
-            archive(_Faulty(src, 4 << 20, server.kill), store, "v")
-        archived = [k.rsplit("/", 1)[1][:-5] for k in store.keys("v/manifests")]
-        assert archived == [k.rsplit("/", 1)[1] for k in store.keys("v/binlogs")]
-        assert len(archived) < len(names)
-        server.restart()  # crash recovery; the rotated files are all still there
-        result = archive(src, store, "v")
-        assert set(names) <= set(archived) | set(result.archived)
-        _assert_whole(store, "v", server)
-    finally:
-        server.stop()
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        for tmp in binlogs.glob(".tmp-*") if binlogs.exists() else ():
+            with contextlib.suppress(FileNotFoundError):
+                if tmp.stat().st_size >= 4096:
+                    proc.send_signal(signal.SIGSTOP)
+                    if tmp.exists():
+                        return tmp
+                    proc.send_signal(signal.SIGCONT)  # that copy ended meanwhile: wait for the next
+        with contextlib.suppress(subprocess.TimeoutExpired):  # look again in 10 ms, unless it has ended
+            proc.wait(timeout=0.01)
+        assert proc.returncode is None, "the archiver ended before a copy was seen in flight"
+    raise AssertionError("no copy in flight within 300 s")
+
+
+def _final_name(tmp, server) -> str:
+    """The binlog a temporary object is the copy of: the server's file whose first bytes it holds."""
+    head = tmp.read_bytes()[:4096]
+    (name,) = [p.name for p in server.binlog_dir.glob("binlog.[0-9]*") if p.read_bytes()[:len(head)] == head]
+    return name
+
+
+def test_server_killed_mid_copy(mysql_factory, tmp_path):
+    server = mysql_factory()
+    _fresh_files(server, n=2, mib=24)
+    store = FileStore(str(tmp_path / "store"))
+    src = MySQLSource(f"mysql://root@127.0.0.1:{server.port}")
+    names = [f.name for f in src.files()]
+    with pytest.raises(SourceError):
+        archive(_Faulty(src, 4 << 20, server.kill), store, "v")
+    archived = [k.rsplit("/", 1)[1][:-5] for k in store.keys("v/manifests")]
+    assert archived == [k.rsplit("/", 1)[1] for k in store.keys("v/binlogs")]
+    assert len(archived) < len(names)
+    server.restart()  # crash recovery; the rotated files are all still there
+    result = archive(src, store, "v")
+    assert set(names) <= set(archived) | set(result.archived)
+    _assert_whole(store, "v", server)
 
 
 @pytest.mark.parametrize("name", ["mysql_server", "mariadb_server"])
