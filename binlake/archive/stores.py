@@ -179,33 +179,51 @@ class S3Store:
         except BotoCoreError as e:
             raise StoreError(f"{self.url}: {e}") from None
 
+    @contextlib.contextmanager
+    def failing(self, key: str, doing: str) -> Iterator[None]:
+        """S3 failures (the endpoint gone, a refusal) as a StoreError naming the object and what
+        was being done; anything not yet committed stays uncommitted."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            yield
+        except ClientError as e:
+            code = e.response.get("Error", {}).get("Code", "")
+            raise StoreError(f"{self.url}/{key}: cannot {doing}: {code or e}") from None
+        except BotoCoreError as e:
+            raise StoreError(f"{self.url}/{key}: cannot {doing}: {e}") from None
+
     def exists(self, key: str) -> bool:
         from botocore.exceptions import ClientError
 
-        try:
-            self.s3.head_object(Bucket=self.bucket, Key=self._key(key))
-            return True
-        except ClientError as e:
-            if e.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
-                return False
-            raise
+        with self.failing(key, "look the object up"):
+            try:
+                self.s3.head_object(Bucket=self.bucket, Key=self._key(key))
+                return True
+            except ClientError as e:
+                if e.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
+                    return False
+                raise
 
     def get(self, key: str) -> bytes:
-        return self.s3.get_object(Bucket=self.bucket, Key=self._key(key))["Body"].read()
+        with self.failing(key, "read the object"):
+            return self.s3.get_object(Bucket=self.bucket, Key=self._key(key))["Body"].read()
 
     def put(self, key: str, data: bytes) -> None:
-        self.s3.put_object(Bucket=self.bucket, Key=self._key(key), Body=data)
+        with self.failing(key, "write the object"):
+            self.s3.put_object(Bucket=self.bucket, Key=self._key(key), Body=data)
 
     def keys(self, prefix: str) -> list[str]:
         out = []
         full = self._key(prefix)
         cut = len(self.prefix) + 1 if self.prefix else 0
-        for page in self.s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=full):
-            out += [o["Key"][cut:] for o in page.get("Contents", [])]
+        with self.failing(prefix, "list the objects"):
+            for page in self.s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=full):
+                out += [o["Key"][cut:] for o in page.get("Contents", [])]
         return sorted(out)
 
     def writer(self, key: str) -> Writer:
-        return _S3Writer(self, self._key(key))
+        return _S3Writer(self, key)
 
     @contextlib.contextmanager
     def open_range(self, key: str, start: int, end: int) -> Iterator[Range]:
@@ -239,15 +257,17 @@ class S3Store:
 
 class _S3Writer(Writer):
     def __init__(self, store: S3Store, key: str) -> None:
-        self.s3, self.bucket, self.key = store.s3, store.bucket, key
-        self.upload_id = self.s3.create_multipart_upload(Bucket=self.bucket, Key=key)["UploadId"]
+        self.store, self.s3, self.bucket, self.name, self.key = store, store.s3, store.bucket, key, store._key(key)
+        with store.failing(key, "start a multipart upload"):
+            self.upload_id = self.s3.create_multipart_upload(Bucket=self.bucket, Key=self.key)["UploadId"]
         self.parts: list[dict] = []
         self.buf = bytearray()
 
     def _send(self) -> None:
         n = len(self.parts) + 1
-        r = self.s3.upload_part(Bucket=self.bucket, Key=self.key, UploadId=self.upload_id, PartNumber=n,
-                                Body=bytes(self.buf))
+        with self.store.failing(self.name, f"upload part {n}"):
+            r = self.s3.upload_part(Bucket=self.bucket, Key=self.key, UploadId=self.upload_id, PartNumber=n,
+                                    Body=bytes(self.buf))
         self.parts.append({"PartNumber": n, "ETag": r["ETag"]})
         self.buf.clear()
 
@@ -259,8 +279,9 @@ class _S3Writer(Writer):
     def commit(self) -> None:
         if self.buf or not self.parts:
             self._send()
-        self.s3.complete_multipart_upload(Bucket=self.bucket, Key=self.key, UploadId=self.upload_id,
-                                          MultipartUpload={"Parts": self.parts})
+        with self.store.failing(self.name, "complete the multipart upload"):
+            self.s3.complete_multipart_upload(Bucket=self.bucket, Key=self.key, UploadId=self.upload_id,
+                                              MultipartUpload={"Parts": self.parts})
 
     def abort(self) -> None:
         # Best effort: the upload was never completed, so no object exists either way.
