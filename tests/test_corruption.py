@@ -8,8 +8,9 @@ import random
 
 import pytest
 
+from binlake.binlog import constants as c
 from binlake.binlog.framing import BinlogReader
-from tests.support.scanning import DATA, PUBLIC, run_cli, scan
+from tests.support.scanning import DATA, PUBLIC, ndjson, run_cli, scan
 
 REAL_FILES = [
     PUBLIC / "Percona-Lab__percona-binlog-server/data_80045_gtid/binlog.000001",  # GTID, CRC32
@@ -49,7 +50,8 @@ def test_truncation_everywhere(tmp_path, path):
     full = scan(path)["transaction"]
     _, fde_end, cuts = cut_points(path)
     with BinlogReader.open(path) as r:
-        first_event_end = {f.pos: f.end for f in r.frames()}
+        frames = list(r.frames())
+    first_event_end = {f.pos: f.end for f in frames}
     for n in cuts:
         if n < fde_end:
             continue
@@ -62,13 +64,17 @@ def test_truncation_everywhere(tmp_path, path):
         # A transaction is open once its first event was read whole.
         started = [t for t in open_txn if first_event_end[t["start_pos"]] <= n]
         assert [t["start_pos"] for t in incomplete] == [t["start_pos"] for t in started], n
-        truncated = [a for a in out["anomaly"] if a["code"] == "TRUNCATED"]
-        at_boundary_outside = not open_txn and any(t["end_pos"] == n for t in full)
+        # Where the cut falls says what the reader must report (the intact file's events and
+        # transactions): inside a transaction, one TRUNCATED from its start; inside an event
+        # outside any, one TRUNCATED from that event; between events outside any, nothing.
+        cut_event = [f for f in frames if f.pos < n < f.end]
+        anomalies = [(a["code"], a["start_pos"], a["end_pos"]) for a in out["anomaly"]]
         if open_txn:
-            assert len(truncated) == 1 and truncated[0]["start_pos"] == open_txn[0]["start_pos"]
-            assert truncated[0]["end_pos"] == n
-        elif at_boundary_outside:
-            assert truncated == []
+            assert anomalies == [("TRUNCATED", open_txn[0]["start_pos"], n)], n
+        elif cut_event:
+            assert anomalies == [("TRUNCATED", cut_event[0].pos, n)], n
+        else:
+            assert anomalies == [], n
         # row changes of the incomplete transaction are not presented
         ids = {t["txn_id"] for t in incomplete}
         assert not [r for r in out["row_change"] if r["txn_id"] in ids]
@@ -105,12 +111,19 @@ def test_flipped_byte_in_an_event_size(tmp_path):
         frames = list(r.frames())
     victim = frames[len(frames) // 2]
     data = bytearray(path.read_bytes())
-    data[victim.pos + 11] ^= 0x10  # event_size grows by 1 MiB: runs past the end
+    data[victim.pos + 11] ^= 0x10  # event_size (bytes 9-12, little-endian) grows by 1 MiB: runs past the end
     bad = copy_as(tmp_path, path, bytes(data), "size")
     proc = run_cli("scan", "--anomalies", str(bad))
     assert proc.returncode == 0
-    assert f'"start_pos":{victim.pos}' in proc.stdout or '"code":"TRUNCATED"' in proc.stdout
-    assert '"code":"TRUNCATED"' in proc.stdout
+    records = ndjson(proc.stdout)
+    # The intact file says which transaction holds the victim; the damage made, what is wrong with it.
+    (holder,) = [t for t in scan(path)["transaction"] if t["start_pos"] <= victim.pos < t["end_pos"]]
+    (anomaly,) = [r for r in records if r["record"] == "anomaly"]
+    assert (anomaly["code"], anomaly["start_pos"], anomaly["end_pos"]) == ("TRUNCATED", holder["start_pos"], len(data))
+    assert anomaly["detail"] == (f"{bad}:{victim.pos}: truncated {c.event_name(victim.type)} event: "
+                                 f"{victim.size + (1 << 20)} bytes announced, {len(data) - victim.pos} in file")
+    last = [r for r in records if r["record"] == "transaction"][-1]
+    assert (last["start_pos"], last["outcome"]) == (holder["start_pos"], "incomplete")
 
 
 @pytest.mark.parametrize("content,reason", [
