@@ -233,7 +233,6 @@ static int text_value(cursor_t *c, const col_t *col, char *buf) {
         if (!(v >> 39)) return -1;  /* negative: never written by MySQL */
         if (y < 1 || y > 9999 || mo < 1 || d < 1 || d > days_in_month(y, mo) || h > 23 || mi > 59 || s > 59)
             return copy_text(buf, "0000-00-00 00:00:00");
-        if (y < 1000) return -1;  /* strftime's %Y does not pad: leave it to the reference */
         return datetime_text(buf, y, mo, d, h, mi, s, us, col->a);
     }
     case K_TIMESTAMP2: {

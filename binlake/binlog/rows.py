@@ -373,7 +373,8 @@ def _b64(b: bytes) -> str:
 def _fmt_datetime(v, fsp: int) -> str:
     if isinstance(v, str):
         return v
-    s = v.strftime("%Y-%m-%d %H:%M:%S")
+    # the year with its four digits: strftime's %Y does not pad years before 1000
+    s = f"{v.year:04d}-{v.month:02d}-{v.day:02d} {v.hour:02d}:{v.minute:02d}:{v.second:02d}"
     return f"{s}.{v.microsecond:06d}"[:20 + fsp] if fsp else s
 
 
