@@ -153,7 +153,7 @@ def test_corrupt_relay_log(public_binlogs):
     assert {a["code"] for a in anomalies} == {"BOUNDARY_TRANSITION", "TRUNCATED"}
     assert all("Unable to change boundary parser from" in a["detail"] for a in anomalies
                if a["code"] == "BOUNDARY_TRANSITION")
-    # the copied relay log stops inside its last transaction
+    # the copied relay log stops inside its last transaction: the file's end, 91418 B (the corpus README)
     assert [a["end_pos"] for a in anomalies if a["code"] == "TRUNCATED"] == [91418]
     assert len(out["transaction"]) == 229
 
@@ -161,6 +161,9 @@ def test_corrupt_relay_log(public_binlogs):
 def test_tagged_gtid(public_binlogs):
     (t,) = scan(public_binlogs / "blackbeam__rust_mysql_common/binlog_transaction_with_GTID_TAG.000001")[
         "transaction"]
+    # as MySQL 9.7's mysqlbinlog -vv prints the file: "# at 245 … GTID last_committed=0
+    # sequence_number=1 … immediate_commit_timestamp=1770368687207196 transaction_length=296",
+    # GTID_NEXT '…:mytag:3', and "end_log_pos 541 … Xid = 40"
     assert t["gtid"] == "55778904-0299-11f1-b1b8-4ef0c4956feb:mytag:3"
     assert (t["start_pos"], t["end_pos"], t["transaction_length"]) == (245, 541, 296)
     assert t["commit_ts"] == "2026-02-06T09:04:47.207196Z"
@@ -170,6 +173,8 @@ def test_tagged_gtid(public_binlogs):
 def test_compressed_payload(public_binlogs):
     (t,) = scan(public_binlogs / "blackbeam__rust_mysql_common/transaction_compression.000001")[
         "transaction"]
+    # mysqlbinlog -vv: "# at 197 … Anonymous_GTID", a Transaction_Payload ending at 431
+    # (compression_type=ZSTD) whose inner events end with "Xid = 462"
     assert t["compressed"] is True
     assert t["gtid"] is None  # ANONYMOUS_GTID
     assert (t["start_pos"], t["end_pos"], t["xid"]) == (197, 431, 462)
