@@ -1,7 +1,8 @@
 """TABLE_MAP and rows events: row images decoded with mysql-replication's column decoders.
 
 binlake owns framing, so the package gets each event as a packet rebuilt from the bytes
-(no server, no connection); its classes decode the column values. What it lacks is
+(no server, no connection; binlake.binlog.replication is the adapter); its classes decode the
+column values. What it lacks is
 added here: MariaDB compressed rows (zlib), 4-byte table ids (MySQL 5.1), pre-GA row
 event ids, VECTOR columns, GEOMETRY as WKT, partial JSON applied to the before image,
 and the JSON-typed value mapping of docs/row-values.md.
@@ -15,15 +16,13 @@ import struct
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from pymysql.protocol import MysqlPacket
-from pymysqlreplication import json_binary, row_event
 from pymysqlreplication.constants import FIELD_TYPE
 from pymysqlreplication.json_binary import JsonDiff, JsonDiffOperation
-from pymysqlreplication.packet import BinLogPacketWrapper
 
 from binlake.binlog import constants as c
 from binlake.binlog import fastrows
 from binlake.binlog.events import uncompress_maria
+from binlake.binlog.replication import decode_event
 from binlake.binlog.varlen import read_packed
 from binlake.errors import RowDecodeError
 
@@ -51,43 +50,6 @@ _AS_TYPE = {
     c.DELETE_ROWS_COMPRESSED_EVENT: c.DELETE_ROWS_EVENT,
 }
 _V2 = {c.WRITE_ROWS_EVENT, c.UPDATE_ROWS_EVENT, c.DELETE_ROWS_EVENT, c.PARTIAL_UPDATE_ROWS_EVENT}
-_ALLOWED = frozenset({row_event.TableMapEvent, row_event.WriteRowsEvent, row_event.UpdateRowsEvent,
-                      row_event.DeleteRowsEvent, row_event.PartialUpdateRowsEvent})
-
-
-_package_parse_opaque = json_binary.parse_opaque
-
-
-def _parse_opaque(data: bytes):
-    """JSON opaque TIME values: the package builds a datetime.time, which cannot hold a
-    negative time or one past 23:59:59 and raises; binlake gives MySQL's own text."""
-    if len(data) > 1 and data[0] in (FIELD_TYPE.TIME, FIELD_TYPE.TIME2):
-        length, n = json_binary.decode_variable_length(data[1:])
-        raw = data[1 + n:1 + n + length]
-        v = int.from_bytes(raw[:8].ljust(8, b"\0"), "little", signed=True)
-        sign = "-" if v < 0 else ""
-        v = abs(v)
-        whole, frac = v >> 24, v % (1 << 24)
-        h, m, sec = (whole >> 12) % (1 << 10), (whole >> 6) % 64, whole % 64
-        return f"{sign}{h:02d}:{m:02d}:{sec:02d}.{frac:06d}"
-    return _package_parse_opaque(data)
-
-
-json_binary.parse_opaque = _parse_opaque  # parse_json looks it up in its module
-
-
-class _Control:
-    """Stands in for the package's control connection: it is never used to query."""
-
-    charset = "utf8mb4"
-
-    def __init__(self, flavor: str) -> None:
-        self.flavor = flavor
-
-    def _get_dbms(self) -> str:
-        return self.flavor
-
-
 @dataclass
 class TableMap:
     table_id: int
@@ -108,17 +70,6 @@ class RowsEvent:
     flags: int
     op: str
     rows: list[tuple[dict | None, dict | None]]
-
-
-def _wrap(type_code: int, body: bytes, flavor: str, table_map: dict, post_header_lens: bytes):
-    header = struct.pack("<IBIIIH", 0, type_code, 0, 19 + len(body), 0, 0)
-    # The package stops reading TABLE_MAP metadata 4 bytes before the end (a CRC32 it
-    # assumes is there): give it 4 bytes of room it never decodes.
-    packet = MysqlPacket(b"\x00" + header + body + b"\0\0\0\0", "utf8")
-    return BinLogPacketWrapper(
-        packet, table_map, _Control(flavor), (0, 0, 0), False, _ALLOWED, None, None, None, None,
-        False, False, False, True, False, False, post_header_lens,
-    ).event
 
 
 def _normalise_table_id(body: bytes, post_header_len: int) -> bytes:
@@ -173,7 +124,7 @@ def _decode_table_map(body: bytes, post_header_len: int, flavor: str) -> TableMa
             b += b"\0" + bytes((ncols + 7) // 8)
         b = _known_metadata_only(b, pos + ncols, ncols)
         tables: dict = {}
-        ev = _wrap(c.TABLE_MAP_EVENT, b, flavor, tables, b"")
+        ev = decode_event(c.TABLE_MAP_EVENT, b, flavor, tables, b"")
         t = ev.get_table()
     except RowDecodeError:
         raise
@@ -269,7 +220,7 @@ def decode_rows(event_type: int, body, post_header_len: int, table_map: TableMap
         fastrows.counts["reference"] += 1
         phl = bytearray(40)
         phl[as_type - 1] = 10 if as_type in _V2 else 8
-        ev = _wrap(as_type, b, flavor, {table_map.table_id: table_map.table_obj}, bytes(phl))
+        ev = decode_event(as_type, b, flavor, {table_map.table_id: table_map.table_obj}, bytes(phl))
         if ev is None:
             raise RowDecodeError("rows event for a table the package did not map")
         raw = ev.rows

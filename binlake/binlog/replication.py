@@ -1,0 +1,70 @@
+"""The adapter to mysql-replication: everything binlake reaches inside that package.
+
+Written for mysql-replication 1.0.17 up to (not including) 1.1, the range pyproject.toml pins:
+the constructor of BinLogPacketWrapper, its control-connection duck type and
+json_binary.parse_opaque are the package's internals, not its API, and may change in any
+release. binlake owns framing, so the package never sees a connection: each event comes as a
+packet rebuilt from its bytes, and the package's classes only decode column values.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from pymysql.protocol import MysqlPacket
+from pymysqlreplication import json_binary, row_event
+from pymysqlreplication.constants import FIELD_TYPE
+from pymysqlreplication.packet import BinLogPacketWrapper
+
+_ALLOWED = frozenset({row_event.TableMapEvent, row_event.WriteRowsEvent, row_event.UpdateRowsEvent,
+                      row_event.DeleteRowsEvent, row_event.PartialUpdateRowsEvent})
+
+
+class _Control:
+    """Stands in for the package's control connection: it is never used to query."""
+
+    charset = "utf8mb4"
+
+    def __init__(self, flavor: str) -> None:
+        self.flavor = flavor
+
+    def _get_dbms(self) -> str:
+        return self.flavor
+
+
+def decode_event(type_code: int, body: bytes, flavor: str, table_map: dict, post_header_lens: bytes):
+    """The package's event object for one event body (no header, no CRC32): a TableMapEvent or a
+    rows event, or None when the package skips it."""
+    header = struct.pack("<IBIIIH", 0, type_code, 0, 19 + len(body), 0, 0)
+    # The package stops reading TABLE_MAP metadata 4 bytes before the end (a CRC32 it assumes
+    # is there): give it 4 bytes of room it never decodes.
+    packet = MysqlPacket(b"\x00" + header + body + b"\0\0\0\0", "utf8")
+    return BinLogPacketWrapper(
+        from_packet=packet, table_map=table_map, ctl_connection=_Control(flavor),
+        mysql_version=(0, 0, 0), use_checksum=False, allowed_events=_ALLOWED,
+        only_tables=None, ignored_tables=None, only_schemas=None, ignored_schemas=None,
+        freeze_schema=False, ignore_decode_errors=False, verify_checksum=False,
+        optional_meta_data=True, enable_logging=False, use_column_name_cache=False,
+        post_header_lengths=post_header_lens,
+    ).event
+
+
+_package_parse_opaque = json_binary.parse_opaque
+
+
+def _parse_opaque(data: bytes):
+    """JSON opaque TIME values: the package builds a datetime.time, which cannot hold a negative
+    time or one past 23:59:59 and raises; binlake gives MySQL's own text."""
+    if len(data) > 1 and data[0] in (FIELD_TYPE.TIME, FIELD_TYPE.TIME2):
+        length, n = json_binary.decode_variable_length(data[1:])
+        raw = data[1 + n:1 + n + length]
+        v = int.from_bytes(raw[:8].ljust(8, b"\0"), "little", signed=True)
+        sign = "-" if v < 0 else ""
+        v = abs(v)
+        whole, frac = v >> 24, v % (1 << 24)
+        h, m, sec = (whole >> 12) % (1 << 10), (whole >> 6) % 64, whole % 64
+        return f"{sign}{h:02d}:{m:02d}:{sec:02d}.{frac:06d}"
+    return _package_parse_opaque(data)
+
+
+json_binary.parse_opaque = _parse_opaque  # parse_json looks it up in its module
