@@ -38,8 +38,6 @@ typedef struct {
     const unsigned char *p, *end;
 } cursor_t;
 
-#define NEED(c, n) do { if ((c)->end - (c)->p < (Py_ssize_t)(n)) goto fallback; } while (0)
-
 static uint64_t le(const unsigned char *p, int n) {
     uint64_t v = 0;
     for (int i = n - 1; i >= 0; i--) v = (v << 8) | p[i];
@@ -278,93 +276,146 @@ static uint64_t bit_value(const unsigned char *p, int nbytes, int bits) {
     return v;
 }
 
-/* One value; NULL with no exception set means "fall back". */
-static PyObject *read_value(cursor_t *c, const col_t *col) {
+/* One value, read once from the row image into a small tagged value; the two writers below
+ * (to_py, to_json) turn it into a Python object or JSON text. Adding a column kind is one case
+ * here (and its plan in fastrows.py); tests/test_column_types.py says where each type goes. */
+typedef enum {
+    V_NULL,   /* null (an ENUM whose member names the metadata does not give) */
+    V_INT,    /* i */
+    V_UINT,   /* u */
+    V_DOUBLE, /* d */
+    V_TEXT,   /* text[0..len): ASCII (DECIMAL, temporal kinds) */
+    V_UTF8,   /* s[0..n): must be valid UTF-8, else fall back */
+    V_GUESS,  /* s[0..n): UTF-8 text when valid, else "base64:..." */
+    V_BYTES,  /* s[0..n): "base64:..." */
+    V_CODEC,  /* s[0..n) in the Python codec `codec` */
+    V_PYSTR,  /* obj: a str of the plan (an ENUM member), borrowed */
+    V_SET,    /* u: the members' bitmask; obj: their names (a list), or None */
+} vtype_t;
+
+typedef struct {
+    vtype_t type;
+    int64_t i;
+    uint64_t u;
+    double d;
+    const unsigned char *s;
+    Py_ssize_t n;
+    const char *codec;
+    PyObject *obj;
+    int len;
+    char text[112];
+} value_t;
+
+#define SNEED(c, n) do { if ((c)->end - (c)->p < (Py_ssize_t)(n)) return 1; } while (0)
+
+/* 0 with *v set, or 1: fall back (a kind or a byte it does not expect). */
+static inline int scan_value(cursor_t *c, const col_t *col, value_t *v) {
     const unsigned char *p = c->p;
     Py_ssize_t left = c->end - p;
     switch (col->kind) {
-    case K_INT8: NEED(c, 1); c->p += 1; return PyLong_FromLong((int8_t)p[0]);
-    case K_UINT8: NEED(c, 1); c->p += 1; return PyLong_FromLong(p[0]);
-    case K_INT16: NEED(c, 2); c->p += 2; return PyLong_FromLong((int16_t)le(p, 2));
-    case K_UINT16: NEED(c, 2); c->p += 2; return PyLong_FromLong((long)le(p, 2));
+    case K_INT8: SNEED(c, 1); c->p += 1; v->type = V_INT; v->i = (int8_t)p[0]; return 0;
+    case K_UINT8: SNEED(c, 1); c->p += 1; v->type = V_INT; v->i = p[0]; return 0;
+    case K_INT16: SNEED(c, 2); c->p += 2; v->type = V_INT; v->i = (int16_t)le(p, 2); return 0;
+    case K_UINT16: SNEED(c, 2); c->p += 2; v->type = V_INT; v->i = (int64_t)le(p, 2); return 0;
     case K_INT24: {
-        NEED(c, 3); c->p += 3;
-        long v = (long)le(p, 3);
-        return PyLong_FromLong(v >= 0x800000 ? v - 0x1000000 : v);
+        SNEED(c, 3); c->p += 3;
+        int64_t x = (int64_t)le(p, 3);
+        v->type = V_INT; v->i = x >= 0x800000 ? x - 0x1000000 : x;
+        return 0;
     }
-    case K_UINT24: NEED(c, 3); c->p += 3; return PyLong_FromLong((long)le(p, 3));
-    case K_INT32: NEED(c, 4); c->p += 4; return PyLong_FromLong((int32_t)le(p, 4));
-    case K_UINT32: NEED(c, 4); c->p += 4; return PyLong_FromUnsignedLong((unsigned long)le(p, 4));
-    case K_INT64: NEED(c, 8); c->p += 8; return PyLong_FromLongLong((int64_t)le(p, 8));
-    case K_UINT64: NEED(c, 8); c->p += 8; return PyLong_FromUnsignedLongLong(le(p, 8));
+    case K_UINT24: SNEED(c, 3); c->p += 3; v->type = V_INT; v->i = (int64_t)le(p, 3); return 0;
+    case K_INT32: SNEED(c, 4); c->p += 4; v->type = V_INT; v->i = (int32_t)le(p, 4); return 0;
+    case K_UINT32: SNEED(c, 4); c->p += 4; v->type = V_INT; v->i = (int64_t)le(p, 4); return 0;
+    case K_INT64: SNEED(c, 8); c->p += 8; v->type = V_INT; v->i = (int64_t)le(p, 8); return 0;
+    case K_UINT64: SNEED(c, 8); c->p += 8; v->type = V_UINT; v->u = le(p, 8); return 0;
     case K_FLOAT: {
-        NEED(c, 4); c->p += 4;
+        SNEED(c, 4); c->p += 4;
         float f; uint32_t u = (uint32_t)le(p, 4);
         memcpy(&f, &u, 4);
-        return PyFloat_FromDouble((double)f);
+        v->type = V_DOUBLE; v->d = (double)f;
+        return 0;
     }
     case K_DOUBLE: {
-        NEED(c, 8); c->p += 8;
-        double d; uint64_t u = le(p, 8);
-        memcpy(&d, &u, 8);
-        return PyFloat_FromDouble(d);
+        SNEED(c, 8); c->p += 8;
+        uint64_t u = le(p, 8);
+        memcpy(&v->d, &u, 8);
+        v->type = V_DOUBLE;
+        return 0;
     }
-    case K_YEAR: NEED(c, 1); c->p += 1; return PyLong_FromLong(p[0] + 1900);
+    case K_YEAR: SNEED(c, 1); c->p += 1; v->type = V_INT; v->i = p[0] + 1900; return 0;
     case K_STR_UTF8: case K_STR_BINARY: case K_STR_GUESS: case K_STR_CODEC: {
-        NEED(c, col->a);
+        SNEED(c, col->a);
         uint64_t n = le(p, col->a);
-        if ((uint64_t)(left - col->a) < n) goto fallback;
-        const unsigned char *s = p + col->a;
-        c->p = s + n;
-        if (col->kind == K_STR_BINARY) return base64_str(s, (Py_ssize_t)n);
-        if (col->kind == K_STR_CODEC) {
-            PyObject *r = PyUnicode_Decode((const char *)s, (Py_ssize_t)n, PyUnicode_AsUTF8(col->extra), "strict");
-            if (!r) PyErr_Clear();
-            return r;
-        }
-        PyObject *r = PyUnicode_DecodeUTF8((const char *)s, (Py_ssize_t)n, "strict");
+        if ((uint64_t)(left - col->a) < n) return 1;
+        v->s = p + col->a;
+        v->n = (Py_ssize_t)n;
+        c->p = v->s + n;
+        v->type = col->kind == K_STR_UTF8 ? V_UTF8 : col->kind == K_STR_BINARY ? V_BYTES
+                : col->kind == K_STR_GUESS ? V_GUESS : V_CODEC;
+        if (v->type == V_CODEC && !(v->codec = PyUnicode_AsUTF8(col->extra))) { PyErr_Clear(); return 1; }
+        return 0;
+    }
+    case K_DECIMAL: case K_DATETIME2: case K_TIMESTAMP2: case K_DATE: case K_TIME2:
+        v->len = text_value(c, col, v->text);
+        v->type = V_TEXT;
+        return v->len < 0;
+    case K_ENUM: {
+        SNEED(c, col->a); c->p += col->a;
+        if (col->extra == Py_None) { v->type = V_NULL; return 0; }
+        uint64_t i = le(p, col->a);
+        if (i >= (uint64_t)PyList_GET_SIZE(col->extra)) return 1;
+        v->type = V_PYSTR; v->obj = PyList_GET_ITEM(col->extra, (Py_ssize_t)i);
+        return 0;
+    }
+    case K_SET:
+        SNEED(c, col->a); c->p += col->a;
+        v->type = V_SET; v->u = le(p, col->a); v->obj = col->extra;
+        return 0;
+    case K_BIT:
+        SNEED(c, col->a); c->p += col->a;
+        if (col->a > 8) return 1;
+        v->type = V_UINT; v->u = bit_value(p, col->a, col->b);
+        return 0;
+    }
+    return 1;
+}
+
+/* A value as a Python object; NULL with no exception set means "fall back". */
+static PyObject *to_py(const value_t *v) {
+    switch (v->type) {
+    case V_NULL: Py_RETURN_NONE;
+    case V_INT: return PyLong_FromLongLong(v->i);
+    case V_UINT: return PyLong_FromUnsignedLongLong(v->u);
+    case V_DOUBLE: return PyFloat_FromDouble(v->d);
+    case V_TEXT: return PyUnicode_FromStringAndSize(v->text, v->len);
+    case V_BYTES: return base64_str(v->s, v->n);
+    case V_UTF8: case V_GUESS: case V_CODEC: {
+        PyObject *r = v->type == V_CODEC ? PyUnicode_Decode((const char *)v->s, v->n, v->codec, "strict")
+                                         : PyUnicode_DecodeUTF8((const char *)v->s, v->n, "strict");
         if (!r) {
             PyErr_Clear();
-            if (col->kind == K_STR_GUESS) return base64_str(s, (Py_ssize_t)n);
+            if (v->type == V_GUESS) return base64_str(v->s, v->n);
         }
         return r;
     }
-    case K_DECIMAL: case K_DATETIME2: case K_TIMESTAMP2: case K_DATE: case K_TIME2: {
-        char buf[112];
-        int n = text_value(c, col, buf);
-        if (n < 0) goto fallback;
-        return PyUnicode_FromStringAndSize(buf, n);
-    }
-    case K_ENUM: {
-        NEED(c, col->a); c->p += col->a;
-        if (col->extra == Py_None) Py_RETURN_NONE;
-        uint64_t i = le(p, col->a);
-        if (i >= (uint64_t)PyList_GET_SIZE(col->extra)) goto fallback;
-        PyObject *r = PyList_GET_ITEM(col->extra, (Py_ssize_t)i);
-        Py_INCREF(r);
-        return r;
-    }
-    case K_SET: {
-        NEED(c, col->a); c->p += col->a;
-        uint64_t mask = le(p, col->a);
+    case V_PYSTR: Py_INCREF(v->obj); return v->obj;
+    case V_SET: {
         PyObject *r = PyList_New(0);
-        if (!r || col->extra == Py_None) return r;
-        Py_ssize_t n = PyList_GET_SIZE(col->extra);
+        if (!r || v->obj == Py_None) return r;
+        Py_ssize_t n = PyList_GET_SIZE(v->obj);
         for (Py_ssize_t i = 0; i < n && i < 64; i++) {
-            if ((mask >> i) & 1) {
-                if (PyList_Append(r, PyList_GET_ITEM(col->extra, i)) < 0) { Py_DECREF(r); return NULL; }
-            }
+            if ((v->u >> i) & 1 && PyList_Append(r, PyList_GET_ITEM(v->obj, i)) < 0) { Py_DECREF(r); return NULL; }
         }
         return r;
     }
-    case K_BIT: {
-        NEED(c, col->a); c->p += col->a;
-        if (col->a > 8) goto fallback;
-        return PyLong_FromUnsignedLongLong(bit_value(p, col->a, col->b));
     }
-    }
-fallback:
     return NULL;
+}
+
+/* One value as a Python object, or NULL (no exception set: fall back). */
+static PyObject *read_value(cursor_t *c, const col_t *col) {
+    value_t v;
+    return scan_value(c, col, &v) ? NULL : to_py(&v);
 }
 
 static int bit(const unsigned char *bm, Py_ssize_t i) {
@@ -610,106 +661,69 @@ static int put_double(out_t *o, double d) {
     return rc;
 }
 
-#define JNEED(c, n) do { if ((c)->end - (c)->p < (Py_ssize_t)(n)) return 1; } while (0)
 #define TRY(x) do { int rc_ = (x); if (rc_) return rc_; } while (0)
 
-/* One value, as JSON: the same value read_value gives, as orjson writes it. */
-static int put_value(out_t *o, cursor_t *c, const col_t *col) {
-    const unsigned char *p = c->p;
-    Py_ssize_t left = c->end - p;
-    switch (col->kind) {
-    case K_INT8: JNEED(c, 1); c->p += 1; return put_i64(o, (int8_t)p[0]);
-    case K_UINT8: JNEED(c, 1); c->p += 1; return put_u64(o, p[0]);
-    case K_INT16: JNEED(c, 2); c->p += 2; return put_i64(o, (int16_t)le(p, 2));
-    case K_UINT16: JNEED(c, 2); c->p += 2; return put_u64(o, le(p, 2));
-    case K_INT24: {
-        JNEED(c, 3); c->p += 3;
-        int64_t v = (int64_t)le(p, 3);
-        return put_i64(o, v >= 0x800000 ? v - 0x1000000 : v);
+/* A value as JSON: what to_py gives, as orjson writes it. */
+static int to_json(out_t *o, const value_t *v) {
+    switch (v->type) {
+    case V_NULL: return put(o, "null", 4);
+    case V_INT: return put_i64(o, v->i);
+    case V_UINT: return put_u64(o, v->u);
+    case V_DOUBLE: return put_double(o, v->d);
+    case V_TEXT: {
+        if (reserve(o, v->len + 2) < 0) return -1;
+        o->p[o->len++] = '"';
+        memcpy(o->p + o->len, v->text, v->len);
+        o->len += v->len;
+        o->p[o->len++] = '"';
+        return 0;
     }
-    case K_UINT24: JNEED(c, 3); c->p += 3; return put_u64(o, le(p, 3));
-    case K_INT32: JNEED(c, 4); c->p += 4; return put_i64(o, (int32_t)le(p, 4));
-    case K_UINT32: JNEED(c, 4); c->p += 4; return put_u64(o, le(p, 4));
-    case K_INT64: JNEED(c, 8); c->p += 8; return put_i64(o, (int64_t)le(p, 8));
-    case K_UINT64: JNEED(c, 8); c->p += 8; return put_u64(o, le(p, 8));
-    case K_FLOAT: {
-        JNEED(c, 4); c->p += 4;
-        float f; uint32_t u = (uint32_t)le(p, 4);
-        memcpy(&f, &u, 4);
-        return put_double(o, (double)f);
+    case V_CODEC: {
+        PyObject *str = PyUnicode_Decode((const char *)v->s, v->n, v->codec, "strict");
+        if (!str) { PyErr_Clear(); return 1; }
+        int rc = put_pystr(o, str);
+        Py_DECREF(str);
+        return rc;
     }
-    case K_DOUBLE: {
-        JNEED(c, 8); c->p += 8;
-        double d; uint64_t u = le(p, 8);
-        memcpy(&d, &u, 8);
-        return put_double(o, d);
+    case V_UTF8: case V_GUESS: {
+        Py_ssize_t mark = o->len;
+        int rc = put_str(o, v->s, v->n, 1);
+        if (rc != 1 || v->type == V_UTF8) return rc;
+        o->len = mark;  /* not UTF-8: as bytes */
     }
-    case K_YEAR: JNEED(c, 1); c->p += 1; return put_u64(o, p[0] + 1900);
-    case K_STR_UTF8: case K_STR_BINARY: case K_STR_GUESS: case K_STR_CODEC: {
-        JNEED(c, col->a);
-        uint64_t n = le(p, col->a);
-        if ((uint64_t)(left - col->a) < n) return 1;
-        const unsigned char *s = p + col->a;
-        c->p = s + n;
-        if (col->kind == K_STR_CODEC) {
-            PyObject *str = PyUnicode_Decode((const char *)s, (Py_ssize_t)n, PyUnicode_AsUTF8(col->extra), "strict");
-            if (!str) { PyErr_Clear(); return 1; }
-            int rc = put_pystr(o, str);
-            Py_DECREF(str);
-            return rc;
-        }
-        if (col->kind != K_STR_BINARY) {
-            Py_ssize_t mark = o->len;
-            int rc = put_str(o, s, (Py_ssize_t)n, 1);
-            if (rc != 1 || col->kind == K_STR_UTF8) return rc;
-            o->len = mark;
-        }
-        Py_ssize_t m = 4 * (((Py_ssize_t)n + 2) / 3);  /* not UTF-8, or binary: "base64:..." */
+    /* fall through */
+    case V_BYTES: {
+        Py_ssize_t m = 4 * ((v->n + 2) / 3);
         if (reserve(o, m + 9) < 0) return -1;
         memcpy(o->p + o->len, "\"base64:", 8);
-        base64_into(o->p + o->len + 8, s, (Py_ssize_t)n);
+        base64_into(o->p + o->len + 8, v->s, v->n);
         o->len += m + 8;
         o->p[o->len++] = '"';
         return 0;
     }
-    case K_DECIMAL: case K_DATETIME2: case K_TIMESTAMP2: case K_DATE: case K_TIME2: {
-        char buf[114];
-        int n = text_value(c, col, buf + 1);
-        if (n < 0) return 1;
-        buf[0] = '"';
-        buf[n + 1] = '"';
-        return put(o, buf, n + 2);
-    }
-    case K_ENUM: {
-        JNEED(c, col->a); c->p += col->a;
-        if (col->extra == Py_None) return put(o, "null", 4);
-        uint64_t i = le(p, col->a);
-        if (i >= (uint64_t)PyList_GET_SIZE(col->extra)) return 1;
-        return put_pystr(o, PyList_GET_ITEM(col->extra, (Py_ssize_t)i));
-    }
-    case K_SET: {
-        JNEED(c, col->a); c->p += col->a;
-        uint64_t mask = le(p, col->a);
+    case V_PYSTR: return put_pystr(o, v->obj);
+    case V_SET: {
         TRY(put(o, "[", 1));
-        if (col->extra != Py_None) {
-            Py_ssize_t n = PyList_GET_SIZE(col->extra);
+        if (v->obj != Py_None) {
+            Py_ssize_t n = PyList_GET_SIZE(v->obj);
             int first = 1;
             for (Py_ssize_t i = 0; i < n && i < 64; i++) {
-                if (!((mask >> i) & 1)) continue;
+                if (!((v->u >> i) & 1)) continue;
                 if (!first) TRY(put(o, ",", 1));
                 first = 0;
-                TRY(put_pystr(o, PyList_GET_ITEM(col->extra, i)));
+                TRY(put_pystr(o, PyList_GET_ITEM(v->obj, i)));
             }
         }
         return put(o, "]", 1);
     }
-    case K_BIT: {
-        JNEED(c, col->a); c->p += col->a;
-        if (col->a > 8) return 1;
-        return put_u64(o, bit_value(p, col->a, col->b));
-    }
     }
     return 1;
+}
+
+/* One value as JSON: 0, 1 fall back, -1 error. */
+static int put_value(out_t *o, cursor_t *c, const col_t *col) {
+    value_t v;
+    return scan_value(c, col, &v) ? 1 : to_json(o, &v);
 }
 
 /* One image as a JSON object, keys (`"name":`, from the caller) in column order. */
