@@ -141,6 +141,9 @@ LOG_EVENT_ARTIFICIAL_F = 0x20
 LOG_EVENT_RELAY_LOG_F = 0x40
 LOG_EVENT_IGNORABLE_F = 0x80
 
+# Column types binlake knows beyond mysql-replication's FIELD_TYPE
+VECTOR = 242  # MySQL 9
+
 # Rows event flags
 STMT_END_F = 0x1
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import codecs
 import struct
+from collections.abc import Callable
 
 import orjson
 from pymysql.charset import charset_by_name
@@ -30,15 +31,62 @@ OPS = {"insert": 0, "update": 1, "delete": 2}
 # Rows events decoded by each path in this process (tests and benchmarks read it).
 counts = {"compiled": 0, "reference": 0}
 _V2 = {c.WRITE_ROWS_EVENT, c.UPDATE_ROWS_EVENT, c.DELETE_ROWS_EVENT}
-_INTS = {FIELD_TYPE.TINY: ("K_INT8", "K_UINT8"), FIELD_TYPE.SHORT: ("K_INT16", "K_UINT16"),
-         FIELD_TYPE.INT24: ("K_INT24", "K_UINT24"), FIELD_TYPE.LONG: ("K_INT32", "K_UINT32"),
-         FIELD_TYPE.LONGLONG: ("K_INT64", "K_UINT64")}
-_TEMPORAL = {FIELD_TYPE.DATETIME2: "K_DATETIME2", FIELD_TYPE.TIMESTAMP2: "K_TIMESTAMP2",
-             FIELD_TYPE.TIME2: "K_TIME2"}
-
-
 def enabled() -> bool:
     return _rowdecode is not None and not pure_python()
+
+
+def _int(signed: str, unsigned: str):
+    return lambda k, col, guessed: (getattr(k, unsigned if col.unsigned else signed), 0, 0, None)
+
+
+def _temporal(kind: str):
+    return lambda k, col, guessed: (getattr(k, kind), col.fsp or 0, 0, None) if 0 <= (col.fsp or 0) <= 6 else None
+
+
+def _text(k, col, guessed: bool) -> tuple | None:
+    t = col.type
+    size = col.length_size if t == FIELD_TYPE.BLOB else (2 if col.max_length > 255 else 1)
+    return _string(k, size, col.character_set_name, guessed) if 1 <= size <= 4 else None
+
+
+def _members(kind: str, names: str):
+    def entry(k, col, guessed):
+        members = getattr(col, names)
+        return (getattr(k, kind), col.size, 0, list(members) if members else None) if 1 <= col.size <= 8 else None
+    return entry
+
+
+# Column type (as mysql-replication's Table gives it) -> its compiled plan entry
+# (kind, a, b, extra), or None when this column's metadata is beyond the compiled decoder.
+# A type missing here takes its table to the reference path: see REFERENCE_ONLY.
+PLANS: dict[int, Callable] = {
+    FIELD_TYPE.TINY: _int("K_INT8", "K_UINT8"), FIELD_TYPE.SHORT: _int("K_INT16", "K_UINT16"),
+    FIELD_TYPE.INT24: _int("K_INT24", "K_UINT24"), FIELD_TYPE.LONG: _int("K_INT32", "K_UINT32"),
+    FIELD_TYPE.LONGLONG: _int("K_INT64", "K_UINT64"),
+    FIELD_TYPE.FLOAT: lambda k, col, guessed: (k.K_FLOAT, 0, 0, None),
+    FIELD_TYPE.DOUBLE: lambda k, col, guessed: (k.K_DOUBLE, 0, 0, None),
+    FIELD_TYPE.YEAR: lambda k, col, guessed: (k.K_YEAR, 0, 0, None),
+    FIELD_TYPE.VARCHAR: _text, FIELD_TYPE.STRING: _text, FIELD_TYPE.BLOB: _text,
+    FIELD_TYPE.NEWDECIMAL: lambda k, col, guessed: (k.K_DECIMAL, col.precision, col.decimals, None),
+    FIELD_TYPE.DATETIME2: _temporal("K_DATETIME2"), FIELD_TYPE.TIMESTAMP2: _temporal("K_TIMESTAMP2"),
+    FIELD_TYPE.TIME2: _temporal("K_TIME2"),
+    FIELD_TYPE.DATE: lambda k, col, guessed: (k.K_DATE, 0, 0, None),
+    FIELD_TYPE.ENUM: _members("K_ENUM", "enum_values"), FIELD_TYPE.SET: _members("K_SET", "set_values"),
+    FIELD_TYPE.BIT: lambda k, col, guessed: (k.K_BIT, col.bytes, col.bits, None),
+}
+# The types the compiled decoder leaves to the reference path (rows.py), and why.
+REFERENCE_ONLY: dict[int, str] = {
+    FIELD_TYPE.JSON: "MySQL's binary JSON and partial JSON updates",
+    FIELD_TYPE.GEOMETRY: "WKB turned into WKT",
+    c.VECTOR: "float32 arrays (MySQL 9)",
+    FIELD_TYPE.DATETIME: "pre-5.6 temporal encoding", FIELD_TYPE.TIMESTAMP: "pre-5.6 temporal encoding",
+    FIELD_TYPE.TIME: "pre-5.6 temporal encoding", FIELD_TYPE.NEWDATE: "never in a TABLE_MAP (DATE is)",
+    FIELD_TYPE.DECIMAL: "pre-5.0 DECIMAL, never in a row-based binlog",
+    FIELD_TYPE.NULL: "never in a TABLE_MAP",
+    FIELD_TYPE.VAR_STRING: "logged as VARCHAR or STRING",
+    FIELD_TYPE.TINY_BLOB: "logged as BLOB", FIELD_TYPE.MEDIUM_BLOB: "logged as BLOB",
+    FIELD_TYPE.LONG_BLOB: "logged as BLOB",
+}
 
 
 def plan(table_map) -> tuple | None:
@@ -46,40 +94,11 @@ def plan(table_map) -> tuple | None:
     the reference path. Built once per TABLE_MAP."""
     if _rowdecode is None or table_map.vectors:
         return None
-    k = _rowdecode
     out = []
     for i, col in enumerate(table_map.table_obj.columns):
-        t = col.type
-        if t in _INTS:
-            entry = (getattr(k, _INTS[t][bool(col.unsigned)]), 0, 0, None)
-        elif t == FIELD_TYPE.FLOAT:
-            entry = (k.K_FLOAT, 0, 0, None)
-        elif t == FIELD_TYPE.DOUBLE:
-            entry = (k.K_DOUBLE, 0, 0, None)
-        elif t == FIELD_TYPE.YEAR:
-            entry = (k.K_YEAR, 0, 0, None)
-        elif t in (FIELD_TYPE.VARCHAR, FIELD_TYPE.STRING, FIELD_TYPE.BLOB):
-            size = col.length_size if t == FIELD_TYPE.BLOB else (2 if col.max_length > 255 else 1)
-            if not 1 <= size <= 4:
-                return None
-            entry = _string(k, size, col.character_set_name, i in table_map.charset_unknown)
-        elif t == FIELD_TYPE.NEWDECIMAL:
-            entry = (k.K_DECIMAL, col.precision, col.decimals, None)
-        elif t in _TEMPORAL:
-            if not 0 <= (col.fsp or 0) <= 6:
-                return None
-            entry = (getattr(k, _TEMPORAL[t]), col.fsp or 0, 0, None)
-        elif t == FIELD_TYPE.DATE:
-            entry = (k.K_DATE, 0, 0, None)
-        elif t == FIELD_TYPE.ENUM:
-            entry = (k.K_ENUM, col.size, 0, list(col.enum_values) if col.enum_values else None)
-        elif t == FIELD_TYPE.SET:
-            entry = (k.K_SET, col.size, 0, list(col.set_values) if col.set_values else None)
-        elif t == FIELD_TYPE.BIT:
-            entry = (k.K_BIT, col.bytes, col.bits, None)
-        else:
-            return None
-        if entry[0] in (k.K_ENUM, k.K_SET) and not 1 <= entry[1] <= 8:
+        make = PLANS.get(col.type)
+        entry = make(_rowdecode, col, i in table_map.charset_unknown) if make else None
+        if entry is None:
             return None
         out.append((col.name, *entry))
     return tuple(out)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
 
@@ -25,8 +26,6 @@ from binlake.binlog.events import uncompress_maria
 from binlake.binlog.replication import decode_event
 from binlake.binlog.varlen import read_packed
 from binlake.errors import RowDecodeError
-
-VECTOR = 242
 
 ROWS_EVENT_TYPES: dict[int, str] = {
     c.PRE_GA_WRITE_ROWS_EVENT: "insert", c.PRE_GA_UPDATE_ROWS_EVENT: "update",
@@ -111,9 +110,9 @@ def _decode_table_map(body: bytes, post_header_len: int, flavor: str) -> TableMa
         pos += 1 + tlen + 1
         ncols, pos = read_packed(b, pos)
         types = list(b[pos:pos + ncols])
-        vectors = frozenset(i for i, t in enumerate(types) if t == VECTOR)
+        vectors = frozenset(i for i, t in enumerate(types) if t == c.VECTOR)
         if vectors:
-            b = b[:pos] + bytes(FIELD_TYPE.BLOB if t == VECTOR else t for t in types) + b[pos + ncols:]
+            b = b[:pos] + bytes(FIELD_TYPE.BLOB if t == c.VECTOR else t for t in types) + b[pos + ncols:]
         if len(b) == pos + ncols:  # MySQL 5.1 before 5.1.16: no column metadata
             needing = [t for t in types if t in _NEEDS_METADATA]
             if needing:
@@ -274,35 +273,16 @@ class _Converter:
 
     def value(self, i: int, col, v, before_value=None):
         t = col.type
-        if i in self.vectors:
+        if i in self.vectors:  # presented to the package as BLOB (decode_table_map)
             n = len(v) // 4
             return list(struct.unpack(f"<{n}f", v[:4 * n]))
         if isinstance(v, JsonDiff):
             return _apply_json_diff(before_value, [v])
         if isinstance(v, list) and v and all(isinstance(d, JsonDiff) for d in v):
             return _apply_json_diff(before_value, v)
-        if t in (FIELD_TYPE.DATETIME2, FIELD_TYPE.DATETIME, FIELD_TYPE.TIMESTAMP2, FIELD_TYPE.TIMESTAMP):
-            return _fmt_datetime(v, getattr(col, "fsp", 0) or 0)
-        if t in (FIELD_TYPE.DATE, FIELD_TYPE.NEWDATE):
-            return v.isoformat() if isinstance(v, dt.date) else str(v)
-        if t == FIELD_TYPE.TIME2 and isinstance(v, dt.timedelta) and v < dt.timedelta(0) and v.microseconds:
-            # The package complements the whole seconds of a negative TIME2 but not its
-            # fraction, which MySQL stores borrowed: -1.000001 s reads as -1.999999 s.
-            whole = (-v).days * 86400 + (-v).seconds
-            v = -dt.timedelta(seconds=whole, microseconds=1_000_000 - (-v).microseconds)
-        if t in (FIELD_TYPE.TIME2, FIELD_TYPE.TIME):
-            return _fmt_time(v, getattr(col, "fsp", 0) or 0)
-        if t == FIELD_TYPE.NEWDECIMAL:
-            return _fmt_decimal(v, col.decimals)
-        if t == FIELD_TYPE.BIT:
-            return int(v, 2) if isinstance(v, str) else int(v)
-        if t == FIELD_TYPE.SET:
-            order = list(col.set_values or [])
-            return sorted(v, key=lambda s: order.index(s) if s in order else len(order))
-        if t == FIELD_TYPE.GEOMETRY:
-            return wkb_to_wkt(bytes(v)[4:]) if len(v) > 4 else _b64(bytes(v))
-        if t == FIELD_TYPE.JSON:
-            return _jsonable(v)
+        convert = CONVERSIONS.get(t)
+        if convert is not None:
+            return convert(col, v)
         if isinstance(v, str) and col.character_set_name == "binary" and i not in self.charset_unknown:
             v = v.encode("latin-1")  # the package hands back an empty binary value as ''
         if isinstance(v, bytes | bytearray):
@@ -315,6 +295,55 @@ class _Converter:
         if isinstance(v, float | int | str):
             return v
         return _jsonable(v)
+
+
+def _datetime(col, v) -> str:
+    return _fmt_datetime(v, getattr(col, "fsp", 0) or 0)
+
+
+def _date(col, v) -> str:
+    return v.isoformat() if isinstance(v, dt.date) else str(v)
+
+
+def _time(col, v) -> str:
+    return _fmt_time(v, getattr(col, "fsp", 0) or 0)
+
+
+def _time2(col, v) -> str:
+    if isinstance(v, dt.timedelta) and v < dt.timedelta(0) and v.microseconds:
+        # The package complements the whole seconds of a negative TIME2 but not its
+        # fraction, which MySQL stores borrowed: -1.000001 s reads as -1.999999 s.
+        whole = (-v).days * 86400 + (-v).seconds
+        v = -dt.timedelta(seconds=whole, microseconds=1_000_000 - (-v).microseconds)
+    return _time(col, v)
+
+
+def _set(col, v) -> list:
+    order = list(col.set_values or [])
+    return sorted(v, key=lambda s: order.index(s) if s in order else len(order))
+
+
+# Column type -> how the package's value becomes binlake's (docs/row-values.md). The other types
+# (AS_IS) keep the package's value: numbers as they are, text decoded with the column's charset,
+# bytes as "base64:…" (_Converter.value's end). VECTOR columns are read as BLOBs and turned into
+# floats by their index. tests/test_column_types.py holds every type to one of these.
+CONVERSIONS: dict[int, Callable] = {
+    FIELD_TYPE.DATETIME2: _datetime, FIELD_TYPE.DATETIME: _datetime,
+    FIELD_TYPE.TIMESTAMP2: _datetime, FIELD_TYPE.TIMESTAMP: _datetime,
+    FIELD_TYPE.DATE: _date, FIELD_TYPE.NEWDATE: _date,
+    FIELD_TYPE.TIME2: _time2, FIELD_TYPE.TIME: _time,
+    FIELD_TYPE.NEWDECIMAL: lambda col, v: _fmt_decimal(v, col.decimals),
+    FIELD_TYPE.BIT: lambda col, v: int(v, 2) if isinstance(v, str) else int(v),
+    FIELD_TYPE.SET: _set,
+    FIELD_TYPE.GEOMETRY: lambda col, v: wkb_to_wkt(bytes(v)[4:]) if len(v) > 4 else _b64(bytes(v)),
+    FIELD_TYPE.JSON: lambda col, v: _jsonable(v),
+}
+AS_IS = frozenset({
+    FIELD_TYPE.TINY, FIELD_TYPE.SHORT, FIELD_TYPE.INT24, FIELD_TYPE.LONG, FIELD_TYPE.LONGLONG,
+    FIELD_TYPE.FLOAT, FIELD_TYPE.DOUBLE, FIELD_TYPE.YEAR, FIELD_TYPE.DECIMAL, FIELD_TYPE.ENUM,
+    FIELD_TYPE.VARCHAR, FIELD_TYPE.VAR_STRING, FIELD_TYPE.STRING, FIELD_TYPE.BLOB, FIELD_TYPE.TINY_BLOB,
+    FIELD_TYPE.MEDIUM_BLOB, FIELD_TYPE.LONG_BLOB, FIELD_TYPE.NULL,
+})
 
 
 def _b64(b: bytes) -> str:
