@@ -37,8 +37,9 @@ java:  ## Spark's Java 17+, checked
 servers: install  ## MySQL 9.x (Debian sid, own prefix) and MariaDB 10.11, cached
 	bash scripts/install-servers.sh
 
-lint: install
+lint: install  ## ruff over everything, mypy over the library
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 
 bench: install servers java
 	$(BIN)/python bench/scan.py

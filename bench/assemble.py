@@ -284,7 +284,7 @@ def main() -> None:
     cpus[floor_what] = (floor_s, w.cpu())
 
     # The steady state: every command again over COPIES times the corpus.
-    vv = min(timed([*servers._mysql_argv("mysqlbinlog"), "-vv", "--base64-output=DECODE-ROWS", *map(str, files)])[0]
+    vv = min(timed([*servers.mysql_argv("mysqlbinlog"), "-vv", "--base64-output=DECODE-ROWS", *map(str, files)])[0]
              for _ in range(3))
     seconds, _, w = best([*cli, "scan", "--rows", *map(str, files * COPIES)], keep=False)
     scale["binlake scan --rows (1 process)"] = (scan_s, seconds)

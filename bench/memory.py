@@ -137,7 +137,7 @@ def main() -> None:
     lines.append(f"| binlake scan --rows (the best of 3) | {scan_s:.1f} | {_mib(w.driver_kib, w.anon_kib['driver'])} "
                  "| – | – | – |")
     print("  mysqlbinlog -vv …", file=sys.stderr)
-    vv = min(timed([*servers._mysql_argv("mysqlbinlog"), "-vv", "--base64-output=DECODE-ROWS", str(f)])[0]
+    vv = min(timed([*servers.mysql_argv("mysqlbinlog"), "-vv", "--base64-output=DECODE-ROWS", str(f)])[0]
              for _ in range(3))
     lines.append(f"| mysqlbinlog -vv --base64-output=DECODE-ROWS (the best of 3) | {vv:.1f} | – | – | – | – |")
 

@@ -127,7 +127,7 @@ def main() -> None:
             files = generate(server, args.size_mib, args.big_rows)
         finally:
             server.stop()
-    mysqlbinlog = servers._mysql_argv("mysqlbinlog")
+    mysqlbinlog = servers.mysql_argv("mysqlbinlog")
     from binlake.binlog.fastrows import enabled
     from binlake.binlog.framing import BinlogReader
 

@@ -162,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("binlake: interrupted", file=sys.stderr)
         return 130
-    except Exception as e:  # a bug: still one line, never a traceback
+    except Exception as e:  # noqa: BLE001 - a bug: still one line, never a traceback
         where = getattr(e, "binlake_where", "binlake")
         print(f"{where}: internal error: {type(e).__name__}: {e}", file=sys.stderr)
     return 1

@@ -181,7 +181,7 @@ class MySQLSource:
                     cur.execute("SET @mariadb_slave_capability = 4")  # send GTID events as they are
             flags = BINLOG_DUMP_NON_BLOCK | (BINLOG_SEND_ANNOTATE_ROWS_EVENT if flavor == "mariadb" else 0)
             payload = struct.pack("<IHI", 4, flags, self.server_id) + f.name.encode()
-            conn._execute_command(COM_BINLOG_DUMP, payload)
+            conn._execute_command(COM_BINLOG_DUMP, payload)  # noqa: SLF001 - PyMySQL has no public COM_BINLOG_DUMP
             yield c.MAGIC
             pos = 4
             dump = _Dump(conn)

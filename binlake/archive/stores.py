@@ -21,7 +21,7 @@ PART_SIZE = 16 << 20
 RANGE_CHUNK = 8 << 20  # a ranged GET is spooled to disk this much at a time
 
 
-class MissingObject(BinlakeError):  # noqa: N818 - reads as what happened
+class MissingObject(BinlakeError):
     """The store has no object under a key it was expected to hold."""
 
 
@@ -257,7 +257,7 @@ class S3Store:
 
 class _S3Writer(Writer):
     def __init__(self, store: S3Store, key: str) -> None:
-        self.store, self.s3, self.bucket, self.name, self.key = store, store.s3, store.bucket, key, store._key(key)
+        self.store, self.s3, self.bucket, self.name, self.key = store, store.s3, store.bucket, key, store._key(key)  # noqa: SLF001
         with store.failing(key, "start a multipart upload"):
             self.upload_id = self.s3.create_multipart_upload(Bucket=self.bucket, Key=self.key)["UploadId"]
         self.parts: list[dict] = []

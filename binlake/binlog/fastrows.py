@@ -11,8 +11,10 @@ unexpected go to the reference path in rows.py, which the tests compare this one
 from __future__ import annotations
 
 import codecs
+import importlib
 import struct
 from collections.abc import Callable
+from typing import Any
 
 import orjson
 from pymysql.charset import charset_by_name
@@ -22,10 +24,15 @@ from binlake import pure_python
 from binlake.binlog import constants as c
 from binlake.binlog.varlen import read_packed
 
-try:
-    from binlake.binlog import _rowdecode
-except ImportError:  # built without a C compiler: the reference path does everything
-    _rowdecode = None
+
+def _built() -> Any:
+    try:
+        return importlib.import_module("binlake.binlog._rowdecode")
+    except ImportError:  # built without a C compiler: the reference path does everything
+        return None
+
+
+_rowdecode = _built()
 
 OPS = {"insert": 0, "update": 1, "delete": 2}
 # Rows events decoded by each path in this process (tests and benchmarks read it).

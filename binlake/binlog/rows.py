@@ -16,6 +16,7 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
+from typing import Any
 
 from pymysqlreplication.constants import FIELD_TYPE
 from pymysqlreplication.json_binary import JsonDiff, JsonDiffOperation
@@ -56,7 +57,7 @@ class TableMap:
     table: str
     column_names: list[str]
     column_types: list[int]
-    table_obj: object = field(repr=False, default=None)  # the package's Table
+    table_obj: Any = field(repr=False, default=None)  # the package's Table
     vectors: frozenset[int] = frozenset()
     charset_unknown: frozenset[int] = frozenset()  # string columns without charset metadata
     fast: tuple | None = field(repr=False, default=None)  # the compiled decoder's plan (fastrows)
@@ -127,7 +128,7 @@ def _decode_table_map(body: bytes, post_header_len: int, flavor: str) -> TableMa
         t = ev.get_table()
     except RowDecodeError:
         raise
-    except Exception as e:  # the package raises whatever its reads hit
+    except Exception as e:  # noqa: BLE001 - the package raises whatever its reads hit: say what
         raise RowDecodeError(f"TABLE_MAP: {type(e).__name__}: {e}") from None
     names = [col.name or f"col_{i + 1}" for i, col in enumerate(t.columns)]
     guessed = set()
@@ -188,6 +189,8 @@ def render_rows(event_type: int, body, post_header_len: int, table_map: TableMap
     """(flags, rows, JSON lines) of a rows event of operation op (ROWS_EVENT_TYPES), numbered from
     seq, by the compiled path (fastrows.render; the table map has json_keys); None when it does not
     take the event: decode_rows then decodes it, and words the error if there is one."""
+    if table_map.fast is None or table_map.json_keys is None:
+        return None
     try:
         as_type, b = _rows_body(event_type, bytes(body), post_header_len, len(table_map.column_names))
         return fastrows.render(as_type, b, op, table_map.fast, table_map.json_keys, parts, seq)
@@ -198,6 +201,8 @@ def render_rows(event_type: int, body, post_header_len: int, table_map: TableMap
 def render_columns(event_type: int, body, post_header_len: int, table_map: TableMap, op: str):
     """(flags, rows, before, after) of a rows event as JSON texts in Arrow buffers
     (fastrows.columns), or None when the compiled path does not take it (as render_rows)."""
+    if table_map.fast is None or table_map.json_keys is None:
+        return None
     try:
         as_type, b = _rows_body(event_type, bytes(body), post_header_len, len(table_map.column_names))
         return fastrows.columns(as_type, b, op, table_map.fast, table_map.json_keys)
@@ -225,7 +230,7 @@ def decode_rows(event_type: int, body, post_header_len: int, table_map: TableMap
         raw = ev.rows
     except RowDecodeError:
         raise
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - as decode_table_map's
         raise RowDecodeError(f"{type(e).__name__}: {e}") from None
     columns = table_map.table_obj.columns
     conv = _Converter(columns, table_map.vectors, table_map.charset_unknown)
@@ -251,7 +256,7 @@ class _Converter:
         self.charset_unknown = charset_unknown
 
     def row(self, values: dict, none_sources: dict, present: bytes, before: dict | None = None) -> dict:
-        out = {}
+        out: dict[str, Any] = {}
         for i, col in enumerate(self.columns):
             if not present[i // 8] & (1 << (i % 8)):
                 continue  # not in the image (binlog_row_image MINIMAL / NOBLOB)

@@ -396,7 +396,7 @@ def session(master: str | None = "local[*]", app: str = "binlake-assemble", conf
         b = b.config(k, v)
     try:
         return b.getOrCreate()
-    except Exception as e:  # Spark refused the session (too small a heap, a bad master): its words, no Java trace
+    except Exception as e:  # noqa: BLE001 - Spark refused the session (a small heap, a bad master): its words
         where = master or "given by spark-submit"
         raise BinlakeError(f"cannot start Spark (master {where}): {_java_reason(e)}") from None
 

@@ -160,7 +160,8 @@ def install(flavor: str) -> Path:
     raise ValueError(f"unknown flavor {flavor!r}")
 
 
-def _mysql_argv(program: str) -> list[str]:
+def mysql_argv(program: str) -> list[str]:
+    """The argv that runs a program of the MySQL prefix through the prefix's own loader."""
     p = mysql_prefix()
     libs = ":".join(str(p / d) for d in ("usr/lib/x86_64-linux-gnu", "lib/x86_64-linux-gnu"))
     where = "usr/sbin" if program == "mysqld" else "usr/bin"
@@ -279,7 +280,7 @@ def _template(flavor: str) -> Path:
     atexit.register(shutil.rmtree, root, True)
     datadir = root / "data"
     if flavor == "mysql":
-        _run([*_mysql_argv("mysqld"), "--no-defaults", *_mysql_base(), f"--datadir={datadir}", "--user=root",
+        _run([*mysql_argv("mysqld"), "--no-defaults", *_mysql_base(), f"--datadir={datadir}", "--user=root",
               "--initialize-insecure", "--innodb-redo-log-capacity=16M", f"--log-error={root / 'init.log'}"])
     else:
         _run(["mariadb-install-db", "--no-defaults", f"--datadir={datadir}", "--user=root",
@@ -299,8 +300,8 @@ def start(flavor: str, workdir: Path, **overrides) -> Server:
     shutil.copytree(_template(flavor), datadir, symlinks=True)
     (datadir / "auto.cnf").unlink(missing_ok=True)  # MySQL makes its server_uuid there: each server its own
     if flavor == "mysql":
-        base, daemon = _mysql_base(), _mysql_argv("mysqld")
-        tools = (_mysql_argv("mysqlbinlog"), _mysql_argv("mysql"))
+        base, daemon = _mysql_base(), mysql_argv("mysqld")
+        tools = (mysql_argv("mysqlbinlog"), mysql_argv("mysql"))
     else:
         base, daemon = [], [shutil.which("mariadbd") or "/usr/sbin/mariadbd"]
         tools = (["mariadb-binlog"], ["mariadb"])
