@@ -181,11 +181,13 @@ def test_purge_gap_is_loud(request, name, tmp_path):
 
 
 class _Faulty:
-    """A real source whose copy hits a real fault (`fault()` does it) once `at` bytes of a file
-    have come: files smaller than that copy whole, the first bigger one is cut."""
+    """A real source whose copy hits a real fault (`fault()` does it) once `at` bytes of one of
+    the files named `victims` have come (the big ones _fresh_files made: what other tests left on
+    the server does not matter); other files copy whole."""
 
-    def __init__(self, source, at, fault):
+    def __init__(self, source, at, fault, victims):
         self.source, self.at, self.fault, self.url = source, at, fault, source.url
+        self.victims = set(victims)
         self.done = False
 
     def files(self):
@@ -198,7 +200,7 @@ class _Faulty:
         got = 0
         for run in self.source.stream(f):
             got += len(run)
-            if got >= self.at and not self.done:
+            if got >= self.at and not self.done and f.name in self.victims:
                 self.done = True
                 self.fault()
             yield run
@@ -212,20 +214,41 @@ def _kill_dump_threads(server):
                 cur.execute(f"KILL {row[0]}")
 
 
-def _fresh_files(server, n=2, mib=24):
+def _no_dump_threads(server, within: float = 30) -> bool:
+    """Whether the server's binlog dump threads are all gone (within some seconds: a closed
+    connection's thread ends on the server's own time)."""
+    import time
+
+    deadline = time.monotonic() + within
+    with server.connect() as conn, conn.cursor() as cur:
+        while True:
+            cur.execute("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE COMMAND LIKE 'Binlog Dump%'")
+            if cur.fetchone()[0] == 0:
+                return True
+            if time.monotonic() > deadline:
+                return False
+            cur.execute("DO SLEEP(0.05)")  # the server's own pause between two looks
+
+
+def _fresh_files(server, n=2, mib=24) -> list[str]:
     """Rotated files each holding one transaction of `mib` MiB: more than socket buffers hold,
-    so a fault during the copy really cuts it."""
+    so a fault during the copy really cuts it. Their names (the server's, as it wrote them)."""
+    names = []
     with server.connect() as conn, conn.cursor() as cur:
         cur.execute("CREATE DATABASE IF NOT EXISTS fault")
         cur.execute("CREATE TABLE IF NOT EXISTS fault.t (id INT PRIMARY KEY, v TEXT)")
         cur.execute("DELETE FROM fault.t")
+        cur.execute("FLUSH BINARY LOGS")
         for i in range(n):
             rows = mib * 1024
+            cur.execute("SHOW BINARY LOG STATUS" if server.flavor == "mysql" else "SHOW MASTER STATUS")
+            names.append(cur.fetchone()[0])  # the file the transaction goes into
             cur.execute("SET SESSION cte_max_recursion_depth = 1000000" if server.flavor == "mysql"
                         else "SET SESSION max_recursive_iterations = 1000000")
             cur.execute(f"INSERT INTO fault.t WITH RECURSIVE s(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM s "
                         f"WHERE x < {rows}) SELECT x + {i * rows}, REPEAT('y', 1000) FROM s")
             cur.execute("FLUSH BINARY LOGS")
+    return names
 
 
 def _assert_whole(store, source_name, server):
@@ -238,11 +261,11 @@ def _assert_whole(store, source_name, server):
 @pytest.mark.parametrize("name", ["mysql_server", "mariadb_server"])
 def test_connection_dropped_mid_copy(request, name, tmp_path):
     server = request.getfixturevalue(name)
-    _fresh_files(server)
+    big = _fresh_files(server)
     store = FileStore(str(tmp_path / "store"))
     src = MySQLSource(f"mysql://root@127.0.0.1:{server.port}")
     with pytest.raises((SourceError, BinlogError)) as cut:
-        archive(_Faulty(src, 4 << 20, lambda: _kill_dump_threads(server)), store, "f")
+        archive(_Faulty(src, 4 << 20, lambda: _kill_dump_threads(server), big), store, "f")
     # Small files may have been sent whole before the kill; the big one was cut: it has
     # neither manifest nor object, and every manifest stands beside its whole object.
     names = [f.name for f in src.files()]
@@ -259,7 +282,7 @@ def test_s3_endpoint_gone_mid_copy(mysql_server, s3_endpoint):
 
     from moto.server import ThreadedMotoServer
 
-    _fresh_files(mysql_server)
+    big = _fresh_files(mysql_server)
     moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     moto.start()
     port = moto.get_host_and_port()[1]  # the endpoint comes back at this address
@@ -275,7 +298,9 @@ def test_s3_endpoint_gone_mid_copy(mysql_server, s3_endpoint):
         # the file being copied when the endpoint went is named, with what could not be done
         with pytest.raises(StoreError, match=r"^s3://flaky/x/s/binlogs/binlog\.\d+: cannot (upload part \d+|"
                                              r"complete the multipart upload): Could not connect to the endpoint"):
-            archive(_Faulty(src, 4 << 20, moto.stop), store, "s")
+            archive(_Faulty(src, 4 << 20, moto.stop, big), store, "s")
+        # the failed copy closed its dump connection (the server's dump thread would hold the file)
+        assert _no_dump_threads(mysql_server)
         moto = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
         moto.start()  # the endpoint is back, with what it held
         # the files before the big one may be in (the last of them maybe without its manifest, so
@@ -412,12 +437,12 @@ def _final_name(tmp, server) -> str:
 
 def test_server_killed_mid_copy(mysql_factory, tmp_path):
     server = mysql_factory()
-    _fresh_files(server, n=2, mib=24)
+    big = _fresh_files(server, n=2, mib=24)
     store = FileStore(str(tmp_path / "store"))
     src = MySQLSource(f"mysql://root@127.0.0.1:{server.port}")
     names = [f.name for f in src.files()]
     with pytest.raises(SourceError):
-        archive(_Faulty(src, 4 << 20, server.kill), store, "v")
+        archive(_Faulty(src, 4 << 20, server.kill, big), store, "v")
     archived = [k.rsplit("/", 1)[1][:-5] for k in store.keys("v/manifests")]
     assert archived == [k.rsplit("/", 1)[1] for k in store.keys("v/binlogs")]
     assert len(archived) < len(names)

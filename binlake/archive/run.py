@@ -142,8 +142,10 @@ def _copy(source, store, source_name: str, f) -> Copied:
     checker = ThreadPoolExecutor(1, thread_name_prefix="binlake-check")
     keeper = ThreadPoolExecutor(1, thread_name_prefix="binlake-write")
     ahead: deque[tuple[Future, Future]] = deque()
+    # closed whatever happens: a failed copy must not keep its dump connection (and the server's
+    # dump thread, which holds the file against PURGE) alive until the garbage collector runs
+    stream = source.stream(f)
     try:
-        stream = source.stream(f)
         magic = next(stream, b"")
         verifier.magic(magic)
         writer.write(magic)
@@ -166,6 +168,7 @@ def _copy(source, store, source_name: str, f) -> Copied:
         writer.abort()
         raise
     finally:
+        stream.close()
         checker.shutdown()
         keeper.shutdown()
     return Copied(verifier.manifest(source=source_name, source_url=source.url, server_uuid=source.server_uuid,
