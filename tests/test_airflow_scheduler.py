@@ -11,6 +11,7 @@ import pytest
 
 from tests.support.lake import lake
 from tests.support.scanning import run_cli
+from tests.support.truth import samples_truth
 from tests.test_airflow import ARTIFACTS
 
 # The bundled samples were written on 2026-11-22 between 11:47:59 and 11:48:04 (UTC): minute
@@ -47,7 +48,7 @@ def test_backfill_equals_one_run_and_reruns_change_nothing(stack, spark_submit, 
                    "--end", "2026-11-22T11:49:00+00:00", "--master", "local[2]")
     assert proc.returncode == 0, proc.stderr[-3000:]
     whole = lake(tmp_path / "whole")
-    assert sum(whole["transactions"].values()) == 151 and got == whole
+    assert sum(whole["transactions"].values()) == samples_truth()["transactions"] and got == whole
 
     # each interval was validated and has its own quality run
     reports = [json.loads(p.read_text())["report"] for p in (warehouse / "quality" / "runs").glob("*/results.json")]
@@ -112,7 +113,7 @@ def test_the_ui_shows_both_dags_and_runs_a_triggered_interval(stack, chromium):
         page.screenshot(path=str(ARTIFACTS / "airflow-run.png"), full_page=True)
     report = next(p for p in (af.home / "binlake" / "warehouse" / "quality" / "runs").glob("*/results.json")
                   if "20261122T110000Z_20261122T120000Z" in p.parent.name)
-    assert json.loads(report.read_text())["report"]["counts"]["transactions"] == 151
+    assert json.loads(report.read_text())["report"]["counts"]["transactions"] == samples_truth()["transactions"]
 
 
 def _new_run(af, before: set[str], timeout: float = 60) -> str:
