@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
+from pathlib import Path
 
 OPS = ("insert", "update", "delete")
 
@@ -80,3 +82,10 @@ def mysqlbinlog_transactions(text: str, flavor: str) -> int:
 
 def scanned_rows(row_changes: list[dict]) -> Counter:
     return Counter((f"{r['schema']}.{r['table']}", r["op"]) for r in row_changes)
+
+
+def recorded_spans(path: Path) -> list[tuple[int, int]]:
+    """(start_pos, end_pos) of each transaction of a tests/data binlog file, as the workload that
+    wrote it recorded them (the server's positions before and after each one)."""
+    truth = json.loads((path.parent / "ground_truth.json").read_text(encoding="utf-8"))
+    return [(t["start_pos"], t["end_pos"]) for t in truth["transactions"] if t["binlog_file"] == path.name]
