@@ -135,6 +135,7 @@ def test_missing_object_is_an_anomaly(archived):
     shutil.move(files / "binlog.000002", files.parent / "elsewhere")
     got = run_local(store, 1 << 30)
     missing = [a for a in got["anomaly"] if a["code"] == "MISSING_OBJECT"]
+    # the whole file is missing: from its first event, right after the 4-byte magic
     assert [(a["binlog_file"], a["start_pos"]) for a in missing] == [("binlog.000002", 4)]
     assert "no such object" in missing[0]["detail"]
     assert all(t["binlog_file"] != "binlog.000002" for t in got["transaction"])
