@@ -117,16 +117,20 @@ READABLE = {
 # boundary parser must say so, once per broken place, and keep every other transaction.
 CORRUPT_RELAY = "enhancedformysql__mysql-8.0.40/corrupt-relay-bin.000624"
 
-# The offsets are the README's: the FORMAT_DESCRIPTION whose type byte was set to 48, the 10 bytes
-# after the magic, MySQL's encrypted-file magic (fd 62 69 6e), MariaDB's START_ENCRYPTION after its
-# FORMAT_DESCRIPTION (4 + 252 bytes), gzip's magic.
+# Each file's one line (after its path). What it says is the README's: the FORMAT_DESCRIPTION whose
+# type byte was set to 48, the 10 bytes after the magic, MySQL's encrypted-file magic (fd 62 69 6e),
+# MariaDB's START_ENCRYPTION after its FORMAT_DESCRIPTION (4 + 252 bytes), gzip's header (1f 8b,
+# deflate, a file name).
 REJECTED = {
-    "enhancedformysql__mysql-8.0.40/binlog_no_fd_event.000001": ":4: no FORMAT_DESCRIPTION event",
-    "enhancedformysql__mysql-8.0.40/binlog_truncated_event.000001": ":4: truncated",
+    "enhancedformysql__mysql-8.0.40/binlog_no_fd_event.000001":
+        ":4: no FORMAT_DESCRIPTION event at offset 4 (found event type 48): not a readable binlog",
+    "enhancedformysql__mysql-8.0.40/binlog_truncated_event.000001":
+        ":4: truncated: 10 bytes where the first event header should be",
     "enhancedformysql__mysql-8.0.40/rpl_nogtid_encryption_master-bin.000002":
-        ":0: encrypted binlog: not supported",
-    "ottok__mariadb-10.3/binlog_before_20574.bin": ":256: encrypted binlog: not supported",
-    "shyiko__mysql-binlog-connector-java/mysql-bin.sakila.gz": ":0: not a binlog file",
+        ":0: encrypted binlog: not supported (MySQL binlog_encryption)",
+    "ottok__mariadb-10.3/binlog_before_20574.bin": ":256: encrypted binlog: not supported (MariaDB encrypt_binlog)",
+    "shyiko__mysql-binlog-connector-java/mysql-bin.sakila.gz":
+        ":0: not a binlog file: magic 1f 8b 08 08, expected fe 62 69 6e",
 }
 
 
@@ -166,11 +170,7 @@ def test_readable(public_binlogs, name):
 def test_rejected_with_one_clear_line(public_binlogs, name):
     path = public_binlogs / name
     proc = run_cli("scan", str(path))
-    assert proc.returncode == 1
-    assert proc.stdout == ""
-    assert proc.stderr.splitlines() == [proc.stderr.strip()]
-    assert proc.stderr.startswith(f"{path}{REJECTED[name]}")
-    assert "Traceback" not in proc.stderr
+    assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", f"{path}{REJECTED[name]}\n")
 
 
 def test_corrupt_relay_log(public_binlogs):
