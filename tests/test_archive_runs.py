@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import random
 import shutil
+import uuid
 import zlib
 
 import pytest
@@ -23,7 +24,7 @@ from binlake.binlog import constants as c
 from binlake.binlog.framing import BinlogReader
 from binlake.errors import BinlogError
 from binlake.index import vouched_entry
-from tests.support.scanning import DATA
+from tests.support.scanning import DATA, headers
 
 
 def _archive(source, root, monkeypatch, pure: bool, read_size: int | None = None) -> tuple[dict, dict, dict]:
@@ -117,15 +118,16 @@ def test_server_source_same_as_reference(request, tmp_path, monkeypatch, name):
     """From a real server: the runs cut out of the dump's packets (read 1 MiB, 4 KiB or 5 bytes
     at a time) make the same objects and manifests as the packets taken one by one."""
     server = request.getfixturevalue(name)
+    db = f"runs_{uuid.uuid4().hex[:12]}"  # of this test alone
     with server.connect() as conn, conn.cursor() as cur:
-        cur.execute("CREATE DATABASE IF NOT EXISTS runs")
-        cur.execute("CREATE TABLE IF NOT EXISTS runs.t (id INT PRIMARY KEY, v VARCHAR(200))")
-        cur.execute("DELETE FROM runs.t")
+        cur.execute(f"CREATE DATABASE {db}")
+        cur.execute(f"CREATE TABLE {db}.t (id INT PRIMARY KEY, v VARCHAR(200))")
         for txn in range(20):
             cur.execute("BEGIN")
             for i in range(txn + 1):
-                cur.execute("INSERT INTO runs.t VALUES (%s, REPEAT('r', %s))", (txn * 100 + i, 10 * i))
+                cur.execute(f"INSERT INTO {db}.t VALUES (%s, REPEAT('r', %s))", (txn * 100 + i, 10 * i))
             cur.execute("COMMIT")
+        cur.execute(f"DROP DATABASE {db}")
         cur.execute("FLUSH BINARY LOGS")
     src = MySQLSource(f"mysql://root@127.0.0.1:{server.port}")
     ref_objects, ref_manifests, ref_counted = _archive(src, tmp_path / "r", monkeypatch, True)
@@ -219,13 +221,6 @@ def _recrc(data: bytearray, pos: int) -> None:
     data[pos + size - 4:pos + size] = zlib.crc32(bytes(data[pos:pos + size - 4])).to_bytes(4, "little")
 
 
-def _first_pos(data: bytes, type_code: int) -> int:
-    pos = 4
-    while data[pos + 4] != type_code:
-        pos += int.from_bytes(data[pos + 9:pos + 13], "little")
-    return pos
-
-
 def _damaged(tmp_path, data: bytearray, pos: int, at: int, value: int, loop: bool) -> dict | str:
     """Verify the file with byte `at` of the event at `pos` set to `value`, its CRC32 made good."""
     data[pos + at] = value
@@ -248,7 +243,7 @@ def test_damage_the_crc_does_not_catch_is_named(tmp_path, loop, event, words):
     """An event the server wrote damaged (its CRC32 matches) that the manifest cannot do without
     fails with the file and the event's offset, not a decoder's bare exception."""
     data = bytearray((DATA / "mysql" / "binlog.000001").read_bytes())
-    pos = _first_pos(data, event)
+    pos = next(pos for pos, type_code, _ in headers(bytes(data)) if type_code == event)
     # the FORMAT_DESCRIPTION's checksum algorithm (its last byte before the CRC); the number of
     # source ids a PREVIOUS_GTIDS event lists (its first byte): far more than it holds
     at = _size(data, pos) - 5 if event == c.FORMAT_DESCRIPTION_EVENT else 19 + 3
@@ -286,11 +281,7 @@ def test_seeded_damage_same_as_reference():
     for _ in range(600):
         path = rnd.choice(files)
         data = bytearray(path.read_bytes())
-        events, pos = [], 4
-        while pos < len(data):
-            events.append(pos)
-            pos += _size(data, pos)
-        pos = rnd.choice(events)
+        pos = rnd.choice([pos for pos, _, _ in headers(bytes(data))])
         size = _size(data, pos)
         for _ in range(rnd.randint(1, 3)):
             at = pos + (rnd.randrange(19, size - 4) if size > 23 and rnd.random() < 0.9 else rnd.randrange(19))

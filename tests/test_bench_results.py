@@ -52,4 +52,4 @@ def test_small_heap_recipe_is_the_one_measured() -> None:
 
     doc = (results.REPO / "docs" / "warehouse.md").read_text()
     assert f"spark.driver.extraJavaOptions='{memory.LEAN_JVM}'" in doc
-    assert "spark.driver.memory=480m" in doc
+    assert "spark.driver.memory=480m" in doc  # the heap bench/memory.py's small-heap run is given

@@ -120,7 +120,7 @@ def test_services(services, config):
 
 def test_mysql_writes_what_binlake_reads(services):
     mysql = services["mysql"]
-    assert mysql["image"] == "mysql:8.4"
+    assert mysql["image"] == "mysql:8.4"  # README: the stack "starts MySQL 8.4"
     flags = {k: v.upper() for k, v in _flags(mysql["command"]).items()}
     assert flags.get("gtid-mode") == "ON"
     assert flags.get("enforce-gtid-consistency") == "ON"
@@ -139,7 +139,7 @@ def test_published_ports_bind_loopback(services):
             assert port.get("host_ip") == "127.0.0.1", f"{name} publishes {port} beyond 127.0.0.1"
     assert {"mysql", "minio", "spark-master", "airflow-apiserver"} <= set(published)
     ui = [p for p in services["airflow-apiserver"]["ports"] if p["target"] == 8080]
-    assert ui and ui[0]["published"] == "8081"
+    assert ui and ui[0]["published"] == "8081"  # README: "Airflow: http://127.0.0.1:8081"
 
 
 def test_bind_mounts_exist(services):

@@ -1,4 +1,8 @@
-"""The transaction index (jumping by transaction_length where it can) agrees with the scan."""
+"""The transaction index (jumping by transaction_length where it can) agrees with the scan.
+
+The scan is the reference here: test_ground_truth holds it to the workloads' record of every
+transaction, test_public_fixtures to mysqlbinlog's view of the public files. Damage is made by
+the tests themselves, and what it must change is said from where it was made."""
 
 from __future__ import annotations
 

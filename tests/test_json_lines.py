@@ -63,7 +63,7 @@ def test_swap_heads_compiled_and_python_agree(monkeypatch):
     assert fastrows.swap_heads(lines, len(b'{"h":false'), b'{"h":true') == want
     monkeypatch.setattr(fastrows, "_rowdecode", None)
     assert fastrows.swap_heads(lines, len(b'{"h":false'), b'{"h":true') == want
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="^not whole lines$"):
         _rowdecode.swap_heads(b"no newline", 2, b"x")
 
 
@@ -71,10 +71,13 @@ def test_rows_of_no_bytes_are_declined_not_looped_on():
     # an image with no column present takes no bytes: the compiled paths must not spin on it
     plan = ((("id"), _rowdecode.K_INT32, 0, 0, None),)
     body = b"\x00" * 8
-    with pytest.raises(_rowdecode.Fallback):
+    # Fallback carries no words (the reference path words errors: _rowdecode.c's contract)
+    with pytest.raises(_rowdecode.Fallback) as e:
         _rowdecode.decode(body, 0, plan, b"\x00", b"", 0)
-    with pytest.raises(_rowdecode.Fallback):
+    assert e.value.args == ()
+    with pytest.raises(_rowdecode.Fallback) as e:
         _rowdecode.render(body, 0, plan, (b'"id":',), b"\x00", b"", 0, b"{", 0, b",", b"}\n")
+    assert e.value.args == ()
 
 
 @pytest.mark.parametrize("guess", [True, False])

@@ -100,5 +100,6 @@ def test_columns_of_a_rows_event():
     first = b'{"id":7,"name":"h\\""}'
     assert data == first + b'{"id":8,"name":null}'
     assert list(memoryview(offsets).cast("i")) == [0, len(first), len(data)]
-    with pytest.raises(_rowdecode.Fallback):  # a row of no bytes is declined, not looped on
+    with pytest.raises(_rowdecode.Fallback) as e:  # a row of no bytes is declined, not looped on
         _rowdecode.columns(b"\x00" * 8, 0, plan[:1], keys[:1], b"\x00", b"", 0)
+    assert e.value.args == ()  # with no words: the reference path words errors

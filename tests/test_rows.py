@@ -1,4 +1,6 @@
-"""Row images decoded exactly as the servers' own `mysqlbinlog -v` shows them (mysql-test results)."""
+"""Row images decoded exactly as the servers' own `mysqlbinlog -v` shows them: the mysql-test
+results that print them, else what MySQL 9.7's `mysqlbinlog -vv --print-table-metadata` prints for
+the file (each test says which)."""
 
 from __future__ import annotations
 
@@ -36,24 +38,31 @@ def test_mysql_test_verbose_results(name, expected):
 
 
 def test_column_names_from_full_metadata():
+    # mysqlbinlog: "# Columns(`c1` BIGINT …" and "(`my_row_id` … INVISIBLE AUTO_INCREMENT, `f1` …,
+    # `really_unique_column_name` …)", rows "@1=1 @2='1'" and "@1=1 @2=1 @3=1"
     got = rows("enhancedformysql__mysql-8.0.40/rpl_binlog_with_gipk_info_full_metadata.000001")
     assert got == [("t1", "insert", None, {"c1": 1, "c2": "1"}),
                    ("t2", "insert", None, {"my_row_id": 1, "f1": 1, "really_unique_column_name": 1})]
 
 
 def test_decimals_exact():
+    # mysqlbinlog: "@2=-10.55 /* DECIMAL(4,2)", "@3=-11 /* DECIMAL(5,0)", "@9=-10.5500000000 /* DECIMAL(20,10)"
     got = rows("go-mysql-org__go-mysql/tcb-eval002c-bin.003320")
     first = got[0][3]
     assert (first["col_2"], first["col_3"], first["col_9"]) == ("-10.55", "-11", "-10.5500000000")
 
 
 def test_vector_columns():
+    # mysqlbinlog: "@2=[1.00000e+00,-1.00000e+00,0.00000e+00] /* VECTOR(3)" and
+    # "@4=[4.20000e+01,4.30000e+01,4.40000e+01,4.50000e+01] /* VECTOR(4)"
     got = rows("blackbeam__rust_mysql_common/vector.binlog")
     assert got[1][3] == {"id": 2, "vector_column": [1.0, -1.0, 0.0]}
     assert got[3][3]["vector_column2"] == [42.0, 43.0, 44.0, 45.0]
 
 
 def test_json_and_partial_json_updates():
+    # mysqlbinlog: "@2='{"age": 24, "data": "xxxxxxxxxx", "name": "Joe"}' /* JSON", and for the
+    # Update_rows_partial event "WHERE @1=1 SET @2=JSON_REPLACE(@2, '$.age', 26) @3='Joe' @4=26"
     got = rows("blackbeam__rust_mysql_common/json.binlog.000001")
     assert got[0][3]["col_2"] == {"age": 24, "data": "xxxxxxxxxx", "name": "Joe"}
     updates = [r for r in got if r[1] == "update"]
@@ -72,12 +81,13 @@ def test_json_and_partial_json_updates():
 def test_binary_without_charset_metadata_is_base64():
     got = rows("shyiko__mysql-binlog-connector-java/mysql-bin.sakila")
     pictures = [a["col_5"] for t, _, _, a in got if t == "staff"]
-    assert pictures and pictures[0].startswith("base64:iVBORw0KGgo")  # a PNG
+    assert pictures and pictures[0].startswith("base64:iVBORw0KGgo")  # a PNG: its signature 89 50 4e 47 0d 0a 1a 0a
     names = [a["col_2"] for t, _, _, a in got if t == "staff"]
     assert all(isinstance(n, str) and not n.startswith("base64:") for n in names)
 
 
 def test_wkb_to_wkt():
+    """WKB built here by its OGC layout (byte order, type, coordinates): WKT as MySQL's ST_AsText writes it."""
     import struct
 
     point = b"\x01" + struct.pack("<Idd", 1, 1.5, -2)

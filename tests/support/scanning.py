@@ -81,6 +81,19 @@ def assert_same_items(got: list, want: list, what: str) -> None:
         assert a == b, f"{what} {n + 1}"
 
 
+def headers(data: bytes) -> list[tuple[int, int, int]]:
+    """(offset, type code, size) of each event of a binlog file's bytes, read from the v4 event
+    headers alone (type at byte 4, size at bytes 9-12) with no binlake code: where a test that
+    damages a file finds what it damages."""
+    out, pos = [], 4
+    while pos + 19 <= len(data):
+        size = int.from_bytes(data[pos + 9:pos + 13], "little")
+        assert size >= 19, f"event at {pos}: size {size}, not a v4 header"
+        out.append((pos, data[pos + 4], size))
+        pos += size
+    return out
+
+
 def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
     """Run the installed command line exactly as a user does."""
     return subprocess.run([sys.executable, "-m", "binlake.cli", *args], capture_output=True,

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
+from pathlib import Path
 
 OPS = ("insert", "update", "delete")
 
@@ -99,3 +101,10 @@ def samples_truth() -> Counter:
             out[f"kind:{t['kind']}"] += 1
             out["row_changes"] += sum(sum(ops.values()) for ops in t.get("rows", {}).values())
     return out
+
+
+def recorded_spans(path: Path) -> list[tuple[int, int]]:
+    """(start_pos, end_pos) of each transaction of a tests/data binlog file, as the workload that
+    wrote it recorded them (the server's positions before and after each one)."""
+    truth = json.loads((path.parent / "ground_truth.json").read_text(encoding="utf-8"))
+    return [(t["start_pos"], t["end_pos"]) for t in truth["transactions"] if t["binlog_file"] == path.name]

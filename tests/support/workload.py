@@ -54,29 +54,64 @@ OPS = ("insert", "update", "delete")
 
 
 # ---------------------------------------------------------------- values, in binlake's mapping
+# A column's value has three forms, chosen by its SQL type as CREATE TABLE writes it: native (what a
+# generator makes: int, float, Decimal, datetime.date or the zero date's text "0000-00-00",
+# datetime.datetime, TIME as signed microseconds, str, bytes, a SET as a list of its members, a JSON
+# document, a geometry as (kind, coords)), the SQL argument that writes it (`sql_arg`), and the value
+# binlake must give for it in docs/row-values.md's forms (`binlake_value`). `from_pymysql` puts what
+# the server returns for a SELECT in that form too, to hold a decoded image to the server's values.
+
+def _base(sql_type: str) -> str:
+    """The type's name: DECIMAL of "DECIMAL(30,10)", TIMESTAMP of "TIMESTAMP(6) NULL"."""
+    return re.split(r"[\s(]", sql_type.strip(), maxsplit=1)[0].upper()
+
+
+def _params(sql_type: str) -> list[str]:
+    """What the type's parentheses hold: precision and scale, fsp, or ENUM/SET members."""
+    m = re.match(r"[^(]*\((.*)\)", sql_type)
+    if not m:
+        return []
+    return re.findall(r"'([^']*)'", m[1]) or [p.strip() for p in m[1].split(",")]
+
+
+def _fsp(sql_type: str) -> int:
+    params = _params(sql_type)
+    return int(params[0]) if params else 0
+
+
+def _scale(sql_type: str) -> int:
+    params = _params(sql_type)
+    return int(params[1]) if len(params) > 1 else 0
+
 
 def _b64(b: bytes) -> str:
     return "base64:" + base64.b64encode(b).decode()
 
 
-def _time_str(us: int) -> str:
-    """TIME as "[-]HH:MM:SS.ffffff" from a signed number of microseconds."""
+def _fraction(us: int, fsp: int) -> str:
+    """A second's fraction to fsp digits, after its dot ("" for none)."""
+    return f".{us:06d}"[:fsp + 1] if fsp else ""
+
+
+def _time_str(us: int, fsp: int) -> str:
+    """TIME as "[-]HH:MM:SS[.f]" from a signed number of microseconds."""
     sign = "-" if us < 0 else ""
-    us = abs(us)
-    s, frac = divmod(us, 1_000_000)
+    s, frac = divmod(abs(us), 1_000_000)
     h, rest = divmod(s, 3600)
     m, sec = divmod(rest, 60)
-    return f"{sign}{h:02d}:{m:02d}:{sec:02d}.{frac:06d}"
+    return f"{sign}{h:02d}:{m:02d}:{sec:02d}{_fraction(frac, fsp)}"
 
 
-def _dt_str(d: dt.datetime) -> str:
-    return d.strftime("%Y-%m-%d %H:%M:%S.") + f"{d.microsecond:06d}"
+def _dt_str(d: dt.datetime, fsp: int) -> str:
+    """DATETIME and TIMESTAMP, the year always four digits."""
+    return (f"{d.year:04d}-{d.month:02d}-{d.day:02d} {d.hour:02d}:{d.minute:02d}:{d.second:02d}"
+            f"{_fraction(d.microsecond, fsp)}")
 
 
-def _dec_str(v: Decimal) -> str:
-    """DECIMAL(30,10) as the exact string with its 10 decimals."""
+def _dec_str(v: Decimal, scale: int) -> str:
+    """DECIMAL(p,s) as the exact string with its s decimals."""
     whole, _, frac = format(v, "f").partition(".")
-    return f"{whole}.{frac:0<10}"
+    return f"{whole}.{frac:0<{scale}}" if scale else whole
 
 
 def _num(x: float) -> str:
@@ -97,6 +132,85 @@ def _f32(x: float) -> float:
     return struct.unpack("<f", struct.pack("<f", x))[0]
 
 
+def sql_arg(sql_type: str, v) -> tuple[str, object]:
+    """(placeholder, argument) that write the native value v into a column of sql_type exactly."""
+    base = _base(sql_type)
+    if v is None:
+        return "%s", None
+    if base == "DECIMAL":
+        return "%s", _dec_str(v, _scale(sql_type))
+    if base in ("FLOAT", "DOUBLE"):
+        return "%s", repr(float(v))
+    if base == "TIME":
+        return "%s", _time_str(v, 6)
+    if base in ("DATETIME", "TIMESTAMP"):
+        return "%s", _dt_str(v, 6)
+    if base == "DATE":
+        return "%s", v if isinstance(v, str) else v.isoformat()
+    if base == "SET":
+        return "%s", ",".join(v)
+    if base == "JSON":
+        return "%s", json.dumps(v, ensure_ascii=False, separators=(",", ":"))
+    if base == "GEOMETRY":
+        return "ST_GeomFromText(%s)", _wkt(v)
+    return "%s", v
+
+
+def binlake_value(sql_type: str, v, flavor: str):
+    """The value binlake must give for the native value v of a column of sql_type."""
+    base = _base(sql_type)
+    if v is None:
+        return None
+    if base == "DECIMAL":
+        return _dec_str(v, _scale(sql_type))
+    if base == "FLOAT":
+        return _f32(v)  # the float32 the column holds
+    if base == "TIME":
+        return _time_str(v, _fsp(sql_type))
+    if base in ("DATETIME", "TIMESTAMP"):
+        return _dt_str(v, _fsp(sql_type))
+    if base == "DATE":
+        return v if isinstance(v, str) else v.isoformat()
+    if base == "YEAR" and v == 0:
+        return 1900  # binlake gives YEAR 0 as 1900 today (issue 22 changes that)
+    if base == "CHAR":
+        return v.rstrip(" ")  # the server keeps CHAR without its trailing spaces
+    if base == "BINARY":
+        # binlake gives BINARY(n) without the zero bytes the server pads it with (issue 22 changes that)
+        return _b64(v.rstrip(b"\0"))
+    if base in ("VARBINARY", "TINYBLOB", "BLOB", "MEDIUMBLOB", "LONGBLOB"):
+        return _b64(v)
+    if base == "SET":
+        return [m for m in _params(sql_type) if m in v]  # in definition order
+    if base == "JSON":
+        # MariaDB's JSON is LONGTEXT: the binlog holds the text as written.
+        return json.dumps(v, ensure_ascii=False, separators=(",", ":")) if flavor == "mariadb" else v
+    if base == "GEOMETRY":
+        return _wkt(v)
+    return v
+
+
+def from_pymysql(sql_type: str, v, flavor: str):
+    """What PyMySQL returns for a column of sql_type (FLOAT selected as f+0e0, GEOMETRY as
+    ST_AsText) in binlake's form: the server's own value, to hold a decoded image to."""
+    base = _base(sql_type)
+    if v is None:
+        return None
+    if isinstance(v, bytes) and base in ("TEXT", "JSON", "GEOMETRY"):
+        v = v.decode()
+    if base == "JSON":
+        return v if flavor == "mariadb" else json.loads(v)
+    if base == "GEOMETRY":
+        return v
+    if base == "TIME":
+        v = (v.days * 86400 + v.seconds) * 1_000_000 + v.microseconds
+    elif base == "BIT":
+        v = int.from_bytes(v, "big")
+    elif base == "SET" and isinstance(v, str):
+        v = v.split(",")
+    return binlake_value(sql_type, v, flavor)
+
+
 ALLTYPES_COLUMNS = [
     # name, SQL type
     ("id", "INT NOT NULL PRIMARY KEY"),
@@ -113,6 +227,7 @@ ALLTYPES_COLUMNS = [
     ("en", "ENUM('red','green','blue')"), ("st", "SET('a','b','c','d')"),
     ("js", "JSON"), ("g", "GEOMETRY"),
 ]
+ALLTYPES = dict(ALLTYPES_COLUMNS)
 _SET_MEMBERS = ["a", "b", "c", "d"]
 _INT_RANGES = {
     "ti": (-128, 127), "tiu": (0, 255), "si": (-32768, 32767), "siu": (0, 65535),
@@ -197,37 +312,13 @@ class AllTypes:
         r["g"] = g.choice([("POINT", [(x + 0.5, y)]), ("LINESTRING", [(x, y), (x + 1, y + 2.5)])])
         return r
 
-    # SQL rendering: (placeholder expression, argument) per column.
-    def sql_value(self, col: str, v) -> tuple[str, object]:
-        if v is None:
-            return "%s", None
-        if col == "dec":
-            return "%s", _dec_str(v)
-        if col in ("f", "d"):
-            return "%s", repr(float(v))
-        if col == "bt":
-            return "%s", v
-        if col == "tm":
-            return "%s", _time_str(v)
-        if col in ("dtm", "ts"):
-            return "%s", _dt_str(v)
-        if col == "dt":
-            return "%s", v.isoformat()
-        if col == "st":
-            return "%s", ",".join(v)
-        if col == "js":
-            return "%s", json.dumps(v, ensure_ascii=False, separators=(",", ":"))
-        if col == "g":
-            return "ST_GeomFromText(%s)", _wkt(v)
-        return "%s", v
-
     def insert_sql(self, rows: list[dict]) -> tuple[str, list]:
         cols = [c for c, _ in ALLTYPES_COLUMNS]
         tuples, args = [], []
         for r in rows:
             parts = []
             for c in cols:
-                ph, a = self.sql_value(c, r[c])
+                ph, a = sql_arg(ALLTYPES[c], r[c])
                 parts.append(ph)
                 args.append(a)
             tuples.append("(" + ",".join(parts) + ")")
@@ -237,38 +328,13 @@ class AllTypes:
     def update_sql(self, row_id: int, changes: dict) -> tuple[str, list]:
         sets, args = [], []
         for c, v in changes.items():
-            ph, a = self.sql_value(c, v)
+            ph, a = sql_arg(ALLTYPES[c], v)
             sets.append(f"`{c}`={ph}")
             args.append(a)
         return f"UPDATE alltypes SET {','.join(sets)} WHERE id=%s", [*args, row_id]
 
-    # The value binlake must give for each column, in its JSON-typed value mapping.
-    def binlake_value(self, col: str, v):
-        if v is None:
-            return None
-        if col == "dec":
-            return _dec_str(v)
-        if col == "tm":
-            return _time_str(v)
-        if col in ("dtm", "ts"):
-            return _dt_str(v)
-        if col == "dt":
-            return v.isoformat()
-        if col in ("bn", "vb", "bb"):
-            return _b64(v)
-        if col == "st":
-            return list(v)
-        if col == "js":
-            # MariaDB's JSON is LONGTEXT: the binlog holds the text as written.
-            if self.flavor == "mariadb":
-                return json.dumps(v, ensure_ascii=False, separators=(",", ":"))
-            return v
-        if col == "g":
-            return _wkt(v)
-        return v
-
     def binlake_row(self, r: dict) -> dict:
-        return {c: self.binlake_value(c, r[c]) for c, _ in ALLTYPES_COLUMNS}
+        return {c: binlake_value(t, r[c], self.flavor) for c, t in ALLTYPES_COLUMNS}
 
     def check_stored(self, conn, r: dict) -> None:
         """Read the row back and compare with what was meant: the server stores what we think."""
@@ -284,36 +350,11 @@ class AllTypes:
             cur.execute(f"SELECT {','.join(sel)} FROM alltypes WHERE id=%s", (r["id"],))
             got = cur.fetchone()
         want = self.binlake_row(r)
-        for (c, _), g in zip(ALLTYPES_COLUMNS, got, strict=True):
-            g = _from_pymysql(c, g, self.flavor)
+        for (c, t), g in zip(ALLTYPES_COLUMNS, got, strict=True):
+            g = from_pymysql(t, g, self.flavor)
             if g != want[c]:
                 raise AssertionError(f"alltypes id={r['id']} column {c}: stored {g!r}, "
                                      f"expected {want[c]!r}")
-
-
-def _from_pymysql(col: str, v, flavor: str):
-    """A value as PyMySQL returns it, in binlake's mapping (for check_stored only)."""
-    if v is None:
-        return None
-    if col == "dec":
-        return _dec_str(v)
-    if col == "tm":
-        return _time_str((v.days * 86400 + v.seconds) * 1_000_000 + v.microseconds)
-    if col in ("dtm", "ts"):
-        return _dt_str(v)
-    if col == "dt":
-        return v.isoformat()
-    if col in ("bn", "vb", "bb"):
-        return _b64(v)
-    if col == "bt":
-        return int.from_bytes(v, "big")
-    if col == "st":
-        return [m for m in v.split(",") if m] if isinstance(v, str) else sorted(v)
-    if col == "js":
-        return v if flavor == "mariadb" else json.loads(v)
-    if col in ("tx", "g") and isinstance(v, bytes):
-        return v.decode()
-    return v
 
 
 # ---------------------------------------------------------------- recording
