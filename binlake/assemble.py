@@ -233,7 +233,7 @@ class FileAssembler:
 
     def _ignored(self, e: Event) -> None:
         t = e.frame.type
-        if t == c.START_ENCRYPTION_EVENT:
+        if t == c.START_ENCRYPTION_EVENT and e.frame.crc_ok:  # a damaged one is only a CHECKSUM_MISMATCH
             raise FatalBinlogError(self.reader.name, e.frame.pos,
                                    "encrypted binlog: not supported (MariaDB encrypt_binlog)")
         if t not in c.EVENT_NAMES:

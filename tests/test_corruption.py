@@ -211,3 +211,22 @@ def test_unknown_events(tmp_path):
     assert (a["code"], a["severity"], a["start_pos"], a["end_pos"]) == ("UNKNOWN_EVENT", "warning", pos, pos + size)
     assert a["detail"] == f"{path.name}:{pos}: unknown event type 201 ({size} bytes) carried as opaque"
     assert out["transaction"] == scan(path)["transaction"]
+
+
+def test_a_damaged_event_typed_start_encryption_is_a_checksum_anomaly(tmp_path):
+    """A MariaDB START_ENCRYPTION event (type 164) makes a file unreadable; one whose CRC32 fails is
+    damage, not encryption: the reader reports the mismatch and reads on."""
+    path = REAL_FILES[0]
+    pos, _, size = next(e for e in headers(path.read_bytes()) if e[1] == PREVIOUS_GTIDS)
+    data = bytearray(_retype(path, pos, size, 164, False))
+    data[pos + size - 1] ^= 0xFF  # its CRC32 no longer matches
+    out = scan(copy_as(tmp_path, path, bytes(data), "enc"))
+    (a,) = out["anomaly"]
+    assert (a["code"], a["start_pos"], a["end_pos"]) == ("CHECKSUM_MISMATCH", pos, pos + size)
+    assert a["detail"] == f"{path.name}:{pos}: CRC32 mismatch in START_ENCRYPTION event"
+    assert out["transaction"] == scan(path)["transaction"]
+    # with its CRC32 intact it is the encryption it says: one fatal line
+    whole = copy_as(tmp_path, path, _retype(path, pos, size, 164, False), "enc-ok")
+    proc = run_cli("scan", str(whole))
+    assert (proc.returncode, proc.stderr.strip()) == (
+        1, f"{whole}:{pos}: encrypted binlog: not supported (MariaDB encrypt_binlog)")
