@@ -39,6 +39,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(marker)
 
 
+def pytest_terminal_summary(terminalreporter, config) -> None:
+    """The random order's seed, even under -q, so that a failing order can be run again."""
+    seed = config.getoption("randomly_seed", default=None) if config.pluginmanager.has_plugin("randomly") else None
+    if seed is not None:
+        terminalreporter.write_line(f"test order: pytest -p randomly --randomly-seed={seed}")
+
+
 def require(condition: bool, what: str) -> None:
     if condition:
         return
