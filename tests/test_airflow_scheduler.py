@@ -61,6 +61,7 @@ def test_backfill_equals_one_run_and_reruns_change_nothing(stack, spark_submit, 
 
     # rerun the middle interval (it cuts through the data): the backfill queues its run again
     (middle,) = [r for r in runs if r["logical_date"].startswith("2026-11-22T11:47")]
+    af.wait_backfills("binlake_transactions")  # one backfill at a time
     with af.services_stopped():
         af.cli("backfill", "create", "--dag-id", "binlake_transactions", "--from-date",
                "2026-11-22T11:47:00+00:00", "--to-date", "2026-11-22T11:47:00+00:00", "--reprocess-behavior",

@@ -123,6 +123,24 @@ class Airflow:
                 raise AssertionError(f"{dag_id}: runs not ended after {timeout:.0f} s: {runs}")
             time.sleep(5)
 
+    def wait_backfills(self, dag_id: str, timeout: float = 300) -> None:
+        """Wait until the scheduler has marked every backfill of the DAG complete (a loop after its
+        last run ends): Airflow refuses a new backfill while one is running. Read from the
+        metadata database (no CLI lists backfills), read-only."""
+        import sqlite3
+
+        db = f"file:{self.home / 'airflow.db'}?mode=ro"
+        deadline = time.monotonic() + timeout
+        while True:
+            with contextlib.closing(sqlite3.connect(db, uri=True, timeout=60)) as conn:
+                running = conn.execute("SELECT COUNT(*) FROM backfill WHERE dag_id = ? AND completed_at IS NULL",
+                                       (dag_id,)).fetchone()[0]
+            if not running:
+                return
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{dag_id}: a backfill still running after {timeout:.0f} s")
+            time.sleep(2)
+
     def wait_rerun(self, dag_id: str, run_id: str, ended: str, timeout: float = 1200) -> dict:
         """Wait until a run that ended at `ended` has run again and ended."""
         deadline = time.monotonic() + timeout
