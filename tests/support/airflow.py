@@ -75,8 +75,24 @@ class Airflow:
     # -- the running services ------------------------------------------------------------------
 
     def start(self) -> str:
-        """api-server, scheduler (no log server: logs are read from disk) and dag-processor on loopback."""
-        self.port = self.port or free_port()  # a restart keeps the address the tests were given
+        """api-server, scheduler (no log server: logs are read from disk) and dag-processor on loopback.
+
+        The api-server's port must be known before it starts (the workers are told where it is):
+        it is chosen free, and when another process binds it first, the api-server says so and
+        exits, and the services start again on another. A restart keeps the address tests were given."""
+        given = self.port
+        for attempt in range(5):
+            self.port = given or free_port()
+            try:
+                return self._start()
+            except RuntimeError:
+                taken = "address already in use" in (self.home / "api-server.log").read_text(errors="replace").lower()
+                self.stop()
+                if given or not taken or attempt == 4:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _start(self) -> str:
         self.env.update({
             "AIRFLOW__API__HOST": "127.0.0.1",
             "AIRFLOW__API__PORT": str(self.port),
@@ -97,14 +113,21 @@ class Airflow:
         return f"http://127.0.0.1:{self.port}"
 
     def _wait_listening(self, timeout: float = 120) -> None:
+        """Until this api-server answers as Airflow on its port (not just anything listening there)."""
+        import urllib.error
+        import urllib.request
+
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             for proc, _ in self.procs:
                 if proc.poll() is not None:
                     raise RuntimeError(f"{proc.args[1]} exited {proc.returncode}: see {self.home}")
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", self.port)) == 0:
-                    return
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/api/v2/version", timeout=5) as r:
+                    if "version" in json.loads(r.read()):
+                        return
+            except (OSError, ValueError):  # not up yet (refused, reset, not JSON)
+                pass
             time.sleep(0.5)
         raise RuntimeError(f"the api-server is not listening on {self.port} after {timeout:.0f} s")
 

@@ -8,7 +8,7 @@ their own Python workers, as on a cluster.
 from __future__ import annotations
 
 import os
-import socket
+import re
 import subprocess
 import sys
 import time
@@ -16,22 +16,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait(port: int, proc: subprocess.Popen, log: Path, timeout: float = 60.0) -> None:
+def _master_url(proc: subprocess.Popen, log: Path, timeout: float = 60.0) -> str:
+    """The master's URL, once it says it listens: it binds a port of its own choosing (--port 0)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
+        found = re.search(r"Starting Spark master at (spark://127\.0\.0\.1:\d+)", log.read_text())
+        if found:
+            return found.group(1)
         time.sleep(0.3)
-    raise RuntimeError(f"not listening on {port} after {timeout:.0f} s:\n{log.read_text()[-3000:]}")
+    raise RuntimeError(f"the master did not start after {timeout:.0f} s:\n{log.read_text()[-3000:]}")
 
 
 @dataclass
@@ -57,18 +52,17 @@ def start(workdir: Path, cores: int = 2, memory: str = "2g") -> Cluster:
     env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable,
            "SPARK_LOG_DIR": str(workdir), "SPARK_WORKER_DIR": str(workdir / "work")}
     spark_class = [str(home / "bin" / "spark-class")]
-    port, ui, wui = _port(), _port(), _port()
     procs: list[subprocess.Popen] = []
     try:
+        # every port 0: each process binds one of its own choosing, so no port is probed and reused
         mlog = workdir / "master.log"
         procs.append(subprocess.Popen([*spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-                                       "--port", str(port), "--webui-port", str(ui)],
+                                       "--port", "0", "--webui-port", "0"],
                                       stdout=mlog.open("w"), stderr=subprocess.STDOUT, env=env))
-        _wait(port, procs[0], mlog)
-        url = f"spark://127.0.0.1:{port}"
+        url = _master_url(procs[0], mlog)
         wlog = workdir / "worker.log"
         worker = ["org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1", "--cores", str(cores),
-                  "--memory", memory, "--webui-port", str(wui)]
+                  "--memory", memory, "--webui-port", "0"]
         procs.append(subprocess.Popen([*spark_class, *worker],
                                       stdout=wlog.open("w"), stderr=subprocess.STDOUT, env=env))
         deadline = time.monotonic() + 60
