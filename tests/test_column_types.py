@@ -9,7 +9,7 @@ Adding a column type:
    binlake/binlog/fastrows.py PLANS; or, until then, the type in fastrows.REFERENCE_ONLY, with
    why;
 3. tests/test_rowdecode.py compares the two paths value for value on every test file, and holds
-   the random rows of its live-server test to the server's own SELECT.
+   the random rows of its live-server test to the values it wrote and to the server's own SELECT.
 """
 
 from __future__ import annotations
