@@ -64,11 +64,19 @@ def cmd_archive(args: argparse.Namespace) -> int:
     result = archive(source, open_store(args.store), name)
     for gap in result.gaps:
         print(_dump({"record": "anomaly", **gap}))
+    for notice in result.notices:
+        print(_dump({"record": "notice", "source": name, **notice}))
+        print(f"binlake: notice: {notice['detail']}", file=sys.stderr)
+    for r in result.refused:
+        print(_dump({"record": "refused", **{k: r[k] for k in ("source", "file", "reason", "remedy")}}))
+        print(f"binlake: {r['detail']}", file=sys.stderr)
     print(_dump({"record": "archive", "source": name, "archived": result.archived,
-                 "already_archived": len(result.skipped), "bytes": result.bytes, "gaps": len(result.gaps)}))
-    if result.gaps and not args.allow_gaps:
-        print(f"binlake: {len(result.gaps)} gap(s) in the archive of {name}: {result.gaps[0]['detail']}",
-              file=sys.stderr)
+                 "already_archived": len(result.skipped), "bytes": result.bytes, "gaps": len(result.gaps),
+                 "new_generations": len(result.notices), "refused": [r["file"] for r in result.refused]}))
+    if (result.gaps or result.refused) and not args.allow_gaps:
+        if result.gaps:
+            print(f"binlake: {len(result.gaps)} gap(s) in the archive of {name}: {result.gaps[0]['detail']}",
+                  file=sys.stderr)
         return 1
     return 0
 
@@ -121,7 +129,8 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--source-name", help="name of the source in the store (default: host_port or dir name)")
     a.add_argument("--server-id", type=int, help="replica server_id used for the binlog dump")
     a.add_argument("--allow-gaps", action="store_true",
-                   help="exit 0 even when files were purged before they were archived (GTID_GAP)")
+                   help="exit 0 even when files were purged before they were archived (GTID_GAP) "
+                        "or the server refused to send some (see docs/archive.md)")
     a.set_defaults(func=cmd_archive)
 
     from binlake.spark import add_arguments as add_assemble_arguments

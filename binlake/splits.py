@@ -31,7 +31,9 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from binlake.archive.run import binlog_key
+from binlake.archive.chain import archived_after
+from binlake.archive.identity import name_of
+from binlake.archive.run import binlog_key, refusals
 from binlake.archive.stores import MissingObject, open_store
 from binlake.assemble import FileAssembler, Options
 from binlake.binlog.framing import BinlogReader, FormatDescription
@@ -150,11 +152,11 @@ def plan(store_url: str, source_names: list[str] | None, start: str, end: str,
     if p.start >= p.end:
         raise BinlakeError(f"empty range: start {p.start} is not before end {p.end}")
     for source in names:
-        found = 0
-        for m in manifests(store, source):
-            found += 1
+        found = list(manifests(store, source))
+        for m in found:
             if meets(m, p.start, p.end):
                 _plan_file(p, store_url, source, m)
+        _plan_refusals(p, source, found, refusals(store, source))
         if not found:
             raise BinlakeError(f"{store_url}: no archived files for source {source!r} "
                                f"(sources here: {', '.join(sources(store)) or 'none'})")
@@ -172,17 +174,34 @@ def meets(manifest: dict, start: str, end: str) -> bool:
     return bool(lo < end and hi >= start)
 
 
+def _first_ts(m: dict) -> str:
+    entries = m.get("transactions") or []
+    return entries[0][3] if entries else (m.get("first_event_ts") or EPOCH)
+
+
+def _plan_refusals(p: Plan, source: str, found: list[dict], refused: list[dict]) -> None:
+    """A file the server refused to send, not archived since, is a gap: an anomaly dated and
+    named like the archived file after it (the newest generation's), when that one is planned."""
+    planned = {f.file for f in p.files if f.source == source}
+    for r in refused:
+        m = archived_after(found, r["file"])
+        if m is not None and name_of(m) in planned:
+            p.anomalies.append({**anomaly(source, name_of(m), 0, 0, "REFUSED_FILE", r["detail"]),
+                                "commit_ts": _first_ts(m)})
+
+
 def _plan_file(p: Plan, store_url: str, source: str, m: dict) -> None:
     entries = m.get("transactions") or []
     incomplete = set(m.get("incomplete") or [])
     size = m["size"]
-    first_ts = entries[0][3] if entries else (m.get("first_event_ts") or EPOCH)
-    p.files.append(PlannedFile(source, m["file"], size, len(entries)))
+    first_ts = _first_ts(m)
+    name = name_of(m)
+    p.files.append(PlannedFile(source, name, size, len(entries)))
     if m.get("gap"):
-        p.anomalies.append({**anomaly(source, m["file"], 0, 0, "GTID_GAP", m["gap"]["detail"]), "commit_ts": first_ts})
+        p.anomalies.append({**anomaly(source, name, 0, 0, "GTID_GAP", m["gap"]["detail"]), "commit_ts": first_ts})
 
     def new(start: int, fallback_ts: str) -> Split:
-        return Split(store_url, source, m["file"], size, m["format_description"], p.split_bytes, start,
+        return Split(store_url, source, name, size, m["format_description"], p.split_bytes, start,
                      fallback_ts=fallback_ts)
 
     def close(cur: Split, stop: int, dated: list[str]) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import json
 import logging
 from collections import deque
@@ -12,6 +13,8 @@ from dataclasses import dataclass, field
 
 import orjson
 
+from binlake.archive.identity import Catalog, file_number, name_of, read_head
+from binlake.archive.sources import RefusedFile
 from binlake.archive.stores import Writer
 from binlake.archive.verify import Verifier
 from binlake.binlog.gtid import maria_range, parse_gtid_set, subtract, union
@@ -22,10 +25,12 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class ArchiveResult:
-    archived: list[str] = field(default_factory=list)
+    archived: list[str] = field(default_factory=list)  # archive names (binlog.000001, binlog.000001@g0002)
     skipped: list[str] = field(default_factory=list)
     bytes: int = 0
     gaps: list[dict] = field(default_factory=list)  # GTID_GAP anomalies: files purged before archiving
+    notices: list[dict] = field(default_factory=list)  # new generations: a reset, another server
+    refused: list[dict] = field(default_factory=list)  # files the server would not send, with the remedy
 
 
 def binlog_key(source: str, name: str) -> str:
@@ -36,89 +41,146 @@ def manifest_key(source: str, name: str) -> str:
     return f"{source}/manifests/{name}.json"
 
 
+def refused_key(source: str, file: str) -> str:
+    return f"{source}/refused/{file}.json"
+
+
+def refusals(store, source: str) -> list[dict]:
+    """The files of a source its server refused to send and that are not archived since."""
+    return [json.loads(store.get(k)) for k in store.keys(f"{source}/refused") if k.endswith(".json")]
+
+
 def pending(source, store, source_name: str) -> list:
-    """The rotated files of a source that have no manifest yet, in binlog order."""
+    """The rotated files of a source not archived yet (by identity, not by name), in binlog order."""
     store.check()
     files = sorted(source.files(), key=lambda f: file_number(f.name))
     log.info("%s: %d rotated files", source.url, len(files))
-    return [f for f in files if not store.exists(manifest_key(source_name, f.name))]
+    catalog = Catalog.load(store, source_name)
+    return [f for f in files if not catalog.named(f.name) or _archived_copy(source, catalog, f) is None]
+
+
+def _archived_copy(source, catalog: Catalog, f):
+    """The archived copy of a file whose name is in the archive: read its head from the source."""
+    stream = source.stream(f)
+    try:
+        head, _ = read_head(stream)
+    finally:
+        stream.close()
+    return catalog.find(f.name, f.size, head, source.server_uuid) if head else None
 
 
 def archive(source, store, source_name: str) -> ArchiveResult:
-    """Copy every rotated file without a manifest; a manifest's presence means "safely archived".
+    """Copy every rotated file not archived yet; a manifest's presence means "safely archived".
 
-    The object is verified while it streams (CRC32, positions, size against the source's
-    listing, sha256) and committed only whole; the manifest is written after it. A file's
-    commit (its fsync or upload's completion, then its manifest) runs while the next file
-    copies; commits stay in file order.
+    A file is archived when a manifest of its name has its server and head (identity.py); a
+    same-named file of another identity is a new generation, archived beside the old one. The
+    object is verified while it streams (CRC32, positions, size against the source's listing,
+    sha256) and committed only whole; the manifest is written after it. A file's commit (its
+    fsync or upload's completion, then its manifest) runs while the next file copies; commits
+    stay in file order. A file the server refuses to send is recorded with the remedy, and the
+    run goes on with the next.
     """
     store.check()
     result = ArchiveResult()
     files = sorted(source.files(), key=lambda f: file_number(f.name))
     log.info("%s: %d rotated files", source.url, len(files))
+    catalog = Catalog.load(store, source_name)
 
-    def done(manifest: dict, f) -> None:
+    def done(manifest: dict) -> None:
         if "gap" in manifest:
             result.gaps.append(gap_anomaly(source_name, manifest))
-        result.archived.append(f.name)
-        result.bytes += f.size
+        result.archived.append(name_of(manifest))
+        result.bytes += manifest["size"]
 
     with ThreadPoolExecutor(1, thread_name_prefix="binlake-commit") as committer:
-        waiting: tuple[Future, object] | None = None
+        waiting: Future | None = None
         for f in files:
-            if store.exists(manifest_key(source_name, f.name)):
+            try:
+                copied = _copy(source, store, source_name, f, catalog)
+            except RefusedFile as e:
+                result.refused.append(_refuse(source, store, source_name, f, e))
+                continue
+            if copied is None:
                 result.skipped.append(f.name)
                 continue
-            copied = _copy(source, store, source_name, f)
+            catalog.add(copied.manifest)  # the next file is placed after this one
+            if "notice" in copied.manifest:
+                result.notices.append(copied.manifest["notice"])
             if waiting is not None:
                 try:
-                    done(waiting[0].result(), waiting[1])
+                    done(waiting.result())
                 except BaseException:
                     copied.writer.abort()  # the file before failed to commit: this one is not committed either
                     raise
-            waiting = (committer.submit(_commit, source, store, source_name, f, files, copied), f)
+            waiting = committer.submit(_commit, source, store, source_name, f, files, copied, catalog)
         if waiting is not None:
-            done(waiting[0].result(), waiting[1])
+            done(waiting.result())
     return result
 
 
 def archive_file(source, store, source_name: str, f, listing: list) -> dict | None:
     """Archive one rotated file (None when it already is). Files of one source may be archived
     concurrently (one Airflow task each): a purge gap is looked for only where the file before
-    this one is gone from the server, since the server's own files follow each other."""
-    if store.exists(manifest_key(source_name, f.name)):
+    this one is gone from the server, since the server's own files follow each other. A file
+    the server refuses to send is recorded, then RefusedFile is raised with the remedy."""
+    catalog = Catalog.load(store, source_name)
+    try:
+        copied = _copy(source, store, source_name, f, catalog)
+    except RefusedFile as e:
+        raise RefusedFile(_refuse(source, store, source_name, f, e)["detail"], e.file, e.reason) from None
+    if copied is None:
         return None
-    return _commit(source, store, source_name, f, listing, _copy(source, store, source_name, f))
+    catalog.add(copied.manifest)
+    return _commit(source, store, source_name, f, listing, copied, catalog)
 
 
-def _commit(source, store, source_name: str, f, listing: list, copied: Copied) -> dict:
-    """Commit a copied file's object, then write its manifest."""
+def _refuse(source, store, source_name: str, f, e: RefusedFile) -> dict:
+    """Record a file the server refused to send, like a gap: with the server's reason and the remedy."""
+    where = source.binlog_dir or "/path/to/the/server/binlog/directory"
+    remedy = (f"archive it from the server's own files: binlake archive --source dir://{where} "
+              f"--store {store.url} --source-name {source_name} (files archived already are skipped)")
+    record = {"source": source_name, "file": f.name, "size": f.size, "server_uuid": source.server_uuid,
+              "source_url": source.url, "reason": e.reason, "remedy": remedy,
+              "refused_at": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+              "detail": f"{f.name}: the server refuses to send it ({e.reason}); {remedy}"}
+    store.put(refused_key(source_name, f.name), orjson.dumps(record, option=orjson.OPT_INDENT_2))
+    log.error("%s: %s", source.url, record["detail"])
+    return record
+
+
+def _commit(source, store, source_name: str, f, listing: list, copied: Copied, catalog: Catalog) -> dict:
+    """Commit a copied file's object, then write its manifest (and close a refusal of the file)."""
     try:
         copied.writer.commit()
     except BaseException:
         copied.writer.abort()
         raise
     manifest = copied.manifest
-    key = manifest_key(source_name, f.name)
-    previous = _previous_manifest(store, source_name, f.name)
+    name = manifest["name"]
+    previous, _ = catalog.neighbours(manifest["generation"], file_number(f.name))
     if previous is not None:
-        after = file_number(previous["file"])
+        after = previous.number
         on_server = any(after < file_number(g.name) < file_number(f.name) for g in listing)
-        gap = None if on_server else _gap(previous, manifest)
+        gap = None if on_server else _gap(previous.manifest, manifest)
         if gap:
             manifest["gap"] = gap
             log.error("%s: %s", source.url, gap["detail"])
     # orjson: json's encoder falls back to pure Python when it indents (bench/RESULTS.md, archive)
-    store.put(key, orjson.dumps(manifest, option=orjson.OPT_INDENT_2))
-    log.info("%s: archived %s (%d bytes, %d transactions)", source.url, f.name, f.size,
+    store.put(manifest_key(source_name, name), orjson.dumps(manifest, option=orjson.OPT_INDENT_2))
+    if "notice" in manifest:
+        log.warning("%s: %s", source.url, manifest["notice"]["detail"])
+    if store.exists(refused_key(source_name, f.name)):
+        store.delete(refused_key(source_name, f.name))  # the gap the refusal left is closed
+        log.info("%s: %s, refused by the server before, is archived now", source.url, f.name)
+    log.info("%s: archived %s (%d bytes, %d transactions)", source.url, name, f.size,
              manifest["transaction_count"])
     return manifest
 
 
 def gap_anomaly(source_name: str, manifest: dict) -> dict:
     """The GTID_GAP anomaly of a manifest that records files purged before they were archived."""
-    return {"source": source_name, "binlog_file": manifest["file"], "start_pos": 0, "end_pos": 0,
-            "code": "GTID_GAP", "detail": manifest["gap"]["detail"], "severity": "error"}
+    return {"source": source_name, "binlog_file": name_of(manifest), "start_pos": 0,
+            "end_pos": 0, "code": "GTID_GAP", "detail": manifest["gap"]["detail"], "severity": "error"}
 
 
 @dataclass
@@ -132,25 +194,38 @@ class Copied:
 AHEAD = 4  # runs of events received while earlier ones are checked, hashed and written (a few MiB)
 
 
-def _copy(source, store, source_name: str, f) -> Copied:
-    """Copy and verify one file. While this thread receives a run of events, one thread checks
-    and indexes the runs before it and another hashes and writes them: the socket's reads,
-    CRC32, sha256 and the writes all let go of the GIL, so they overlap. Nothing is committed
-    before every run is checked."""
+def _copy(source, store, source_name: str, f, catalog: Catalog) -> Copied | None:
+    """Copy and verify one file, None when it is archived already. Its head comes first: it says
+    whether the file is archived, and else which generation it joins and under which key.
+    While this thread receives a run of events, one thread checks and indexes the runs before
+    it and another hashes and writes them: the socket's reads, CRC32, sha256 and the writes all
+    let go of the GIL, so they overlap. Nothing is committed before every run is checked."""
     verifier = Verifier(f.name)
-    writer = store.writer(binlog_key(source_name, f.name))
-    checker = ThreadPoolExecutor(1, thread_name_prefix="binlake-check")
-    keeper = ThreadPoolExecutor(1, thread_name_prefix="binlake-write")
-    ahead: deque[tuple[Future, Future]] = deque()
     # closed whatever happens: a failed copy must not keep its dump connection (and the server's
     # dump thread, which holds the file against PURGE) alive until the garbage collector runs
     stream = source.stream(f)
     try:
-        magic = next(stream, b"")
+        head, taken = read_head(stream)
+        if head is None:
+            _refuse_head(verifier, taken)
+        assert head is not None
+        if catalog.find(f.name, f.size, head, source.server_uuid) is not None:
+            stream.close()
+            return None
+        placed = catalog.place(f.name, head, source.server_uuid)
+    except BaseException:
+        stream.close()
+        raise
+    writer = store.writer(binlog_key(source_name, placed.name))
+    checker = ThreadPoolExecutor(1, thread_name_prefix="binlake-check")
+    keeper = ThreadPoolExecutor(1, thread_name_prefix="binlake-write")
+    ahead: deque[tuple[Future, Future]] = deque()
+    try:
+        magic = taken[0]
         verifier.magic(magic)
         writer.write(magic)
         try:
-            for run in _batched(stream):
+            for run in _batched(itertools.chain(taken[1:], stream)):
                 ahead.append((checker.submit(verifier.events, run), keeper.submit(_keep, verifier, writer, run)))
                 if len(ahead) > AHEAD:
                     _done(ahead.popleft())
@@ -171,8 +246,18 @@ def _copy(source, store, source_name: str, f) -> Copied:
         stream.close()
         checker.shutdown()
         keeper.shutdown()
-    return Copied(verifier.manifest(source=source_name, source_url=source.url, server_uuid=source.server_uuid,
-                                    archived_at=dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")), writer)
+    extra = {"notice": placed.notice} if placed.notice else {}
+    return Copied(verifier.manifest(name=placed.name, generation=placed.generation, head_sha256=head.fingerprint,
+                                    source=source_name, source_url=source.url, server_uuid=source.server_uuid,
+                                    archived_at=dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+                                    **extra), writer)
+
+
+def _refuse_head(verifier: Verifier, taken: list[bytes]) -> None:
+    """A file whose first bytes hold no head: the verifier names what is wrong, where."""
+    verifier.magic(taken[0] if taken else b"")
+    verifier.events(b"".join(taken[1:]))
+    raise BinlogError(verifier.name, verifier.pos, "no FORMAT_DESCRIPTION event at the start of the file")
 
 
 def _batched(stream: Iterator[bytes], least: int = 1 << 18) -> Iterator[bytes]:
@@ -208,22 +293,9 @@ def _drain(ahead: deque[tuple[Future, Future]]) -> None:
         _done(ahead.popleft())
 
 
-def file_number(name: str) -> int:
-    return int(name.rsplit(".", 1)[1])
-
-
-def _previous_manifest(store, source_name: str, name: str) -> dict | None:
-    """The manifest of the archived file just before `name` in binlog order."""
-    names = [k.rsplit("/", 1)[1][:-len(".json")] for k in store.keys(f"{source_name}/manifests")]
-    names = [n for n in names if n.rsplit(".", 1)[-1].isdigit() and file_number(n) < file_number(name)]
-    if not names:
-        return None
-    return json.loads(store.get(manifest_key(source_name, max(names, key=file_number))))
-
-
 def _gap(last: dict, new: dict) -> dict | None:
     """What was lost between the last archived file and this one: purged files and their GTIDs."""
-    base, digits = new["file"].rsplit(".", 1)
+    base, digits = new["file"].rsplit(".", 1)  # the server's names, not the archive's
     lost = range(file_number(last["file"]) + 1, file_number(new["file"]))
     missing_files = [f"{base}.{n:0{len(digits)}d}" for n in lost]
     if new.get("flavor") == "mariadb":

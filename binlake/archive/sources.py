@@ -22,6 +22,7 @@ from binlake.errors import BinlakeError
 COM_BINLOG_DUMP = 0x12
 BINLOG_DUMP_NON_BLOCK = 0x01
 BINLOG_SEND_ANNOTATE_ROWS_EVENT = 0x02  # MariaDB leaves ANNOTATE_ROWS out unless asked
+ER_SOURCE_FATAL_ERROR_READING_BINLOG = 1236  # the dump stopped: the reason is in the message
 _HEADER = struct.Struct("<IBIIIH")
 READ_SIZE = 1 << 20  # bytes read at once, from a file or the server's socket
 # Bytes of events taken out of dump packets by each path in this process (tests and benchmarks read it).
@@ -30,6 +31,15 @@ dumped = {"compiled": 0, "reference": 0}
 
 class SourceError(BinlakeError):
     """A source cannot be read: names the source (never its password) and why."""
+
+
+class RefusedFile(SourceError):
+    """The server lists a file but refuses to send it (MySQL with GTID_MODE=ON refuses files of
+    anonymous transactions, written before an online migration of gtid_mode): its reason."""
+
+    def __init__(self, message: str, file: str, reason: str) -> None:
+        super().__init__(message)
+        self.file, self.reason = file, reason
 
 
 @dataclass(frozen=True)
@@ -51,6 +61,7 @@ class DirSource:
         self.path = Path(path)
         self.url = f"dir://{self.path}"
         self.server_uuid: str | None = None  # not knowable from files alone
+        self.binlog_dir: str | None = str(self.path)
 
     def files(self) -> list[BinlogFile]:
         if not self.path.is_dir():
@@ -126,6 +137,7 @@ class MySQLSource:
             unquote(u.password) if u.password is not None else os.environ.get("BINLAKE_MYSQL_PASSWORD", ""))
         self.server_id = server_id
         self.server_uuid: str | None = None
+        self.binlog_dir: str | None = None  # where the server keeps its binlog files (@@log_bin_basename)
         self.url = f"mysql://{self.user}@{self.host}:{self.port}"  # never the password
 
     def _connect(self):
@@ -154,6 +166,9 @@ class MySQLSource:
                 cur.execute("SHOW VARIABLES LIKE 'server_uuid'")  # MariaDB has none
                 found = cur.fetchone()
                 self.server_uuid = found[1] if found else None
+                cur.execute("SELECT @@log_bin_basename")
+                basename = cur.fetchone()[0]
+                self.binlog_dir = os.path.dirname(basename) if basename else None
         except pymysql.err.OperationalError as e:
             if e.args and e.args[0] in (1227, 1142):
                 raise SourceError(f"{self.url}: missing privilege: grant REPLICATION CLIENT and "
@@ -211,9 +226,18 @@ class MySQLSource:
         except pymysql.err.MySQLError as e:
             if e.args and e.args[0] in (1227, 1045):
                 raise SourceError(f"{self.url}: missing privilege REPLICATION SLAVE") from None
+            reason = str(e.args[-1] if e.args else e)
+            if e.args and e.args[0] == ER_SOURCE_FATAL_ERROR_READING_BINLOG and not _gone(reason):
+                raise RefusedFile(f"{self.url}: the server refuses to send {f.name}: {reason}", f.name,
+                                  reason) from None
             raise SourceError(f"{self.url}: dump of {f.name} failed: {e.args[-1] if e.args else e}") from None
         finally:
             conn.close()
+
+
+def _gone(reason: str) -> bool:
+    """Whether a dump failed because the file went (purged after the listing), not a refusal."""
+    return "could not find first log file" in reason.lower()
 
 
 class _Dump:

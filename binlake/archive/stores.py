@@ -88,6 +88,9 @@ class FileStore:
         w.write(data)
         w.commit()
 
+    def delete(self, key: str) -> None:
+        self._path(key).unlink(missing_ok=True)
+
     def keys(self, prefix: str) -> list[str]:
         base = self._path(prefix) if prefix else self.root
         if not base.exists():
@@ -212,6 +215,10 @@ class S3Store:
     def put(self, key: str, data: bytes) -> None:
         with self.failing(key, "write the object"):
             self.s3.put_object(Bucket=self.bucket, Key=self._key(key), Body=data)
+
+    def delete(self, key: str) -> None:
+        with self.failing(key, "delete the object"):
+            self.s3.delete_object(Bucket=self.bucket, Key=self._key(key))
 
     def keys(self, prefix: str) -> list[str]:
         out = []

@@ -20,10 +20,12 @@ FATAL = ("access denied", "missing privilege", "binary logging is off")
 def _source_errors():
     from airflow.exceptions import AirflowFailException
 
-    from binlake.archive.sources import SourceError
+    from binlake.archive.sources import RefusedFile, SourceError
 
     try:
         yield
+    except RefusedFile as e:  # recorded in the store with the remedy; a retry would be refused again
+        raise AirflowFailException(str(e)) from None
     except SourceError as e:
         if any(reason in str(e) for reason in FATAL):
             raise AirflowFailException(str(e)) from None
@@ -66,9 +68,12 @@ def list_new_files() -> list[dict]:
 ### Archive one binlog file
 Copies the file over the replication protocol (or from its directory), verifying CRC32,
 positions, size and sha256 while it streams; the object is committed whole, then its manifest
-(with the transaction index) is written. A rerun finds the manifest and does nothing. A file
-purged from the server before it was copied is skipped here; the next file's manifest records
-the gap, and the validation of its range reports it.
+(with the transaction index) is written. A rerun finds the manifest of this very file (same
+name, server and head) and does nothing. A same-named file of another history (a reset, a
+failover) is a new generation, archived beside the old one: a warning in the log, nothing lost.
+A file purged from the server before it was copied is skipped here; the next file's manifest
+records the gap, and the validation of its range reports it. A file the server refuses to send
+fails this task at once with the server's reason and the remedy (docs/archive.md).
 """)
 def archive_file(item: dict) -> dict | None:
     from airflow.exceptions import AirflowSkipException
@@ -90,9 +95,11 @@ def archive_file(item: dict) -> dict | None:
         manifest = archive_one(source, resources.open_store(cfg), spec.name, f, listing)
     if manifest is None:
         raise AirflowSkipException(f"{spec.name}: {f.name} is already archived")
-    facts = {"source": spec.name, "file": f.name, "size": manifest["size"], "sha256": manifest["sha256"],
+    facts = {"source": spec.name, "file": f.name, "name": manifest["name"], "generation": manifest["generation"],
+             "size": manifest["size"], "sha256": manifest["sha256"],
              "transactions": manifest["transaction_count"], "max_commit_ts": manifest["max_commit_ts"],
-             "last_event_ts": manifest["last_event_ts"], "gap": (manifest.get("gap") or {}).get("detail")}
+             "last_event_ts": manifest["last_event_ts"], "gap": (manifest.get("gap") or {}).get("detail"),
+             "notice": (manifest.get("notice") or {}).get("detail")}
     context["outlet_events"][ARCHIVE_ALIAS].add(archive_asset(spec.name), extra=facts)
     return facts
 
@@ -113,10 +120,14 @@ def summarize(results: list[dict | None]) -> dict:
         s["transactions"] += r["transactions"]
         if r["gap"]:
             s["gaps"].append(r["gap"])
+        if r.get("notice"):
+            s.setdefault("notices", []).append(r["notice"])
     for name, s in sorted(by_source.items()):
         log.info("%s: archived %d files, %d bytes, %d transactions", name, s["files"], s["bytes"], s["transactions"])
         for gap in s["gaps"]:
             log.error("%s: %s", name, gap)
+        for notice in s.get("notices", []):  # a reset or another server: archived, nothing lost
+            log.warning("%s: %s", name, notice)
     if not done:
         log.info("nothing new to archive")
     return by_source
