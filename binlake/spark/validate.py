@@ -6,9 +6,10 @@ need more than one row are GX `UnexpectedRowsExpectation`s: Spark SQL over the b
 few views made here from the warehouse and the archive's manifests:
 
   bl_transactions      the transactions of the range
-  bl_archive_files     per archived file: how many transactions its manifest puts in the range
-  bl_known_gtids       GTID intervals known outside the range: before it (the first file's
-                       PREVIOUS_GTIDS / GTID_LIST), archived outside it, recorded as purged
+  bl_archive_files     per archived file (archive name): how many transactions its manifest
+                       puts in the range, and its GTID epoch (a reset starts the next)
+  bl_chain_breaks      where the server's GTID chain breaks before a file of the range, within
+                       its generation: files and GTIDs missing (binlake/archive/chain.py)
   bl_xa_completions    XA COMMIT / ROLLBACK of any date, by source and xid
   bl_params            xa_cutoff: the range's end minus the configured age
 
@@ -30,9 +31,10 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from binlake.archive.run import file_number
+from binlake.archive.chain import breaks, epochs
+from binlake.archive.identity import name_of
+from binlake.archive.run import refusals
 from binlake.archive.stores import open_store
-from binlake.binlog.gtid import Intervals
 from binlake.errors import BinlakeError
 from binlake.spark import schema
 from binlake.spark.job import compact_ts, warehouse_uri
@@ -166,11 +168,12 @@ class Validation:
         """The views the multi-row expectations query."""
         sp = self.spark
         txns.createOrReplaceTempView("bl_transactions")
-        files, known = self._archive_facts()
-        sp.createDataFrame(files, "source string, binlog_file string, transactions long") \
+        files, chain = self._archive_facts()
+        sp.createDataFrame(files, "source string, binlog_file string, transactions long, epoch int") \
             .createOrReplaceTempView("bl_archive_files")
-        sp.createDataFrame(known, "source string, sid string, lo long, hi long").createOrReplaceTempView(
-            "bl_known_gtids")
+        sp.createDataFrame(chain, "source string, generation int, binlog_file string, previous_file string, "
+                                  "missing_files string, missing_gtids string, detail string") \
+            .createOrReplaceTempView("bl_chain_breaks")
         completions = (self.table("transactions").where(F.col("kind").isin("xa_commit", "xa_rollback"))
                        .select("source", "xa_xid").distinct())
         completions.createOrReplaceTempView("bl_xa_completions")
@@ -178,28 +181,23 @@ class Validation:
         sp.createDataFrame([(cutoff,)], "xa_cutoff timestamp").createOrReplaceTempView("bl_params")
 
     def _archive_facts(self) -> tuple[list[tuple], list[tuple]]:
-        """Per file, its transactions in the range; per (source, sid), the GTID intervals known outside it."""
+        """Per archived file of the range, its transactions in the range and GTID epoch; the
+        breaks of the server's chain before those files."""
         store = open_store(self.store)
         store.check()
         files: list[tuple] = []
-        known: list[tuple] = []
+        chain: list[tuple] = []
         for source in self.source_names or sources(store):
-            chosen = sorted((m for m in manifests(store, source) if meets(m, self.start, self.end)),
-                            key=lambda m: file_number(m["file"]))
-            outside = Intervals()
+            found = list(manifests(store, source))
+            epoch = epochs(found)
+            chosen = [m for m in found if meets(m, self.start, self.end)]
             for m in chosen:
                 entries = m.get("transactions") or []
-                files.append((source, m["file"], sum(self.start <= e[3] < self.end for e in entries)))
-                for e in entries:
-                    if not self.start <= e[3] < self.end:
-                        outside.add_gtid(e[2])
-                for g in ((m.get("gap") or {}).get("missing_gtids") or "").split(","):
-                    outside.add_text(g)
-            if chosen:
-                for text in (chosen[0].get("previous_gtids") or "").split(","):
-                    outside.add_text(text, from_one=True)
-            known += [(source, sid, a, b) for sid, a, b in outside.closed()]
-        return files, known
+                files.append((source, name_of(m), sum(self.start <= e[3] < self.end for e in entries),
+                              epoch[int(m.get("generation") or 1)]))
+            chain += [tuple(b.values()) for b in breaks(source, found, refusals(store, source),
+                                                       {name_of(m) for m in chosen})]
+        return files, chain
 
     # -- the suites ----------------------------------------------------------------------
 
