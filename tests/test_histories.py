@@ -1,0 +1,336 @@
+"""Real server histories (issue 20): a reset, holes in GTID numbering, files the server refuses
+to send after a GTID migration. Each scenario runs on a server of its own (they RESET, SET
+GLOBAL and migrate gtid_mode), archives by runs before and after the event, and ends with
+the archive byte-identical to the server's files, `binlake assemble` equal to `binlake scan`
+over every generation, the rows equal to the server's SELECT, the GTIDs equal to the server's
+own sets, and `binlake validate` passing. Broken variants fail validation with words that
+name what is wrong."""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+from pathlib import Path
+
+import pytest
+
+from binlake.archive.identity import server_file
+from binlake.binlog.gtid import parse_gtid_set
+from tests.support.lake import differences, lake, rows, scanned
+from tests.support.scanning import ndjson, run_cli, scan
+
+RANGE = ("2000-01-01", "2100-01-01")
+
+
+def _traffic(server, phase: str, transactions: int, seed: int, rotate_every: int = 4) -> None:
+    """A recorded, seeded workload: `transactions` transactions of 1-3 inserts each into h.t,
+    rotating the binary log every few; the server's SELECT and GTID sets are the oracle."""
+    rng = random.Random(seed)
+    with server.connect() as conn, conn.cursor() as cur:
+        cur.execute("CREATE DATABASE IF NOT EXISTS h")
+        cur.execute("CREATE TABLE IF NOT EXISTS h.t (id INT PRIMARY KEY, phase VARCHAR(16), v VARCHAR(40))")
+        cur.execute("SELECT COALESCE(MAX(id), 0) FROM h.t")
+        next_id = cur.fetchone()[0] + 1
+        for i in range(transactions):
+            cur.execute("BEGIN")
+            for _ in range(rng.randint(1, 3)):
+                cur.execute("INSERT INTO h.t VALUES (%s, %s, %s)", (next_id, phase, f"{rng.getrandbits(64):016x}"))
+                next_id += 1
+            cur.execute("COMMIT")
+            if i % rotate_every == rotate_every - 1:
+                cur.execute("FLUSH BINARY LOGS")
+        cur.execute("FLUSH BINARY LOGS")  # every transaction in a rotated (closed) file
+
+
+def _gtid_executed(server) -> str:
+    with server.connect() as conn, conn.cursor() as cur:
+        if server.flavor == "mysql":
+            cur.execute("SELECT @@global.gtid_executed")
+        else:
+            cur.execute("SELECT @@global.gtid_binlog_pos")
+        return cur.fetchone()[0].replace("\n", "")
+
+
+def _table(server) -> list[dict]:
+    with server.connect() as conn, conn.cursor() as cur:
+        cur.execute("SELECT id, phase, v FROM h.t ORDER BY id")
+        return [{"id": i, "phase": p, "v": v} for i, p, v in cur.fetchall()]
+
+
+def _rotated(server) -> dict[str, bytes]:
+    """The server's closed binlog files, read from its data directory."""
+    with server.connect() as conn, conn.cursor() as cur:
+        cur.execute("SHOW BINARY LOGS")
+        names = [r[0] for r in cur.fetchall()][:-1]
+    return {n: (server.binlog_dir / n).read_bytes() for n in names}
+
+
+def _archive(server, store: Path, name: str = "src", *extra: str):
+    proc = run_cli("archive", "--source", f"mysql://root@127.0.0.1:{server.port}", "--store", f"file://{store}",
+                   "--source-name", name, *extra)
+    return proc, ndjson(proc.stdout)
+
+
+def _objects(store: Path, name: str = "src") -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted((store / name / "binlogs").iterdir())}
+
+
+def _gtids(values) -> set[str]:
+    """MySQL GTID sets or single GTIDs as single GTIDs."""
+    out = set()
+    for text in values:
+        for (sid, tag), ivs in parse_gtid_set(text).intervals.items():
+            out |= {f"{sid}:{tag}:{n}" if tag else f"{sid}:{n}" for a, b in ivs for n in range(a, b)}
+    return out
+
+
+def _assemble_and_check(spark, store: Path, warehouse: Path, name: str = "src") -> list[dict]:
+    """Assemble every generation; the tables equal `binlake scan` of every archived object; the
+    range validates. Returns the transactions."""
+    from binlake.spark.job import assemble
+    from binlake.spark.validate import validate
+
+    assemble(spark, f"file://{store}", str(warehouse), *RANGE)
+    objects = sorted((store / name / "binlogs").iterdir())
+    out = {"transaction": [], "row_change": [], "anomaly": []}
+    for path in objects:  # one scan per file: a generation's files follow on, two generations do not
+        for kind, recs in scan([path], rows=True, source=name).items():
+            out[kind] += recs
+    assert differences(lake(warehouse), scanned(out)) == {}
+    assert not out["anomaly"]
+    report = validate(spark, str(warehouse), *RANGE, store=f"file://{store}")
+    assert report.success, report.text()
+    return list(rows(warehouse, "transactions"))
+
+
+def _inserted(warehouse: Path) -> list[dict]:
+    got = [json.loads(r["after"]) if isinstance(r["after"], str) else r["after"]
+           for r in rows(warehouse, "row_changes") if r["op"] == "insert" and r["table"] == "t"]
+    return sorted(got, key=lambda r: r["id"])
+
+
+@pytest.mark.parametrize("flavor", ["mysql", "mariadb"])
+def test_a_reset_starts_a_new_generation_and_loses_nothing(request, flavor, spark, tmp_path):
+    server = request.getfixturevalue(f"{flavor}_factory")()
+    store = tmp_path / "store"
+    _traffic(server, "before", 10, seed=1)
+    before_gtids = _gtid_executed(server)
+    first = _rotated(server)
+    proc, out = _archive(server, store)
+    assert proc.returncode == 0, proc.stderr
+    assert out[-1]["archived"] == sorted(first)
+
+    with server.connect() as conn, conn.cursor() as cur:
+        cur.execute("RESET BINARY LOGS AND GTIDS" if flavor == "mysql" else "RESET MASTER")
+    _traffic(server, "after", 7, seed=2)
+    after_gtids = _gtid_executed(server)
+    second = _rotated(server)
+    assert set(second) <= set(first)  # the server reused the names: the trap of issue 20
+    proc, out = _archive(server, store)
+    # every new file archived, exit 0, with the notice
+    assert proc.returncode == 0, proc.stderr
+    notices = [r for r in out if r["record"] == "notice"]
+    assert [(n["kind"], n["generation"], n["file"]) for n in notices] == [("reset", 2, "binlog.000001")]
+    assert "notice: binlog.000001: a new generation 2" in proc.stderr
+    assert out[-1]["archived"] == [f"{n}@g0002" for n in sorted(second)]
+    assert out[-1]["already_archived"] == 0
+    # byte-identical: generation 1 to the files the server had before the reset, 2 to today's
+    objects = _objects(store)
+    assert objects == {**first, **{f"{n}@g0002": b for n, b in second.items()}}
+    again, out = _archive(server, store)
+    assert again.returncode == 0 and out[-1]["archived"] == [] and out[-1]["already_archived"] == len(second)
+
+    txns = _assemble_and_check(spark, store, tmp_path / "lake")
+    by_gen = {1: [], 2: []}
+    for t in txns:
+        by_gen[2 if "@g0002" in t["binlog_file"] else 1].append(t["gtid"])
+    # the GTIDs of each generation are what the server reported executed before and after the reset
+    if flavor == "mysql":
+        assert _gtids(by_gen[1]) == _gtids([before_gtids]) and len(by_gen[1]) == len(_gtids([before_gtids]))
+        assert _gtids(by_gen[2]) == _gtids([after_gtids]) and len(by_gen[2]) == len(_gtids([after_gtids]))
+    else:  # one domain, one server: sequence numbers 1..n, n from gtid_binlog_pos
+        for gen, pos in ((1, before_gtids), (2, after_gtids)):
+            domain, server_id, last = pos.split("-")
+            assert sorted(int(g.split("-")[2]) for g in by_gen[gen]) == list(range(1, int(last) + 1))
+    # every row the server holds, inserted once, from one generation or the other
+    assert _inserted(tmp_path / "lake") == _table(server)
+
+    _broken_variants(spark, store, tmp_path)
+
+
+def _broken_variants(spark, store: Path, tmp_path: Path) -> None:
+    """A file removed from the store, a manifest that belongs to another file: validation fails,
+    naming what is wrong."""
+    from binlake.spark.job import assemble
+    from binlake.spark.validate import validate
+
+    def broken(name: str, damage) -> str:
+        copy = tmp_path / f"store_{name}"
+        shutil.copytree(store, copy)
+        damage(copy / "src")
+        warehouse = tmp_path / f"lake_{name}"
+        assemble(spark, f"file://{copy}", str(warehouse), *RANGE)
+        report = validate(spark, str(warehouse), *RANGE, store=f"file://{copy}")
+        assert not report.success
+        return report.text()
+
+    def remove(src: Path) -> None:
+        (src / "binlogs" / "binlog.000002").unlink()
+        (src / "manifests" / "binlog.000002.json").unlink()
+
+    assert "binlog.000003: file binlog.000002 is not archived" in broken("removed", remove)
+
+    def foreign(src: Path) -> None:  # binlog.000002's manifest replaced by one of another file of that name
+        m = json.loads((src / "manifests" / "binlog.000002@g0002.json").read_text())
+        m.update(name="binlog.000002", generation=1)
+        (src / "manifests" / "binlog.000002.json").write_text(json.dumps(m))
+
+    text = broken("foreign", foreign)
+    assert "✗ unexpected_rows_expectation: the server's GTID chain holds" in text, text
+    # the foreign file's GTIDs are not the ones binlog.000003's PREVIOUS_GTIDS claim, and it has
+    # not the ones binlog.000001's chain leads to
+    assert "binlog.000003: GTIDs" in text and "are in no archived file" in text, text
+    assert "binlog.000002: GTIDs" in text and "of binlog.000001 are not in the previous GTIDs of binlog.000002" in text
+
+
+def test_holes_in_gtid_numbering_the_chain_does_not_claim_are_no_defect(mysql_factory, spark, tmp_path):
+    """Transactions written with an explicit gtid_next: the server's own number 100 after 1..n,
+    and a second uuid whose numbers start at 42. Healthy: validate passes."""
+    server = mysql_factory()
+    other = "9b1deb4d-3b7d-4bad-9bdd-2b0d7b3dcb6d"
+    _traffic(server, "auto", 5, seed=3)
+    with server.connect() as conn, conn.cursor() as cur:
+        cur.execute("SELECT @@server_uuid")
+        own = cur.fetchone()[0]
+        for gtid in (f"{own}:100", f"{other}:42", f"{other}:43", f"{other}:50"):
+            cur.execute(f"SET gtid_next = '{gtid}'")
+            cur.execute("INSERT INTO h.t VALUES (%s, 'explicit', %s)", (int(gtid.rsplit(":", 1)[1]) + 1000, gtid))
+            cur.execute("SET gtid_next = 'AUTOMATIC'")
+            cur.execute("FLUSH BINARY LOGS")
+    _traffic(server, "auto2", 5, seed=4)
+    executed = _gtid_executed(server)
+    first = _rotated(server)
+    proc, out = _archive(server, store := tmp_path / "store")
+    assert proc.returncode == 0, proc.stderr
+    assert _objects(store) == first
+    txns = _assemble_and_check(spark, store, tmp_path / "lake")
+    got = [t["gtid"] for t in txns]
+    assert len(got) == len(set(got)) and _gtids(got) == _gtids([executed])  # holes and all
+    assert {f"{other}:42", f"{other}:50", f"{own}:100"} <= set(got)
+    assert _inserted(tmp_path / "lake") == _table(server)
+
+
+def test_files_refused_after_a_gtid_migration_are_recorded_then_archived_from_the_directory(
+        mysql_factory, spark, tmp_path):
+    """MySQL's online migration of gtid_mode (OFF -> OFF_PERMISSIVE -> ON_PERMISSIVE -> ON)
+    leaves files of anonymous transactions, which a server with GTID_MODE=ON refuses to send.
+    The run records each with the server's reason and the remedy, archives every later file and
+    exits 1; validation fails naming them; the directory run closes the gap."""
+    server = mysql_factory(gtid_mode="OFF", enforce_gtid_consistency="OFF")
+    _traffic(server, "anonymous", 6, seed=5, rotate_every=3)
+    with server.connect() as conn, conn.cursor() as cur:
+        for step in ("SET GLOBAL enforce_gtid_consistency = ON", "SET GLOBAL gtid_mode = OFF_PERMISSIVE",
+                     "SET GLOBAL gtid_mode = ON_PERMISSIVE", "SET GLOBAL gtid_mode = ON"):
+            cur.execute(step)
+    _traffic(server, "gtid", 6, seed=6, rotate_every=3)
+    files = _rotated(server)
+    store = tmp_path / "store"
+    proc, out = _archive(server, store)
+    assert proc.returncode == 1
+    refused = [r for r in out if r["record"] == "refused"]
+    assert refused and all("anonymous transaction" in r["reason"] for r in refused)
+    assert all(f"--source dir://{server.binlog_dir}" in r["remedy"] and "--source-name src" in r["remedy"]
+               for r in refused)
+    assert "the server refuses to send" in proc.stderr and "binlake archive --source dir://" in proc.stderr
+    # every later file archived past the refused ones
+    last_refused = max(r["file"] for r in refused)
+    later = [n for n in files if n > last_refused]
+    assert later and set(later) <= set(out[-1]["archived"])
+    assert all(r["file"] not in _objects(store) for r in refused)
+
+    from binlake.spark.job import assemble
+    from binlake.spark.validate import validate
+
+    assemble(spark, f"file://{store}", str(tmp_path / "gappy"), *RANGE)
+    report = validate(spark, str(tmp_path / "gappy"), *RANGE, store=f"file://{store}")
+    text = report.text()
+    assert not report.success
+    for r in refused:  # each named with the server's reason and the remedy
+        assert f"{r['file']}: the server refuses to send it (" in text and r["remedy"] in text, text
+
+    # the remedy, as the record words it
+    fix = run_cli(*refused[0]["remedy"].split(": ", 1)[1].split(" (")[0].split()[1:])
+    assert fix.returncode == 0, fix.stderr
+    fixed = ndjson(fix.stdout)[-1]
+    assert sorted(fixed["archived"]) == sorted(r["file"] for r in refused)
+    assert not list((store / "src").glob("refused/*"))
+    assert _objects(store) == files  # byte-identical, one generation
+    again, out = _archive(server, store)
+    assert again.returncode == 0 and out[-1]["archived"] == [] and out[-1]["refused"] == []
+    txns = _assemble_and_check(spark, store, tmp_path / "lake")
+    anonymous = [t for t in txns if t["gtid"] is None]
+    assert anonymous and all(server_file(t["binlog_file"]) <= last_refused for t in anonymous)
+    assert _inserted(tmp_path / "lake") == _table(server)
+
+
+def test_a_restore_into_a_fresh_server_under_the_old_source_name(mysql_factory, spark, tmp_path):
+    """A dump (mysqldump --set-gtid-purged=ON) loaded into a fresh server, archived under the old
+    source name: another server, so a new generation; the purged GTIDs its chain claims are the
+    ones the old server's generation archived, so no break."""
+    import subprocess
+
+    from tests.support.servers import mysql_argv
+
+    old = mysql_factory()
+    _traffic(old, "old", 8, seed=7)
+    old_gtids = _gtid_executed(old)
+    first = _rotated(old)
+    store = tmp_path / "store"
+    assert _archive(old, store)[0].returncode == 0
+    dump = subprocess.run([*mysql_argv("mysqldump"), "-h127.0.0.1", f"-P{old.port}", "-uroot", "--databases", "h",
+                           "--single-transaction", "--set-gtid-purged=ON"], capture_output=True, check=True).stdout
+    new = mysql_factory()
+    subprocess.run([*mysql_argv("mysql"), "-h127.0.0.1", f"-P{new.port}", "-uroot"], input=dump, check=True)
+    with new.connect() as conn, conn.cursor() as cur:
+        cur.execute("FLUSH BINARY LOGS")  # a file whose PREVIOUS_GTIDS claim the purged GTIDs
+    _traffic(new, "restored", 6, seed=8)
+    second = _rotated(new)
+    proc, out = _archive(new, store)
+    assert proc.returncode == 0, proc.stderr
+    assert [(n["kind"], n["generation"]) for n in out if n["record"] == "notice"] == [("new_server", 2)]
+    assert _objects(store) == {**first, **{f"{n}@g0002": b for n, b in second.items()}}
+    txns = _assemble_and_check(spark, store, tmp_path / "lake")
+    gen2 = [t["gtid"] for t in txns if "@g0002" in t["binlog_file"]]
+    # generation 2 holds what the new server executed itself: its gtid_executed less the purged
+    assert _gtids(gen2) == _gtids([_gtid_executed(new)]) - _gtids([old_gtids]) and len(gen2) == len(set(gen2))
+    assert _inserted(tmp_path / "lake") == _table(new)
+
+
+def test_mysqld_killed_mid_file_and_restarted(mysql_factory, spark, tmp_path):
+    """The file mysqld was writing when it was killed ends without ROTATE or STOP; the server
+    starts a new file when it restarts. Archived whole, byte for byte, continuity holding."""
+    from binlake.binlog import constants as c
+    from binlake.binlog.framing import BinlogReader
+
+    server = mysql_factory()
+    _traffic(server, "before", 5, seed=9)
+    with server.connect() as conn, conn.cursor() as cur:
+        cur.execute("SHOW BINARY LOG STATUS")
+        crashed = cur.fetchone()[0]
+        for i in range(3):  # committed (sync_binlog=1) into the file the crash leaves open
+            cur.execute("INSERT INTO h.t VALUES (%s, 'crash', 'x')", (10_000 + i,))
+    server.kill()
+    server.restart()
+    _traffic(server, "after", 4, seed=10)
+    files = _rotated(server)
+    with BinlogReader.open(server.binlog_dir / crashed) as r:
+        assert [f.type for f in r.frames()][-1] not in (c.ROTATE_EVENT, c.STOP_EVENT)  # the crash's mark
+    store = tmp_path / "store"
+    proc, out = _archive(server, store)
+    assert proc.returncode == 0, proc.stderr
+    assert _objects(store) == files
+    txns = _assemble_and_check(spark, store, tmp_path / "lake")
+    assert sum(t["binlog_file"] == crashed for t in txns) >= 3
+    assert _gtids(t["gtid"] for t in txns) == _gtids([_gtid_executed(server)])
+    assert _inserted(tmp_path / "lake") == _table(server)
