@@ -399,8 +399,9 @@ def test_process_killed_mid_copy(mysql_server, tmp_path):
     for k in store.keys("k/manifests"):
         name = k.rsplit("/", 1)[1][:-5]
         assert store.get(f"k/binlogs/{name}") == (mysql_server.binlog_dir / name).read_bytes()
-    done = run_cli(*argv[3:])  # the next run completes the archive
+    done = run_cli(*argv[3:])  # the next run completes the archive, and discards the dead run's temporary
     assert done.returncode == 0, done.stderr
+    assert not flying.exists() and not list((store_dir / "k").rglob(".tmp-*"))
     _assert_whole(store, "k", mysql_server)
     src = MySQLSource(f"mysql://root@127.0.0.1:{mysql_server.port}")
     assert all(store.exists(f"k/manifests/{f.name}.json") for f in src.files())
@@ -505,3 +506,90 @@ def test_a_failed_commit_stops_the_copy_behind_it(tmp_path):
     assert archive(DirSource(str(src)), store, "m").archived == names[1:]
     for n in names:
         assert store.get(f"m/binlogs/{n}") == (src / n).read_bytes()
+
+
+def _s3_archiver(server, bucket: str):
+    import subprocess
+    import sys
+
+    argv = [sys.executable, "-m", "binlake.cli", "archive", "--source", f"mysql://root@127.0.0.1:{server.port}",
+            "--store", f"s3://{bucket}/a", "--source-name", "k"]
+    return argv, lambda: subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def _open_uploads(client, bucket: str) -> list[dict]:
+    return client.list_multipart_uploads(Bucket=bucket).get("Uploads", [])
+
+
+def _when_uploading(proc, client, bucket: str) -> bool:
+    """Wait until the archiver has a multipart upload open (False: it ended first)."""
+    import subprocess
+
+    while not _open_uploads(client, bucket):
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=0.01)
+        if proc.returncode is not None:
+            return False
+    return True
+
+
+def test_archiver_killed_mid_upload_leaves_nothing_to_pay_for(mysql_factory, s3_endpoint):
+    """SIGKILLed 15 times at random moments while its uploads are open, then run to the end:
+    every file byte-identical, no manifest without its object, and no incomplete multipart
+    upload left (each run discards what dead runs of the source left)."""
+    import random
+    import subprocess
+
+    server = mysql_factory()
+    _fresh_files(server, n=4, mib=24)
+    client = boto3.client("s3")
+    client.create_bucket(Bucket="killed")
+    argv, start = _s3_archiver(server, "killed")
+    rng = random.Random(15)
+    left = []
+    for _ in range(15):
+        proc = start()
+        if not _when_uploading(proc, client, "killed"):
+            break  # nothing left to copy
+        with contextlib.suppress(subprocess.TimeoutExpired):  # a random moment of the copy
+            proc.wait(timeout=rng.uniform(0, 0.3))
+        proc.kill()
+        proc.wait()
+        left.append(len(_open_uploads(client, "killed")))
+    assert max(left) >= 1, left  # the kills did leave uploads open
+    done = run_cli(*argv[3:])
+    assert done.returncode == 0, done.stderr
+    assert _open_uploads(client, "killed") == []
+    store = S3Store("s3://killed/a")
+    assert store.keys("k/leases") == []
+    names = [f.name for f in MySQLSource(f"mysql://root@127.0.0.1:{server.port}").files()]
+    assert [k.rsplit("/", 1)[1][:-5] for k in store.keys("k/manifests")] == names
+    for n in names:
+        assert store.get(f"k/binlogs/{n}") == (server.binlog_dir / n).read_bytes()
+
+
+def test_a_live_archivers_upload_is_not_discarded(mysql_factory, s3_endpoint):
+    """A run stopped (SIGSTOP) mid-upload is alive: another run of the source leaves its upload
+    alone, and the stopped run, continued, completes it."""
+    import signal
+
+    server = mysql_factory()
+    _fresh_files(server, n=2, mib=24)
+    client = boto3.client("s3")
+    client.create_bucket(Bucket="shared")
+    argv, start = _s3_archiver(server, "shared")
+    slow = start()
+    try:
+        assert _when_uploading(slow, client, "shared")
+        slow.send_signal(signal.SIGSTOP)
+        held = {u["UploadId"] for u in _open_uploads(client, "shared")}
+        other = run_cli(*argv[3:])
+        assert other.returncode == 0, other.stderr
+        assert held <= {u["UploadId"] for u in _open_uploads(client, "shared")}
+    finally:
+        slow.send_signal(signal.SIGCONT)
+    assert slow.wait(timeout=300) == 0
+    assert _open_uploads(client, "shared") == []
+    store = S3Store("s3://shared/a")
+    for f in MySQLSource(f"mysql://root@127.0.0.1:{server.port}").files():
+        assert store.get(f"k/binlogs/{f.name}") == (server.binlog_dir / f.name).read_bytes()

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import orjson
 
 from binlake.archive.identity import Catalog, file_number, name_of, read_head
+from binlake.archive.leases import Lease, clean
 from binlake.archive.sources import RefusedFile
 from binlake.archive.stores import Writer
 from binlake.archive.verify import Verifier
@@ -81,6 +82,12 @@ def archive(source, store, source_name: str) -> ArchiveResult:
     run goes on with the next.
     """
     store.check()
+    with Lease(store, source_name) as lease:
+        clean(store, source_name, lease)
+        return _archive(source, store, source_name, lease)
+
+
+def _archive(source, store, source_name: str, lease: Lease) -> ArchiveResult:
     result = ArchiveResult()
     files = sorted(source.files(), key=lambda f: file_number(f.name))
     log.info("%s: %d rotated files", source.url, len(files))
@@ -96,7 +103,7 @@ def archive(source, store, source_name: str) -> ArchiveResult:
         waiting: Future | None = None
         for f in files:
             try:
-                copied = _copy(source, store, source_name, f, catalog)
+                copied = _copy(source, store, source_name, f, catalog, lease)
             except RefusedFile as e:
                 result.refused.append(_refuse(source, store, source_name, f, e))
                 continue
@@ -123,15 +130,17 @@ def archive_file(source, store, source_name: str, f, listing: list) -> dict | No
     concurrently (one Airflow task each): a purge gap is looked for only where the file before
     this one is gone from the server, since the server's own files follow each other. A file
     the server refuses to send is recorded, then RefusedFile is raised with the remedy."""
-    catalog = Catalog.load(store, source_name)
-    try:
-        copied = _copy(source, store, source_name, f, catalog)
-    except RefusedFile as e:
-        raise RefusedFile(_refuse(source, store, source_name, f, e)["detail"], e.file, e.reason) from None
-    if copied is None:
-        return None
-    catalog.add(copied.manifest)
-    return _commit(source, store, source_name, f, listing, copied, catalog)
+    with Lease(store, source_name) as lease:
+        clean(store, source_name, lease)
+        catalog = Catalog.load(store, source_name)
+        try:
+            copied = _copy(source, store, source_name, f, catalog, lease)
+        except RefusedFile as e:
+            raise RefusedFile(_refuse(source, store, source_name, f, e)["detail"], e.file, e.reason) from None
+        if copied is None:
+            return None
+        catalog.add(copied.manifest)
+        return _commit(source, store, source_name, f, listing, copied, catalog)
 
 
 def _refuse(source, store, source_name: str, f, e: RefusedFile) -> dict:
@@ -194,7 +203,7 @@ class Copied:
 AHEAD = 4  # runs of events received while earlier ones are checked, hashed and written (a few MiB)
 
 
-def _copy(source, store, source_name: str, f, catalog: Catalog) -> Copied | None:
+def _copy(source, store, source_name: str, f, catalog: Catalog, lease: Lease) -> Copied | None:
     """Copy and verify one file, None when it is archived already. Its head comes first: it says
     whether the file is archived, and else which generation it joins and under which key.
     While this thread receives a run of events, one thread checks and indexes the runs before
@@ -217,6 +226,12 @@ def _copy(source, store, source_name: str, f, catalog: Catalog) -> Copied | None
         stream.close()
         raise
     writer = store.writer(binlog_key(source_name, placed.name))
+    try:
+        lease.hold(writer.id)  # a run killed from here on leaves a write the next run discards
+    except BaseException:
+        stream.close()
+        writer.abort()
+        raise
     checker = ThreadPoolExecutor(1, thread_name_prefix="binlake-check")
     keeper = ThreadPoolExecutor(1, thread_name_prefix="binlake-write")
     ahead: deque[tuple[Future, Future]] = deque()

@@ -8,10 +8,12 @@ one part buffered) completed only after every part was sent, and aborted on any 
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import mmap
 import os
 import tempfile
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -47,8 +49,20 @@ class StoreError(BinlakeError):
     """A store cannot be used: names the store URL and why."""
 
 
+@dataclass(frozen=True)
+class Unfinished:
+    """A write begun and neither committed nor aborted: an S3 multipart upload, a temporary file."""
+
+    key: str
+    id: str  # the upload id, or the temporary file's key
+    started: dt.datetime
+
+
 class Writer:
-    """Bytes in, an object out on `commit()`; `abort()` leaves nothing behind."""
+    """Bytes in, an object out on `commit()`; `abort()` leaves nothing behind. `id` names the
+    unfinished write meanwhile (Unfinished.id)."""
+
+    id: str
 
     def write(self, data: bytes) -> None:
         raise NotImplementedError
@@ -99,7 +113,25 @@ class FileStore:
                       and not p.name.startswith(".tmp-"))
 
     def writer(self, key: str) -> Writer:
-        return _FileWriter(self._path(key))
+        w = _FileWriter(self._path(key))
+        w.id = str(w.tmp.relative_to(self.root.resolve()))
+        return w
+
+    def unfinished(self, prefix: str) -> list[Unfinished]:
+        """Temporary files under a prefix: writes begun and not yet renamed or removed."""
+        base = self._path(prefix) if prefix.strip("/") else self.root
+        if not base.exists():
+            return []
+        out = []
+        for p in base.rglob(".tmp-*"):
+            with contextlib.suppress(FileNotFoundError):  # committed or aborted meanwhile
+                started = dt.datetime.fromtimestamp(p.stat().st_mtime, dt.UTC)
+                rel = str(p.relative_to(self.root.resolve()))
+                out.append(Unfinished(rel, rel, started))
+        return out
+
+    def discard(self, w: Unfinished) -> None:
+        self._path(w.id).unlink(missing_ok=True)
 
     @contextlib.contextmanager
     def open_range(self, key: str, start: int, end: int) -> Iterator[Range]:
@@ -232,6 +264,20 @@ class S3Store:
     def writer(self, key: str) -> Writer:
         return _S3Writer(self, key)
 
+    def unfinished(self, prefix: str) -> list[Unfinished]:
+        """Multipart uploads begun under a prefix and neither completed nor aborted."""
+        out = []
+        cut = len(self.prefix) + 1 if self.prefix else 0
+        with self.failing(prefix, "list the multipart uploads"):
+            for page in self.s3.get_paginator("list_multipart_uploads").paginate(Bucket=self.bucket,
+                                                                                 Prefix=self._key(prefix)):
+                out += [Unfinished(u["Key"][cut:], u["UploadId"], u["Initiated"]) for u in page.get("Uploads", [])]
+        return out
+
+    def discard(self, w: Unfinished) -> None:
+        with self.failing(w.key, "abort the multipart upload"):
+            self.s3.abort_multipart_upload(Bucket=self.bucket, Key=self._key(w.key), UploadId=w.id)
+
     @contextlib.contextmanager
     def open_range(self, key: str, start: int, end: int) -> Iterator[Range]:
         """Bytes [start, end) by one ranged GET, spooled to a temporary file and memory-mapped,
@@ -267,6 +313,7 @@ class _S3Writer(Writer):
         self.store, self.s3, self.bucket, self.name, self.key = store, store.s3, store.bucket, key, store._key(key)  # noqa: SLF001
         with store.failing(key, "start a multipart upload"):
             self.upload_id = self.s3.create_multipart_upload(Bucket=self.bucket, Key=self.key)["UploadId"]
+        self.id = self.upload_id
         self.parts: list[dict] = []
         self.buf = bytearray()
 
