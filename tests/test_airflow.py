@@ -14,7 +14,7 @@ import boto3
 import pytest
 
 from tests.support.lake import differences, lake, scanned
-from tests.support.scanning import REPO, scan
+from tests.support.scanning import REPO, run_cli, scan
 
 ARTIFACTS = Path(os.environ.get("BINLAKE_TEST_ARTIFACTS", REPO / ".artifacts"))
 DAG_CHECK = """
@@ -145,3 +145,48 @@ def test_wrong_mysql_password_fails_the_listing_with_the_reason(mysql_server, ai
     assert run["tasks"]["list_new_files"] == "failed"  # at once: credentials do not heal by retrying
     assert "access denied (wrong user or password)" in run["output"]
     assert not (tmp_path / "archive").exists() or not any((tmp_path / "archive").rglob("*.json"))
+
+
+def test_a_refused_file_fails_its_task_and_a_reset_is_a_warning(mysql_factory, airflow, tmp_path):
+    """The archive DAG on a server's history: files the server refuses to send (anonymous
+    transactions after a gtid_mode migration) fail their task at once with the reason and the
+    remedy while the later files are archived; after the remedy and a reset, the next run
+    archives the reused names as a new generation, with a warning, and succeeds."""
+    from tests.support.history import rotated, traffic
+
+    server = mysql_factory(gtid_mode="OFF", enforce_gtid_consistency="OFF")
+    traffic(server, "anonymous", 4, seed=11, rotate_every=2)
+    with server.connect() as conn, conn.cursor() as cur:
+        for mode in ("OFF_PERMISSIVE", "ON_PERMISSIVE", "ON"):
+            cur.execute("SET GLOBAL enforce_gtid_consistency = ON")
+            cur.execute(f"SET GLOBAL gtid_mode = {mode}")
+    traffic(server, "gtid", 4, seed=12, rotate_every=2)
+    store = tmp_path / "archive"
+    settings = {"store": f"file://{store}", "warehouse": str(tmp_path / "warehouse"),
+                "sources": [{"name": "live", "mysql_conn_id": "binlake_mysql"}]}
+    af = airflow({
+        "AIRFLOW_VAR_BINLAKE": json.dumps(settings),
+        "AIRFLOW_CONN_BINLAKE_MYSQL": json.dumps({"conn_type": "mysql", "host": server.host, "port": server.port,
+                                                  "login": server.user, "password": server.password}),
+    })
+    files = rotated(server)
+    run = af.dags_test("binlake_archive")
+    assert run["state"] == "failed"
+    states = [s for t, s in sorted(run["tasks"].items()) if t.startswith("archive_file[")]
+    refused = sorted(p.name[:-5] for p in (store / "live" / "refused").iterdir())
+    assert refused and states.count("failed") == len(refused) and states.count("success") == len(files) - len(refused)
+    assert "Cannot replicate anonymous transaction" in run["output"]
+    assert f"binlake archive --source dir://{server.binlog_dir} --store file://{store} --source-name live" \
+        in run["output"]
+
+    fix = run_cli("archive", "--source", f"dir://{server.binlog_dir}", "--store", f"file://{store}",
+                  "--source-name", "live")
+    assert fix.returncode == 0, fix.stderr
+    with server.connect() as conn, conn.cursor() as cur:
+        cur.execute("RESET BINARY LOGS AND GTIDS")
+    traffic(server, "after", 4, seed=13, rotate_every=2)
+    run = af.dags_test("binlake_archive")
+    assert run["state"] == "success", run["output"][-3000:]
+    assert "a new generation 2 of source live" in run["output"]
+    archived = {p.name: p.read_bytes() for p in (store / "live" / "binlogs").iterdir()}
+    assert archived == {**files, **{f"{n}@g0002": b for n, b in rotated(server).items()}}

@@ -9,7 +9,6 @@ name what is wrong."""
 from __future__ import annotations
 
 import json
-import random
 import shutil
 from pathlib import Path
 
@@ -17,53 +16,11 @@ import pytest
 
 from binlake.archive.identity import server_file
 from binlake.binlog.gtid import parse_gtid_set
+from tests.support.history import gtid_executed, rotated, table, traffic
 from tests.support.lake import differences, lake, rows, scanned
 from tests.support.scanning import ndjson, run_cli, scan
 
 RANGE = ("2000-01-01", "2100-01-01")
-
-
-def _traffic(server, phase: str, transactions: int, seed: int, rotate_every: int = 4) -> None:
-    """A recorded, seeded workload: `transactions` transactions of 1-3 inserts each into h.t,
-    rotating the binary log every few; the server's SELECT and GTID sets are the oracle."""
-    rng = random.Random(seed)
-    with server.connect() as conn, conn.cursor() as cur:
-        cur.execute("CREATE DATABASE IF NOT EXISTS h")
-        cur.execute("CREATE TABLE IF NOT EXISTS h.t (id INT PRIMARY KEY, phase VARCHAR(16), v VARCHAR(40))")
-        cur.execute("SELECT COALESCE(MAX(id), 0) FROM h.t")
-        next_id = cur.fetchone()[0] + 1
-        for i in range(transactions):
-            cur.execute("BEGIN")
-            for _ in range(rng.randint(1, 3)):
-                cur.execute("INSERT INTO h.t VALUES (%s, %s, %s)", (next_id, phase, f"{rng.getrandbits(64):016x}"))
-                next_id += 1
-            cur.execute("COMMIT")
-            if i % rotate_every == rotate_every - 1:
-                cur.execute("FLUSH BINARY LOGS")
-        cur.execute("FLUSH BINARY LOGS")  # every transaction in a rotated (closed) file
-
-
-def _gtid_executed(server) -> str:
-    with server.connect() as conn, conn.cursor() as cur:
-        if server.flavor == "mysql":
-            cur.execute("SELECT @@global.gtid_executed")
-        else:
-            cur.execute("SELECT @@global.gtid_binlog_pos")
-        return cur.fetchone()[0].replace("\n", "")
-
-
-def _table(server) -> list[dict]:
-    with server.connect() as conn, conn.cursor() as cur:
-        cur.execute("SELECT id, phase, v FROM h.t ORDER BY id")
-        return [{"id": i, "phase": p, "v": v} for i, p, v in cur.fetchall()]
-
-
-def _rotated(server) -> dict[str, bytes]:
-    """The server's closed binlog files, read from its data directory."""
-    with server.connect() as conn, conn.cursor() as cur:
-        cur.execute("SHOW BINARY LOGS")
-        names = [r[0] for r in cur.fetchall()][:-1]
-    return {n: (server.binlog_dir / n).read_bytes() for n in names}
 
 
 def _archive(server, store: Path, name: str = "src", *extra: str):
@@ -114,18 +71,18 @@ def _inserted(warehouse: Path) -> list[dict]:
 def test_a_reset_starts_a_new_generation_and_loses_nothing(request, flavor, spark, tmp_path):
     server = request.getfixturevalue(f"{flavor}_factory")()
     store = tmp_path / "store"
-    _traffic(server, "before", 10, seed=1)
-    before_gtids = _gtid_executed(server)
-    first = _rotated(server)
+    traffic(server, "before", 10, seed=1)
+    before_gtids = gtid_executed(server)
+    first = rotated(server)
     proc, out = _archive(server, store)
     assert proc.returncode == 0, proc.stderr
     assert out[-1]["archived"] == sorted(first)
 
     with server.connect() as conn, conn.cursor() as cur:
         cur.execute("RESET BINARY LOGS AND GTIDS" if flavor == "mysql" else "RESET MASTER")
-    _traffic(server, "after", 7, seed=2)
-    after_gtids = _gtid_executed(server)
-    second = _rotated(server)
+    traffic(server, "after", 7, seed=2)
+    after_gtids = gtid_executed(server)
+    second = rotated(server)
     assert set(second) <= set(first)  # the server reused the names: the trap of issue 20
     proc, out = _archive(server, store)
     # every new file archived, exit 0, with the notice
@@ -154,7 +111,7 @@ def test_a_reset_starts_a_new_generation_and_loses_nothing(request, flavor, spar
             domain, server_id, last = pos.split("-")
             assert sorted(int(g.split("-")[2]) for g in by_gen[gen]) == list(range(1, int(last) + 1))
     # every row the server holds, inserted once, from one generation or the other
-    assert _inserted(tmp_path / "lake") == _table(server)
+    assert _inserted(tmp_path / "lake") == table(server)
 
     _broken_variants(spark, store, tmp_path)
 
@@ -199,7 +156,7 @@ def test_holes_in_gtid_numbering_the_chain_does_not_claim_are_no_defect(mysql_fa
     and a second uuid whose numbers start at 42. Healthy: validate passes."""
     server = mysql_factory()
     other = "9b1deb4d-3b7d-4bad-9bdd-2b0d7b3dcb6d"
-    _traffic(server, "auto", 5, seed=3)
+    traffic(server, "auto", 5, seed=3)
     with server.connect() as conn, conn.cursor() as cur:
         cur.execute("SELECT @@server_uuid")
         own = cur.fetchone()[0]
@@ -208,9 +165,9 @@ def test_holes_in_gtid_numbering_the_chain_does_not_claim_are_no_defect(mysql_fa
             cur.execute("INSERT INTO h.t VALUES (%s, 'explicit', %s)", (int(gtid.rsplit(":", 1)[1]) + 1000, gtid))
             cur.execute("SET gtid_next = 'AUTOMATIC'")
             cur.execute("FLUSH BINARY LOGS")
-    _traffic(server, "auto2", 5, seed=4)
-    executed = _gtid_executed(server)
-    first = _rotated(server)
+    traffic(server, "auto2", 5, seed=4)
+    executed = gtid_executed(server)
+    first = rotated(server)
     proc, out = _archive(server, store := tmp_path / "store")
     assert proc.returncode == 0, proc.stderr
     assert _objects(store) == first
@@ -218,7 +175,7 @@ def test_holes_in_gtid_numbering_the_chain_does_not_claim_are_no_defect(mysql_fa
     got = [t["gtid"] for t in txns]
     assert len(got) == len(set(got)) and _gtids(got) == _gtids([executed])  # holes and all
     assert {f"{other}:42", f"{other}:50", f"{own}:100"} <= set(got)
-    assert _inserted(tmp_path / "lake") == _table(server)
+    assert _inserted(tmp_path / "lake") == table(server)
 
 
 def test_files_refused_after_a_gtid_migration_are_recorded_then_archived_from_the_directory(
@@ -228,13 +185,13 @@ def test_files_refused_after_a_gtid_migration_are_recorded_then_archived_from_th
     The run records each with the server's reason and the remedy, archives every later file and
     exits 1; validation fails naming them; the directory run closes the gap."""
     server = mysql_factory(gtid_mode="OFF", enforce_gtid_consistency="OFF")
-    _traffic(server, "anonymous", 6, seed=5, rotate_every=3)
+    traffic(server, "anonymous", 6, seed=5, rotate_every=3)
     with server.connect() as conn, conn.cursor() as cur:
         for step in ("SET GLOBAL enforce_gtid_consistency = ON", "SET GLOBAL gtid_mode = OFF_PERMISSIVE",
                      "SET GLOBAL gtid_mode = ON_PERMISSIVE", "SET GLOBAL gtid_mode = ON"):
             cur.execute(step)
-    _traffic(server, "gtid", 6, seed=6, rotate_every=3)
-    files = _rotated(server)
+    traffic(server, "gtid", 6, seed=6, rotate_every=3)
+    files = rotated(server)
     store = tmp_path / "store"
     proc, out = _archive(server, store)
     assert proc.returncode == 1
@@ -271,7 +228,7 @@ def test_files_refused_after_a_gtid_migration_are_recorded_then_archived_from_th
     txns = _assemble_and_check(spark, store, tmp_path / "lake")
     anonymous = [t for t in txns if t["gtid"] is None]
     assert anonymous and all(server_file(t["binlog_file"]) <= last_refused for t in anonymous)
-    assert _inserted(tmp_path / "lake") == _table(server)
+    assert _inserted(tmp_path / "lake") == table(server)
 
 
 def test_a_restore_into_a_fresh_server_under_the_old_source_name(mysql_factory, spark, tmp_path):
@@ -283,9 +240,9 @@ def test_a_restore_into_a_fresh_server_under_the_old_source_name(mysql_factory, 
     from tests.support.servers import mysql_argv
 
     old = mysql_factory()
-    _traffic(old, "old", 8, seed=7)
-    old_gtids = _gtid_executed(old)
-    first = _rotated(old)
+    traffic(old, "old", 8, seed=7)
+    old_gtids = gtid_executed(old)
+    first = rotated(old)
     store = tmp_path / "store"
     assert _archive(old, store)[0].returncode == 0
     dump = subprocess.run([*mysql_argv("mysqldump"), "-h127.0.0.1", f"-P{old.port}", "-uroot", "--databases", "h",
@@ -294,8 +251,8 @@ def test_a_restore_into_a_fresh_server_under_the_old_source_name(mysql_factory, 
     subprocess.run([*mysql_argv("mysql"), "-h127.0.0.1", f"-P{new.port}", "-uroot"], input=dump, check=True)
     with new.connect() as conn, conn.cursor() as cur:
         cur.execute("FLUSH BINARY LOGS")  # a file whose PREVIOUS_GTIDS claim the purged GTIDs
-    _traffic(new, "restored", 6, seed=8)
-    second = _rotated(new)
+    traffic(new, "restored", 6, seed=8)
+    second = rotated(new)
     proc, out = _archive(new, store)
     assert proc.returncode == 0, proc.stderr
     assert [(n["kind"], n["generation"]) for n in out if n["record"] == "notice"] == [("new_server", 2)]
@@ -303,8 +260,8 @@ def test_a_restore_into_a_fresh_server_under_the_old_source_name(mysql_factory, 
     txns = _assemble_and_check(spark, store, tmp_path / "lake")
     gen2 = [t["gtid"] for t in txns if "@g0002" in t["binlog_file"]]
     # generation 2 holds what the new server executed itself: its gtid_executed less the purged
-    assert _gtids(gen2) == _gtids([_gtid_executed(new)]) - _gtids([old_gtids]) and len(gen2) == len(set(gen2))
-    assert _inserted(tmp_path / "lake") == _table(new)
+    assert _gtids(gen2) == _gtids([gtid_executed(new)]) - _gtids([old_gtids]) and len(gen2) == len(set(gen2))
+    assert _inserted(tmp_path / "lake") == table(new)
 
 
 def test_mysqld_killed_mid_file_and_restarted(mysql_factory, spark, tmp_path):
@@ -314,7 +271,7 @@ def test_mysqld_killed_mid_file_and_restarted(mysql_factory, spark, tmp_path):
     from binlake.binlog.framing import BinlogReader
 
     server = mysql_factory()
-    _traffic(server, "before", 5, seed=9)
+    traffic(server, "before", 5, seed=9)
     with server.connect() as conn, conn.cursor() as cur:
         cur.execute("SHOW BINARY LOG STATUS")
         crashed = cur.fetchone()[0]
@@ -322,8 +279,8 @@ def test_mysqld_killed_mid_file_and_restarted(mysql_factory, spark, tmp_path):
             cur.execute("INSERT INTO h.t VALUES (%s, 'crash', 'x')", (10_000 + i,))
     server.kill()
     server.restart()
-    _traffic(server, "after", 4, seed=10)
-    files = _rotated(server)
+    traffic(server, "after", 4, seed=10)
+    files = rotated(server)
     with BinlogReader.open(server.binlog_dir / crashed) as r:
         assert [f.type for f in r.frames()][-1] not in (c.ROTATE_EVENT, c.STOP_EVENT)  # the crash's mark
     store = tmp_path / "store"
@@ -332,5 +289,5 @@ def test_mysqld_killed_mid_file_and_restarted(mysql_factory, spark, tmp_path):
     assert _objects(store) == files
     txns = _assemble_and_check(spark, store, tmp_path / "lake")
     assert sum(t["binlog_file"] == crashed for t in txns) >= 3
-    assert _gtids(t["gtid"] for t in txns) == _gtids([_gtid_executed(server)])
-    assert _inserted(tmp_path / "lake") == _table(server)
+    assert _gtids(t["gtid"] for t in txns) == _gtids([gtid_executed(server)])
+    assert _inserted(tmp_path / "lake") == table(server)
