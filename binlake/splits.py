@@ -24,6 +24,7 @@ from __future__ import annotations
 import bisect
 import contextlib
 import datetime as dt
+import hashlib
 import itertools
 import json
 import logging
@@ -31,7 +32,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from binlake.archive.chain import archived_after
+from binlake.archive.chain import archived_after, repeats
 from binlake.archive.identity import name_of
 from binlake.archive.run import binlog_key, refusals
 from binlake.archive.stores import MissingObject, open_store
@@ -108,6 +109,23 @@ class PlannedFile:
     transaction_count: int
 
 
+@dataclass(frozen=True)
+class Repeat:
+    """A transaction whose GTID an earlier generation archived first (binlake.archive.chain.repeats):
+    the byte ranges of the repeat and of its first copy, each a split of its own."""
+
+    source: str
+    file: str
+    txn_id: str
+    commit_ts: str
+    at: Split
+    first: Split
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return self.source, self.file, self.txn_id
+
+
 @dataclass
 class Plan:
     store: str
@@ -119,6 +137,9 @@ class Plan:
     splits: list[Split] = field(default_factory=list)  # ready to run
     bigs: list[Split] = field(default_factory=list)  # a big transaction each: survey, then pieces
     anomalies: list[dict] = field(default_factory=list)  # from manifests (GTID_GAP), dated
+    # transactions of the range an earlier generation archived first (a failover's): left out of
+    # the tables, and compared with their first copies
+    repeats: list[Repeat] = field(default_factory=list)
 
     @property
     def bytes(self) -> int:
@@ -157,6 +178,7 @@ def plan(store_url: str, source_names: list[str] | None, start: str, end: str,
             if meets(m, p.start, p.end):
                 _plan_file(p, store_url, source, m)
         _plan_refusals(p, source, found, refusals(store, source))
+        _plan_repeats(p, store_url, source, found)
         if not found:
             raise BinlakeError(f"{store_url}: no archived files for source {source!r} "
                                f"(sources here: {', '.join(sources(store)) or 'none'})")
@@ -177,6 +199,28 @@ def meets(manifest: dict, start: str, end: str) -> bool:
 def _first_ts(m: dict) -> str:
     entries = m.get("transactions") or []
     return entries[0][3] if entries else (m.get("first_event_ts") or EPOCH)
+
+
+def _plan_repeats(p: Plan, store_url: str, source: str, found: list[dict]) -> None:
+    """The transactions of the range an earlier generation archived first (a failover's repeats)."""
+    again = repeats(found)
+    planned = {f.file for f in p.files if f.source == source}
+    by_name = {name_of(m): m for m in found}
+    index: dict[str, dict[str, list]] = {}  # a first copy's manifest index, by txn_id
+
+    def at(m: dict, entry: list) -> Split:
+        return Split(store_url, source, name_of(m), m["size"], m["format_description"], p.split_bytes, entry[0],
+                     entry[0] + entry[1], fallback_ts=entry[3])
+
+    for name, firsts in again.items():
+        if name not in planned:
+            continue
+        m = by_name[name]
+        for e in m.get("transactions") or []:
+            if e[2] in firsts and p.start <= e[3] < p.end:
+                first = by_name[firsts[e[2]]]
+                where = index.setdefault(name_of(first), {x[2]: x for x in first.get("transactions") or []})
+                p.repeats.append(Repeat(source, name, e[2], e[3], at(m, e), at(first, where[e[2]])))
 
 
 def _plan_refusals(p: Plan, source: str, found: list[dict], refused: list[dict]) -> None:
@@ -342,9 +386,15 @@ def assemble_locally(p: Plan, opts: Options) -> Iterator[tuple[str, dict]]:
             bigs.append(parts)
         else:
             splits += parts
+    again = {r.key for r in p.repeats}
+
+    def first_copy(split: Split, kind: str, rec: dict) -> bool:
+        return (kind not in ("transaction", "row_change")
+                or (split.source, rec["binlog_file"], rec["txn_id"]) not in again)
+
     for split in splits:
         for kind, rec in run_split(split, opts):
-            if in_range(p, rec):
+            if in_range(p, rec) and first_copy(split, kind, rec):
                 yield kind, rec
     for parts in bigs:
         held, pieces = [], []
@@ -354,10 +404,10 @@ def assemble_locally(p: Plan, opts: Options) -> Iterator[tuple[str, dict]]:
                     pieces.append(rec)
                 elif kind == "row_change" and rec.get("piece") is not None:
                     held.append(rec)
-                elif in_range(p, rec):
+                elif in_range(p, rec) and first_copy(split, kind, rec):
                     yield kind, rec
         done = put_together(parts, pieces, opts)
-        if in_range(p, done.transaction):
+        if in_range(p, done.transaction) and first_copy(parts[0], "transaction", done.transaction):
             yield "transaction", done.transaction
             if done.anomaly:
                 yield "anomaly", done.anomaly
@@ -367,3 +417,35 @@ def assemble_locally(p: Plan, opts: Options) -> Iterator[tuple[str, dict]]:
     for rec in p.anomalies:
         if in_range(p, rec):
             yield "anomaly", rec
+    for r in p.repeats:
+        differs = check_repeat(r)
+        if differs:
+            yield "anomaly", differs
+
+
+def _content(split: Split, store) -> tuple[str, int]:
+    """A transaction's content, digested as it streams: its kind and outcome, then each row
+    change's table, operation and images in order (not where or when a server logged it); and
+    its row count."""
+    sha = hashlib.sha256()
+    rows = 0
+    for kind, rec in run_split(split, Options(), store):
+        if kind == "transaction":
+            sha.update(json.dumps([rec["kind"], rec["outcome"]]).encode())
+        elif kind == "row_change":
+            rows += 1
+            sha.update(json.dumps([rec["schema"], rec["table"], rec["op"], rec["before"], rec["after"]],
+                                  sort_keys=True, default=str).encode())
+    return sha.hexdigest(), rows
+
+
+def check_repeat(r: Repeat, store=None) -> dict | None:
+    """The REPEAT_DIFFERS anomaly of a repeat whose content is not its first copy's, else None."""
+    store = store or open_store(r.at.store)
+    (mine, rows), (first, first_rows) = _content(r.at, store), _content(r.first, store)
+    if mine == first:
+        return None
+    return {**anomaly(r.source, r.file, r.at.start, r.at.end, "REPEAT_DIFFERS",
+                      f"{r.file}: the transaction at {r.at.start} repeats GTID {r.txn_id} of {r.first.file} "
+                      f"at {r.first.start} with other content ({rows} row changes against {first_rows}, "
+                      "or other tables, operations or images): the first copy is kept"), "commit_ts": r.commit_ts}

@@ -1,6 +1,7 @@
-"""Real server histories (issue 20): a reset, holes in GTID numbering, files the server refuses
-to send after a GTID migration. Each scenario runs on a server of its own (they RESET, SET
-GLOBAL and migrate gtid_mode), archives by runs before and after the event, and ends with
+"""Real server histories (issue 20): a reset, a failover to a real replica, a restore, holes in
+GTID numbering, files the server refuses to send after a GTID migration, a crash mid-file. Each
+scenario runs on servers of its own (they RESET, replicate, SET GLOBAL and migrate gtid_mode),
+archives by runs before and after the event, and ends with
 the archive byte-identical to the server's files, `binlake assemble` equal to `binlake scan`
 over every generation, the rows equal to the server's SELECT, the GTIDs equal to the server's
 own sets, and `binlake validate` passing. Broken variants fail validation with words that
@@ -42,19 +43,23 @@ def _gtids(values) -> set[str]:
     return out
 
 
-def _assemble_and_check(spark, store: Path, warehouse: Path, name: str = "src") -> list[dict]:
-    """Assemble every generation; the tables equal `binlake scan` of every archived object; the
-    range validates. Returns the transactions."""
+def _assemble_and_check(spark, store: Path, warehouse: Path, name: str = "src",
+                        repeated: set[str] = frozenset()) -> list[dict]:
+    """Assemble every generation; the tables equal `binlake scan` of every archived object (less
+    the `repeated` GTIDs in later generations: first copies win); the range validates. Returns
+    the transactions."""
     from binlake.spark.job import assemble
     from binlake.spark.validate import validate
 
-    assemble(spark, f"file://{store}", str(warehouse), *RANGE)
+    summary = assemble(spark, f"file://{store}", str(warehouse), *RANGE)
     objects = sorted((store / name / "binlogs").iterdir())
     out = {"transaction": [], "row_change": [], "anomaly": []}
     for path in objects:  # one scan per file: a generation's files follow on, two generations do not
         for kind, recs in scan([path], rows=True, source=name).items():
-            out[kind] += recs
+            out[kind] += [r for r in recs if "@g" not in path.name or r.get("txn_id") not in repeated]
     assert differences(lake(warehouse), scanned(out)) == {}
+    assert summary.repeats == sum(1 for p in objects if "@g" in p.name
+                                  for t in scan([p], source=name)["transaction"] if t["gtid"] in repeated)
     assert not out["anomaly"]
     report = validate(spark, str(warehouse), *RANGE, store=f"file://{store}")
     assert report.success, report.text()
@@ -291,3 +296,100 @@ def test_mysqld_killed_mid_file_and_restarted(mysql_factory, spark, tmp_path):
     assert sum(t["binlog_file"] == crashed for t in txns) >= 3
     assert _gtids(t["gtid"] for t in txns) == _gtids([gtid_executed(server)])
     assert _inserted(tmp_path / "lake") == table(server)
+
+
+@pytest.mark.parametrize("flavor", ["mysql", "mariadb"])
+def test_a_failover_to_a_replica_holds_every_gtid_once(request, flavor, spark, tmp_path):
+    """A real replica (GTID auto-positioning, its own binary log with the transactions it
+    applied) promoted, the source name pointed at it: its files collide with the old primary's
+    names and repeat its GTIDs. Archived as generation 2; the warehouse holds every GTID once,
+    the first archived copy winning, and every row the new primary holds once."""
+    factory = request.getfixturevalue(f"{flavor}_factory")
+    primary = factory()
+    replica = factory(**({"log_slave_updates": "ON"} if flavor == "mariadb" else {}))
+    with replica.connect() as conn, conn.cursor() as cur:
+        if flavor == "mysql":
+            cur.execute(f"CHANGE REPLICATION SOURCE TO SOURCE_HOST='127.0.0.1', SOURCE_PORT={primary.port}, "
+                        "SOURCE_USER='root', SOURCE_PASSWORD='', SOURCE_AUTO_POSITION=1, GET_SOURCE_PUBLIC_KEY=1")
+            cur.execute("START REPLICA")
+        else:
+            cur.execute(f"CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={primary.port}, "
+                        "MASTER_USER='root', MASTER_PASSWORD='', MASTER_USE_GTID=slave_pos")
+            cur.execute("START SLAVE")
+    traffic(primary, "primary", 10, seed=14)
+    executed = gtid_executed(primary)
+    first = rotated(primary)
+    store = tmp_path / "store"
+    assert _archive(primary, store)[0].returncode == 0
+    with replica.connect() as conn, conn.cursor() as cur:  # caught up, then promoted
+        if flavor == "mysql":
+            cur.execute("SELECT WAIT_FOR_EXECUTED_GTID_SET(%s, 120)", (executed,))
+            assert cur.fetchone()[0] == 0
+            cur.execute("STOP REPLICA")
+            cur.execute("RESET REPLICA ALL")
+        else:
+            cur.execute("SELECT MASTER_GTID_WAIT(%s, 120)", (executed,))
+            assert cur.fetchone()[0] == 0
+            cur.execute("STOP SLAVE")
+            cur.execute("RESET SLAVE ALL")
+    traffic(replica, "promoted", 6, seed=15)
+    second = rotated(replica)
+    proc, out = _archive(replica, store)  # the same source name, another server
+    assert proc.returncode == 0, proc.stderr
+    assert [(n["kind"], n["generation"]) for n in out if n["record"] == "notice"] == [("new_server", 2)]
+    assert _objects(store) == {**first, **{f"{n}@g0002": b for n, b in second.items()}}
+
+    # what the old primary executed, by its own account: its gtid_executed; MariaDB's
+    # gtid_binlog_pos `0-<its server_id>-N` (it alone wrote domain 0 until the failover)
+    if flavor == "mysql":
+        from_primary = _gtids([executed])
+    else:
+        domain, server_id, last = executed.split("-")
+        from_primary = {f"{domain}-{server_id}-{n}" for n in range(1, int(last) + 1)}
+    txns = _assemble_and_check(spark, store, tmp_path / "lake", repeated=from_primary)
+    got = [t["gtid"] for t in txns]
+    assert len(got) == len(set(got))  # every GTID once
+    assert {t["gtid"] for t in txns if "@g" not in t["binlog_file"]} == from_primary  # the first copies
+    if flavor == "mysql":  # exactly what the new primary executed: the old one's and its own
+        assert _gtids(got) == _gtids([gtid_executed(replica)])
+    assert _inserted(tmp_path / "lake") == table(replica)
+
+
+def test_a_repeat_whose_content_differs_is_an_anomaly(mysql_factory, spark, tmp_path):
+    """A replica whose table has drifted (a column more) logs other row images under the same
+    GTIDs: after the failover each such repeat is a REPEAT_DIFFERS anomaly naming both copies,
+    the first archived copy is kept, and the range does not validate."""
+    from binlake.spark.job import assemble
+    from binlake.spark.validate import validate
+
+    primary, replica = mysql_factory(), mysql_factory()
+    with replica.connect() as conn, conn.cursor() as cur:
+        cur.execute("CREATE DATABASE h")
+        cur.execute("CREATE TABLE h.t (id INT PRIMARY KEY, phase VARCHAR(16), v VARCHAR(40), "
+                    "note VARCHAR(8) DEFAULT 'drift')")
+        cur.execute(f"CHANGE REPLICATION SOURCE TO SOURCE_HOST='127.0.0.1', SOURCE_PORT={primary.port}, "
+                    "SOURCE_USER='root', SOURCE_PASSWORD='', SOURCE_AUTO_POSITION=1, GET_SOURCE_PUBLIC_KEY=1")
+        cur.execute("START REPLICA")
+    traffic(primary, "primary", 4, seed=16)
+    executed = gtid_executed(primary)
+    store = tmp_path / "store"
+    assert _archive(primary, store)[0].returncode == 0
+    with replica.connect() as conn, conn.cursor() as cur:
+        cur.execute("SELECT WAIT_FOR_EXECUTED_GTID_SET(%s, 120)", (executed,))
+        assert cur.fetchone()[0] == 0
+        cur.execute("STOP REPLICA")
+        cur.execute("RESET REPLICA ALL")
+        cur.execute("FLUSH BINARY LOGS")
+    assert _archive(replica, store)[0].returncode == 0
+    summary = assemble(spark, f"file://{store}", str(tmp_path / "lake"), *RANGE)
+    anomalies = [a for a in rows(tmp_path / "lake", "anomalies") if a["code"] == "REPEAT_DIFFERS"]
+    # the primary's inserts into h.t (the workload's 4 transactions), each logged with a 4th column
+    inserted = {t["gtid"] for t in rows(tmp_path / "lake", "transactions")
+                if t["binlog_file"].count("@") == 0 and "h.t" in (t["tables"] or [])}
+    assert len(inserted) == 4 and summary.anomalies_by_code["REPEAT_DIFFERS"] == 4
+    assert all(a["binlog_file"].endswith("@g0002") and "with other content" in a["detail"] for a in anomalies)
+    assert {a["detail"].split("repeats GTID ")[1].split(" ")[0] for a in anomalies} == inserted
+    assert [r["after"] for r in rows(tmp_path / "lake", "row_changes") if "drift" in str(r["after"])] == []
+    report = validate(spark, str(tmp_path / "lake"), *RANGE, store=f"file://{store}")
+    failed = {r.suite for r in report.suites if not r.success}
+    assert not report.success and failed == {"anomalies"} and "@g0002" in report.text(), report.text()

@@ -133,3 +133,30 @@ def epochs(manifests: list[dict]) -> dict[int, int]:
         epoch += g in resets
         out[g] = epoch
     return out
+
+
+def repeats(manifests: list[dict]) -> dict[str, dict[str, str]]:
+    """Per archived file (archive name), the GTIDs of its transactions that a generation before
+    it in its GTID epoch archived already, each with the file of that first copy: a failover's
+    new server repeats what it replicated from the old one. The first archived copy wins; the
+    repeats are left out of the warehouse, and compared with their first copies."""
+    by_gen: dict[int, list[dict]] = {}
+    for m in manifests:
+        by_gen.setdefault(int(m.get("generation") or 1), []).append(m)
+    if len(by_gen) < 2:
+        return {}
+    epoch = epochs(manifests)
+    seen: dict[int, dict[str, str]] = {}
+    out: dict[str, dict[str, str]] = {}
+    for g, files in sorted(by_gen.items()):
+        earlier = seen.setdefault(epoch[g], {})
+        mine: dict[str, str] = {}
+        for m in files:
+            name = m.get("name") or m["file"]
+            for e in m.get("transactions") or []:  # a txn_id is the GTID where there is one
+                if e[2] in earlier:
+                    out.setdefault(name, {})[e[2]] = earlier[e[2]]
+                else:
+                    mine.setdefault(e[2], name)
+        earlier.update(mine)
+    return out

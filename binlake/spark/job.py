@@ -35,7 +35,17 @@ from binlake.errors import BinlakeError
 from binlake.pieces import Fixes, PieceRecord, place_block, place_record
 from binlake.spark import schema
 from binlake.spark.settings import SESSION, is_local, local
-from binlake.splits import DEFAULT_SPLIT_BYTES, Plan, Split, pieces_of, plan, put_together, run_split, run_survey
+from binlake.splits import (
+    DEFAULT_SPLIT_BYTES,
+    Plan,
+    Split,
+    check_repeat,
+    pieces_of,
+    plan,
+    put_together,
+    run_split,
+    run_survey,
+)
 
 log = logging.getLogger(__name__)
 BATCH = 4096  # records per Arrow batch out of a task
@@ -60,6 +70,7 @@ class Summary:
     transactions: int = 0
     row_changes: int = 0
     anomalies: int = 0
+    repeats: int = 0  # transactions left out: an earlier generation archived them first (a failover)
     by_kind: dict[str, int] = field(default_factory=dict)
     by_outcome: dict[str, int] = field(default_factory=dict)
     anomalies_by_code: dict[str, int] = field(default_factory=dict)
@@ -262,9 +273,20 @@ class Job:
         if extra_anomalies:
             anomalies = anomalies.unionByName(self._frame(extra_anomalies, "anomaly", schema.ANOMALIES))
         lo, hi = _instant(self.plan.start), _instant(self.plan.end)
+        rows = self._rows(splits, fixes)
+        if self.plan.repeats:  # first archived copies only: a failover's new server repeats what it replicated
+            again = F.broadcast(self.spark.createDataFrame([r.key for r in self.plan.repeats],
+                                                           "source string, binlog_file string, txn_id string"))
+            keys = ["source", "binlog_file", "txn_id"]
+            txns, rows = txns.join(again, keys, "left_anti"), rows.join(again, keys, "left_anti")
+            self.sc.setJobDescription(f"binlake: compare {len(self.plan.repeats)} repeats with their first copies")
+            tasks = self.sc.parallelize(self.plan.repeats, min(len(self.plan.repeats), self.sc.defaultParallelism))
+            differ = [a for a in tasks.map(check_repeat).collect() if a]
+            if differ:
+                anomalies = anomalies.unionByName(self._frame(differ, "anomaly", schema.ANOMALIES))
+        self.summary.repeats = len(self.plan.repeats)
         return {name: df.where((F.col("commit_ts") >= F.lit(lo)) & (F.col("commit_ts") < F.lit(hi)))
-                for name, df in (("transactions", txns), ("row_changes", self._rows(splits, fixes)),
-                                 ("anomalies", anomalies))}
+                for name, df in (("transactions", txns), ("row_changes", rows), ("anomalies", anomalies))}
 
     def _frame(self, records: list[dict], kind: str, struct) -> DataFrame:
         rows = [schema.arrow_record(kind, r, r["source"])[kind] for r in records]

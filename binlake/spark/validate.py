@@ -7,7 +7,8 @@ few views made here from the warehouse and the archive's manifests:
 
   bl_transactions      the transactions of the range
   bl_archive_files     per archived file (archive name): how many transactions its manifest
-                       puts in the range, and its GTID epoch (a reset starts the next)
+                       puts in the range (first archived copies: not a failover's repeats),
+                       and its GTID epoch (a reset starts the next)
   bl_chain_breaks      where the server's GTID chain breaks before a file of the range, within
                        its generation: files and GTIDs missing (binlake/archive/chain.py)
   bl_xa_completions    XA COMMIT / ROLLBACK of any date, by source and xid
@@ -31,7 +32,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from binlake.archive.chain import breaks, epochs
+from binlake.archive.chain import breaks, epochs, repeats
 from binlake.archive.identity import name_of
 from binlake.archive.run import refusals
 from binlake.archive.stores import open_store
@@ -189,11 +190,11 @@ class Validation:
         chain: list[tuple] = []
         for source in self.source_names or sources(store):
             found = list(manifests(store, source))
-            epoch = epochs(found)
+            epoch, again = epochs(found), repeats(found)
             chosen = [m for m in found if meets(m, self.start, self.end)]
             for m in chosen:
-                entries = m.get("transactions") or []
-                files.append((source, name_of(m), sum(self.start <= e[3] < self.end for e in entries),
+                first = [e for e in m.get("transactions") or [] if e[2] not in again.get(name_of(m), ())]
+                files.append((source, name_of(m), sum(self.start <= e[3] < self.end for e in first),
                               epoch[int(m.get("generation") or 1)]))
             chain += [tuple(b.values()) for b in breaks(source, found, refusals(store, source),
                                                        {name_of(m) for m in chosen})]
