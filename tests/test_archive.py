@@ -593,3 +593,37 @@ def test_a_live_archivers_upload_is_not_discarded(mysql_factory, s3_endpoint):
     store = S3Store("s3://shared/a")
     for f in MySQLSource(f"mysql://root@127.0.0.1:{server.port}").files():
         assert store.get(f"k/binlogs/{f.name}") == (server.binlog_dir / f.name).read_bytes()
+
+
+def test_manifests_from_before_generations_still_read(tmp_path):
+    """A store written before generations: manifests without `name`, `generation` or
+    `head_sha256`. A rerun finds every file archived (each identity read from its object's
+    head); another server's files under the same names are generation 2, beside them."""
+    src = DATA / "mysql"
+    names = sorted(p.name for p in src.glob("binlog.0*"))
+    store = FileStore(str(tmp_path / "store"))
+    archive(DirSource(str(src)), store, "s")
+    for k in store.keys("s/manifests"):
+        m = json.loads(store.get(k))
+        for new in ("name", "generation", "head_sha256"):
+            del m[new]
+        store.put(k, json.dumps(m).encode())
+    again = archive(DirSource(str(src)), store, "s")
+    assert (again.archived, sorted(again.skipped), again.notices) == ([], names, [])
+
+    other = tmp_path / "other"  # the MariaDB server's files, named as the MySQL server's are
+    other.mkdir()
+    theirs = sorted(p.name for p in (DATA / "mariadb").glob("binlog.0*"))
+    for n in theirs:
+        shutil.copy(DATA / "mariadb" / n, other / n)
+    assert set(theirs) & set(names)
+    moved = archive(DirSource(str(other)), store, "s")
+    assert moved.archived == [f"{n}@g0002" for n in theirs]
+    assert [(n["kind"], n["generation"], n["file"]) for n in moved.notices] == [("new_server", 2, theirs[0])]
+    for n in theirs:
+        assert store.get(f"s/binlogs/{n}@g0002") == (other / n).read_bytes()
+        m = json.loads(store.get(f"s/manifests/{n}@g0002.json"))
+        assert (m["file"], m["name"], m["generation"]) == (n, f"{n}@g0002", 2)
+    for n in names:  # generation 1 untouched
+        assert store.get(f"s/binlogs/{n}") == (src / n).read_bytes()
+    assert archive(DirSource(str(other)), store, "s").archived == []
