@@ -176,10 +176,10 @@ def test_a_refused_file_fails_its_task_and_a_reset_is_a_warning(mysql_factory, a
     refused = sorted(p.name[:-5] for p in (store / "live" / "refused").iterdir())
     assert refused and states.count("failed") == len(refused) and states.count("success") == len(files) - len(refused)
     assert "Cannot replicate anonymous transaction" in run["output"]
-    assert f"binlake archive --source dir://{server.binlog_dir} --store file://{store} --source-name live" \
-        in run["output"]
+    assert (f"binlake archive --source 'dir://{server.binlog_dir}?basename=binlog' --store file://{store} "
+            "--source-name live") in run["output"]
 
-    fix = run_cli("archive", "--source", f"dir://{server.binlog_dir}", "--store", f"file://{store}",
+    fix = run_cli("archive", "--source", f"dir://{server.binlog_dir}?basename=binlog", "--store", f"file://{store}",
                   "--source-name", "live")
     assert fix.returncode == 0, fix.stderr
     with server.connect() as conn, conn.cursor() as cur:

@@ -627,3 +627,18 @@ def test_manifests_from_before_generations_still_read(tmp_path):
     for n in names:  # generation 1 untouched
         assert store.get(f"s/binlogs/{n}") == (src / n).read_bytes()
     assert archive(DirSource(str(other)), store, "s").archived == []
+
+
+def test_a_datadir_with_relay_logs_and_other_numbered_files(tmp_path):
+    """`?basename=` takes the server's binlog files only: a datadir also holds relay logs (a
+    replica's copy of its source's events) and MariaDB's `aria_log.NNNNNNNN`."""
+    from binlake.archive.sources import open_source
+
+    names = sorted(p.name for p in (DATA / "mysql").glob("binlog.0*"))
+    for n in names:
+        shutil.copy(DATA / "mysql" / n, tmp_path / n)
+    shutil.copy(DATA / "mysql" / names[0], tmp_path / "replica-relay-bin.000001")
+    (tmp_path / "aria_log.00000001").write_bytes(b"\xfe\xfe\x0c\x01" + bytes(60))
+    src = open_source(f"dir://{tmp_path}?basename=binlog")
+    assert [f.name for f in src.files()] == names and src.url == f"dir://{tmp_path}?basename=binlog"
+    assert "replica-relay-bin.000001" in [f.name for f in DirSource(str(tmp_path)).files()]  # without it

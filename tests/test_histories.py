@@ -10,6 +10,7 @@ name what is wrong."""
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 from pathlib import Path
 
@@ -226,9 +227,9 @@ def test_files_refused_after_a_gtid_migration_are_recorded_then_archived_from_th
     assert proc.returncode == 1
     refused = [r for r in out if r["record"] == "refused"]
     assert refused and all("anonymous transaction" in r["reason"] for r in refused)
-    assert all(f"--source dir://{server.binlog_dir}" in r["remedy"] and "--source-name src" in r["remedy"]
-               for r in refused)
-    assert "the server refuses to send" in proc.stderr and "binlake archive --source dir://" in proc.stderr
+    assert all(f"--source 'dir://{server.binlog_dir}?basename=binlog'" in r["remedy"]
+               and "--source-name src" in r["remedy"] for r in refused)
+    assert "the server refuses to send" in proc.stderr and "binlake archive --source 'dir://" in proc.stderr
     # every later file archived past the refused ones
     last_refused = max(r["file"] for r in refused)
     later = [n for n in files if n > last_refused]
@@ -246,7 +247,7 @@ def test_files_refused_after_a_gtid_migration_are_recorded_then_archived_from_th
         assert f"{r['file']}: the server refuses to send it (" in text and r["remedy"] in text, text
 
     # the remedy, as the record words it
-    fix = run_cli(*refused[0]["remedy"].split(": ", 1)[1].split(" (")[0].split()[1:])
+    fix = run_cli(*shlex.split(refused[0]["remedy"].split(": ", 1)[1].split(" (")[0])[1:])
     assert fix.returncode == 0, fix.stderr
     fixed = ndjson(fix.stdout)[-1]
     assert sorted(fixed["archived"]) == sorted(r["file"] for r in refused)

@@ -146,7 +146,9 @@ def archive_file(source, store, source_name: str, f, listing: list) -> dict | No
 def _refuse(source, store, source_name: str, f, e: RefusedFile) -> dict:
     """Record a file the server refused to send, like a gap: with the server's reason and the remedy."""
     where = source.binlog_dir or "/path/to/the/server/binlog/directory"
-    remedy = (f"archive it from the server's own files: binlake archive --source dir://{where} "
+    named = getattr(source, "binlog_basename", None)
+    where += f"?basename={named}" if named else ""
+    remedy = (f"archive it from the server's own files: binlake archive --source 'dir://{where}' "
               f"--store {store.url} --source-name {source_name} (files archived already are skipped)")
     record = {"source": source_name, "file": f.name, "size": f.size, "server_uuid": source.server_uuid,
               "source_url": source.url, "reason": e.reason, "remedy": remedy,

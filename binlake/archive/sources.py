@@ -13,7 +13,7 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import unquote, urlparse
+from urllib.parse import parse_qs, unquote, urlparse
 
 from binlake.archive import loop
 from binlake.binlog import constants as c
@@ -55,18 +55,22 @@ def _safe_name(name: str) -> str:
 
 
 class DirSource:
-    """dir:///path — a directory of binlog files (a mounted datadir, the bundled samples)."""
+    """dir:///path — a directory of binlog files (a mounted datadir, the bundled samples);
+    dir:///path?basename=binlog takes only `binlog.NNNNNN` (a datadir also holds relay logs,
+    MariaDB's `aria_log.NNNNNNNN`)."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, basename: str | None = None) -> None:
         self.path = Path(path)
-        self.url = f"dir://{self.path}"
+        self.basename = basename
+        self.url = f"dir://{self.path}" + (f"?basename={basename}" if basename else "")
         self.server_uuid: str | None = None  # not knowable from files alone
         self.binlog_dir: str | None = str(self.path)
 
     def files(self) -> list[BinlogFile]:
         if not self.path.is_dir():
             raise SourceError(f"{self.url}: no such directory")
-        found = sorted((p for p in self.path.iterdir() if re.fullmatch(r".+\.\d+", p.name) and p.is_file()),
+        named = re.escape(self.basename) if self.basename else ".+"
+        found = sorted((p for p in self.path.iterdir() if re.fullmatch(rf"{named}\.\d+", p.name) and p.is_file()),
                        key=lambda p: (p.name.rsplit(".", 1)[0], int(p.name.rsplit(".", 1)[1])))
         out = []
         for i, p in enumerate(found):
@@ -138,6 +142,7 @@ class MySQLSource:
         self.server_id = server_id
         self.server_uuid: str | None = None
         self.binlog_dir: str | None = None  # where the server keeps its binlog files (@@log_bin_basename)
+        self.binlog_basename: str | None = None  # their name before the number
         self.url = f"mysql://{self.user}@{self.host}:{self.port}"  # never the password
 
     def _connect(self):
@@ -169,6 +174,7 @@ class MySQLSource:
                 cur.execute("SELECT @@log_bin_basename")
                 basename = cur.fetchone()[0]
                 self.binlog_dir = os.path.dirname(basename) if basename else None
+                self.binlog_basename = os.path.basename(basename) if basename else None
         except pymysql.err.OperationalError as e:
             if e.args and e.args[0] in (1227, 1142):
                 raise SourceError(f"{self.url}: missing privilege: grant REPLICATION CLIENT and "
@@ -317,7 +323,7 @@ class _Dump:
 def open_source(url: str, server_id: int | None = None):
     u = urlparse(url)
     if u.scheme == "dir":
-        return DirSource(u.path)
+        return DirSource(u.path, parse_qs(u.query).get("basename", [None])[0])
     if u.scheme == "mysql":
         return MySQLSource(url, server_id=server_id) if server_id else MySQLSource(url)
     raise SourceError(f"unsupported source {u.scheme}:// (use mysql://user@host:port or dir:///path)")
