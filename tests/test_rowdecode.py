@@ -193,16 +193,9 @@ def _write(cur, db: str, flavor: str) -> tuple[list[tuple], list[tuple]]:
     return wrote, held
 
 
-@pytest.mark.parametrize("flavor", ["mysql", "mariadb"])
-def test_same_records_for_every_column_type_on_a_live_server(flavor, request, monkeypatch, tmp_path):
-    """1,200 random rows of every column type written to a real server: each decoded image is the
-    row the test wrote and the row the server returned for it (SELECT), before and after each
-    statement; the compiled and the reference paths give the same records.
-
-    The test writes to a database of its own and reads only the binlog range its statements wrote
-    (the server's positions before and after them), so what other tests did on the server is no
-    input."""
-    server = request.getfixturevalue(f"{flavor}_server")
+def written_range(server, flavor: str, into: Path) -> tuple[list[Path], list[tuple], list[tuple]]:
+    """_write's rows in a database of the test's own, on tables of every type of COLUMNS: the binlog
+    range its statements wrote (copies in `into`), and the row changes as written and as held."""
     db = f"rowtypes_{uuid.uuid4().hex[:12]}"
     with server.connect() as conn, conn.cursor() as cur:
         # strict: a value the column cannot hold exactly is an error, never stored changed
@@ -218,24 +211,47 @@ def test_same_records_for_every_column_type_on_a_live_server(flavor, request, mo
             names = [r[0] for r in cur.fetchall()]
         finally:
             cur.execute(f"DROP DATABASE {db}")
-    files = _range_copies(server.binlog_dir, names, start, end, tmp_path)
+    return _range_copies(server.binlog_dir, names, start, end, into), wrote, held
+
+
+def decoded_alike(files: list[Path], monkeypatch) -> tuple[dict, dict]:
+    """The records of files and how many rows events each path decoded, once the compiled and the
+    reference paths are seen to give the same records, and `scan --rows`'s lines (written
+    straight from the images) orjson's lines of the reference."""
     fast, ref, used = _both(files, monkeypatch)
     assert ref["anomaly"] == [] and fast["anomaly"] == []
     for kind in ref:
         assert _typed(fast[kind]) == _typed(ref[kind]), kind
-    # and as `scan --rows` writes them, straight from the images: orjson's lines of the reference
     lines = lines_path(files)
     with monkeypatch.context() as m:
         m.setenv("BINLAKE_PURE_PYTHON", "1")
         assert lines == records_path(files)
-    # every image is what the test wrote and what the server held, value for value
-    got = [(r["table"], r["op"], r["before"], r["after"]) for r in fast["row_change"]]
-    for want, source in ((wrote, "the test wrote"), (held, "the server held")):
+    return fast, used
+
+
+def assert_images(row_changes: list[dict], sources: dict[str, list[tuple]]) -> None:
+    """Every image is, value for value, the one each source gives: (table, op, before, after)."""
+    got = [(r["table"], r["op"], r["before"], r["after"]) for r in row_changes]
+    for source, want in sources.items():
         assert len(got) == len(want), source
         for n, (g, w) in enumerate(zip(got, want, strict=True)):
             assert g == w, f"row change {n} {g[:2]}: " + ", ".join(
                 f"{k} {side[k]!r}, {source} {other[k]!r}" for side, other in zip(g[2:], w[2:], strict=True)
                 if side for k in side if side[k] != other[k])
+
+
+@pytest.mark.parametrize("flavor", ["mysql", "mariadb"])
+def test_same_records_for_every_column_type_on_a_live_server(flavor, request, monkeypatch, tmp_path):
+    """1,200 random rows of every column type written to a real server: each decoded image is the
+    row the test wrote and the row the server returned for it (SELECT), before and after each
+    statement; the compiled and the reference paths give the same records.
+
+    The test writes to a database of its own and reads only the binlog range its statements wrote
+    (the server's positions before and after them), so what other tests did on the server is no
+    input."""
+    files, wrote, held = written_range(request.getfixturevalue(f"{flavor}_server"), flavor, tmp_path)
+    fast, used = decoded_alike(files, monkeypatch)
+    assert_images(fast["row_change"], {"the test wrote": wrote, "the server held": held})
     # the compiled path took the plain table's statements (6 inserts, 100 updates, a delete: a rows
     # event each at the least); some edge rows' events (negative TIMEs) need the reference
     assert used["compiled"] >= 6 + 100 + 1 and used["reference"] >= 1, used

@@ -24,7 +24,7 @@ enum kind {
     K_DECIMAL,     /* a = precision, b = scale */
     K_DATETIME2, K_TIMESTAMP2, K_TIME2,  /* a = fsp */
     K_DATE,
-    K_ENUM, K_SET, /* a = size in bytes, extra = list of names (ENUM: [""] + names) */
+    K_ENUM, K_SET, /* a = size in bytes, extra = list of names (ENUM: [""] + names), None when unnamed */
     K_BIT,         /* a = bytes, b = bits */
 };
 
@@ -280,7 +280,6 @@ static uint64_t bit_value(const unsigned char *p, int nbytes, int bits) {
  * (to_py, to_json) turn it into a Python object or JSON text. Adding a column kind is one case
  * here (and its plan in fastrows.py); tests/test_column_types.py says where each type goes. */
 typedef enum {
-    V_NULL,   /* null (an ENUM whose member names the metadata does not give) */
     V_INT,    /* i */
     V_UINT,   /* u */
     V_DOUBLE, /* d */
@@ -290,7 +289,7 @@ typedef enum {
     V_BYTES,  /* s[0..n): "base64:..." */
     V_CODEC,  /* s[0..n) in the Python codec `codec` */
     V_PYSTR,  /* obj: a str of the plan (an ENUM member), borrowed */
-    V_SET,    /* u: the members' bitmask; obj: their names (a list), or None */
+    V_SET,    /* u: the members' bitmask; obj: their names (a list) */
 } vtype_t;
 
 typedef struct {
@@ -361,15 +360,17 @@ static inline int scan_value(cursor_t *c, const col_t *col, value_t *v) {
         return v->len < 0;
     case K_ENUM: {
         SNEED(c, col->a); c->p += col->a;
-        if (col->extra == Py_None) { v->type = V_NULL; return 0; }
         uint64_t i = le(p, col->a);
+        if (col->extra == Py_None) { v->type = V_UINT; v->u = i; return 0; } /* members unnamed: the index */
         if (i >= (uint64_t)PyList_GET_SIZE(col->extra)) return 1;
         v->type = V_PYSTR; v->obj = PyList_GET_ITEM(col->extra, (Py_ssize_t)i);
         return 0;
     }
     case K_SET:
         SNEED(c, col->a); c->p += col->a;
-        v->type = V_SET; v->u = le(p, col->a); v->obj = col->extra;
+        v->u = le(p, col->a);
+        if (col->extra == Py_None) { v->type = V_UINT; return 0; } /* members unnamed: the bitmask */
+        v->type = V_SET; v->obj = col->extra;
         return 0;
     case K_BIT:
         SNEED(c, col->a); c->p += col->a;
@@ -383,7 +384,6 @@ static inline int scan_value(cursor_t *c, const col_t *col, value_t *v) {
 /* A value as a Python object; NULL with no exception set means "fall back". */
 static PyObject *to_py(const value_t *v) {
     switch (v->type) {
-    case V_NULL: Py_RETURN_NONE;
     case V_INT: return PyLong_FromLongLong(v->i);
     case V_UINT: return PyLong_FromUnsignedLongLong(v->u);
     case V_DOUBLE: return PyFloat_FromDouble(v->d);
@@ -666,7 +666,6 @@ static int put_double(out_t *o, double d) {
 /* A value as JSON: what to_py gives, as orjson writes it. */
 static int to_json(out_t *o, const value_t *v) {
     switch (v->type) {
-    case V_NULL: return put(o, "null", 4);
     case V_INT: return put_i64(o, v->i);
     case V_UINT: return put_u64(o, v->u);
     case V_DOUBLE: return put_double(o, v->d);

@@ -58,8 +58,9 @@ def _text(k, col, guessed: bool) -> tuple | None:
 
 def _members(kind: str, names: str):
     def entry(k, col, guessed):
-        members = getattr(col, names)
-        return (getattr(k, kind), col.size, 0, list(members) if members else None) if 1 <= col.size <= 8 else None
+        members = getattr(col, names)  # a list, or rows.UNNAMED: the index or bitmask
+        return (getattr(k, kind), col.size, 0, members if isinstance(members, list) else None) \
+            if 1 <= col.size <= 8 else None
     return entry
 
 

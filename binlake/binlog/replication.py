@@ -15,6 +15,7 @@ from pymysql.protocol import MysqlPacket
 from pymysqlreplication import json_binary, row_event
 from pymysqlreplication.constants import FIELD_TYPE
 from pymysqlreplication.packet import BinLogPacketWrapper
+from pymysqlreplication.row_event import find_charset
 
 _ALLOWED = frozenset({row_event.TableMapEvent, row_event.WriteRowsEvent, row_event.UpdateRowsEvent,
                       row_event.DeleteRowsEvent, row_event.PartialUpdateRowsEvent})
@@ -47,6 +48,30 @@ def decode_event(type_code: int, body: bytes, flavor: str, table_map: dict, post
         optional_meta_data=True, enable_logging=False, use_column_name_cache=False,
         post_header_lengths=post_header_lens,
     ).event
+
+
+def apply_unnamed_metadata(ev, unnamed_members) -> None:
+    """What a TABLE_MAP without column names carries, applied to its columns. The package applies
+    signedness and charsets only together with the names (binlog_row_metadata=FULL), yet MySQL's
+    MINIMAL (its default) and MariaDB's MINIMAL log them too. ENUM and SET columns get
+    `unnamed_members` for their members: MINIMAL does not log the names."""
+    meta = ev.optional_metadata
+    unsigned = meta.unsigned_column_list or []
+    charsets = iter(meta.charset_collation_list or [])
+    member_charsets = iter(meta.enum_and_set_collation_list or [])
+    for i, col in enumerate(ev.columns):
+        col.unsigned = bool(i < len(unsigned) and unsigned[i])
+        collation = None
+        if ev._is_character_column(col.type, dbms=ev.dbms):  # noqa: SLF001 - the package's rule, kept one
+            collation = next(charsets, None)
+        if col.type in (FIELD_TYPE.ENUM, FIELD_TYPE.SET):
+            collation = next(member_charsets, None)
+            if col.type == FIELD_TYPE.ENUM:
+                col.enum_values = unnamed_members
+            else:
+                col.set_values = unnamed_members
+        if collation is not None:
+            col.character_set_name, col.collation_name, _ = find_charset(str(collation), dbms=ev.dbms)
 
 
 _package_parse_opaque = json_binary.parse_opaque

@@ -24,7 +24,7 @@ from pymysqlreplication.json_binary import JsonDiff, JsonDiffOperation
 from binlake.binlog import constants as c
 from binlake.binlog import fastrows
 from binlake.binlog.events import uncompress_maria
-from binlake.binlog.replication import decode_event
+from binlake.binlog.replication import apply_unnamed_metadata, decode_event
 from binlake.binlog.varlen import read_packed
 from binlake.errors import RowDecodeError
 
@@ -50,6 +50,25 @@ _AS_TYPE = {
     c.DELETE_ROWS_COMPRESSED_EVENT: c.DELETE_ROWS_EVENT,
 }
 _V2 = {c.WRITE_ROWS_EVENT, c.UPDATE_ROWS_EVENT, c.DELETE_ROWS_EVENT, c.PARTIAL_UPDATE_ROWS_EVENT}
+
+
+class _Unnamed:
+    """The members of an ENUM or SET whose names the TABLE_MAP does not carry: member i is i, so the
+    package reads an ENUM's index and a SET's bits (its set_values are iterated: 64 at most)."""
+
+    def __getitem__(self, i: int) -> int:
+        return i
+
+    def __iter__(self):
+        return iter(range(64))
+
+    def __bool__(self) -> bool:
+        return True
+
+
+UNNAMED = _Unnamed()
+
+
 @dataclass
 class TableMap:
     table_id: int
@@ -125,6 +144,8 @@ def _decode_table_map(body: bytes, post_header_len: int, flavor: str) -> TableMa
         b = _known_metadata_only(b, pos + ncols, ncols)
         tables: dict = {}
         ev = decode_event(c.TABLE_MAP_EVENT, b, flavor, tables, b"")
+        if not ev.optional_metadata.column_name_list:
+            apply_unnamed_metadata(ev, UNNAMED)
         t = ev.get_table()
     except RowDecodeError:
         raise
@@ -265,7 +286,7 @@ class _Converter:
             if v is None:
                 src = none_sources.get(name)
                 if src == "empty set":
-                    out[name] = []
+                    out[name] = 0 if col.set_values is UNNAMED else []
                 elif src in ("out of datetime range", "out of datetime2 range"):
                     out[name] = "0000-00-00 00:00:00"
                 elif src == "out of date range":
@@ -323,7 +344,9 @@ def _time2(col, v) -> str:
     return _time(col, v)
 
 
-def _set(col, v) -> list:
+def _set(col, v) -> list | int:
+    if col.set_values is UNNAMED:  # its bits: the bitmask
+        return sum(1 << i for i in v)
     order = list(col.set_values or [])
     return sorted(v, key=lambda s: order.index(s) if s in order else len(order))
 

@@ -211,6 +211,40 @@ def from_pymysql(sql_type: str, v, flavor: str):
     return binlake_value(sql_type, v, flavor)
 
 
+_INT_BITS = {"TINYINT": 8, "SMALLINT": 16, "MEDIUMINT": 24, "INT": 32, "BIGINT": 64}
+_CHARSET = re.compile(r"CHARACTER SET (\w+)", re.I)
+
+
+def unnamed_value(sql_type: str, v, metadata: str):
+    """binlake's value v (binlake_value) as binlake gives it when the TABLE_MAP names no column
+    (docs/row-values.md): MySQL's MINIMAL and MariaDB's MINIMAL log signedness and charsets, so
+    only ENUM and SET change (an ENUM its index, a SET its bitmask); MariaDB's NO_LOG logs neither,
+    so an unsigned integer is read as signed and a string's bytes are UTF-8 text when they decode,
+    else base64."""
+    base = _base(sql_type)
+    if v is None:
+        return None
+    if base == "ENUM":
+        return _params(sql_type).index(v) + 1
+    if base == "SET":
+        return sum(1 << _params(sql_type).index(m) for m in v)
+    if metadata != "NO_LOG":
+        return v
+    bits = _INT_BITS.get(base)
+    if bits and "UNSIGNED" in sql_type.upper():
+        return v - (1 << bits) if v >= 1 << (bits - 1) else v
+    if isinstance(v, str) and (base in ("CHAR", "VARCHAR", "TEXT", "MEDIUMTEXT", "LONGTEXT", "TINYTEXT")
+                               or v.startswith("base64:")):
+        charset = _CHARSET.search(sql_type)
+        raw = base64.b64decode(v[7:]) if v.startswith("base64:") else \
+            v.encode("latin-1" if charset and charset[1].lower() == "latin1" else "utf-8")
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return _b64(raw)
+    return v
+
+
 ALLTYPES_COLUMNS = [
     # name, SQL type
     ("id", "INT NOT NULL PRIMARY KEY"),
