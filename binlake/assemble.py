@@ -29,6 +29,7 @@ from binlake.describe import Event, describe
 from binlake.errors import BinlogError, FatalBinlogError, RowDecodeError
 from binlake.records import Facts, Txn, open_txn, transaction_record, ts_from_seconds
 from binlake.records import anomaly as make_anomaly
+from binlake.schema.ddl import Catalog
 from binlake.segments import Segmenter
 from binlake.sinks import RecordSink, RowsAt, RowSink
 
@@ -43,6 +44,9 @@ class Options:
     segment_rows: int = 100_000
     segment_bytes: int = 64 << 20
     rows: bool = True  # emit row changes (they are decoded for the counts either way)
+    # The schema history's tables at the walk's start, advanced by the DDL the walk meets
+    # (binlake.schema): names and checks TABLE_MAPs. None: the binlog's own metadata only.
+    schema: Catalog | None = None
 
 
 @dataclass
@@ -107,6 +111,10 @@ class FileAssembler:
         self.placing: Placing = Segmenter(opts.segment_rows, opts.segment_bytes)
         self.orphans: list | None = None  # [start, end, detail] of events outside any transaction
         self.table_maps: dict[int, rows_codec.TableMap] = {}
+        self.catalog = opts.schema
+        if self.catalog is not None:
+            self.catalog.flavor = self.fde.flavor
+        self.mismatches: set[tuple[str, str, str]] = set()  # SCHEMA_MISMATCH said once per file
         self.counts = Counts()
         self.resume = resume
         if resume is not None:
@@ -319,14 +327,29 @@ class FileAssembler:
             txn.compressed = True
         if t == c.TABLE_MAP_EVENT:
             try:
-                tm = rows_codec.decode_table_map(f.body, self.fde.post_header_len(t), self.fde.flavor)
-                self.table_maps[tm.table_id] = tm
+                self._table_map(f)
             except _DECODE_ERRORS as exc:
                 self._decode_failed(txn, f, exc)
+        elif e.query is not None and self.catalog is not None and e.role == "statement" and not e.query.error_code:
+            self.catalog.apply(e.query.db, e.query.text, e.query.collation_server)
         elif t in c.ROWS_EVENTS:
             self._rows(txn, f)
         elif t in (c.ROWS_QUERY_LOG_EVENT, c.ANNOTATE_ROWS_EVENT):
             txn.rows_query = rows_query(f)
+
+    def _table_map(self, f: Frame) -> None:
+        phl = self.fde.post_header_len(f.type)
+        table = None
+        if self.catalog is not None:
+            table = self.catalog.table(*rows_codec.table_map_name(f.body, phl))
+        tm = rows_codec.decode_table_map(f.body, phl, self.fde.flavor, table)
+        self.table_maps[tm.table_id] = tm
+        said = (tm.schema, tm.table, tm.mismatch or "")
+        if tm.mismatch and said not in self.mismatches:
+            self.mismatches.add(said)
+            self._anomaly(f.pos, f.end, "SCHEMA_MISMATCH",
+                          f"{self._where(f.pos)}: TABLE_MAP of {tm.schema}.{tm.table} disagrees with the schema "
+                          f"history: {tm.mismatch}; its rows have positional names (said once per file)", "warning")
 
     def _decode_failed(self, txn: Txn, f: Frame, exc: Exception) -> None:
         txn.broken = True

@@ -40,11 +40,65 @@ def cmd_scan(args: argparse.Namespace) -> int:
             out.write(json_line(rec))
 
     opts = Options(source=args.source, segment_rows=args.segment_rows,
-                   segment_bytes=args.segment_bytes, rows=args.rows)
+                   segment_bytes=args.segment_bytes, rows=args.rows, schema=_catalog(args.schema, args.files))
     # With --rows, a segment's row changes come as JSON lines already (binlake.sinks).
     summary = scan_files(args.files, opts, emit, LineSink(out.writelines))
     if args.summary:
         print(_dump({"record": "summary", **vars(summary)}), file=sys.stderr)
+    return 0
+
+
+def _catalog(path: str | None, files: list[str]):
+    """The schema history a scan starts from: a snapshot file (`binlake schema capture|import`)."""
+    if path is None:
+        return None
+    from binlake.schema.model import Snapshot
+    from binlake.schema.replay import catalog_for
+
+    try:
+        snapshot = Snapshot.from_json(json.loads(Path(path).read_text()))
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise BinlakeError(f"{path}: not a schema snapshot: {e}") from None
+    return catalog_for(snapshot, files)
+
+
+def cmd_schema_capture(args: argparse.Namespace) -> int:
+    from binlake.archive.sources import MySQLSource
+    from binlake.schema.capture import capture
+
+    source = MySQLSource(args.source)
+    conn = source.connect()
+    try:
+        snapshot = capture(conn, args.source_name)
+    finally:
+        conn.close()
+    return _write_snapshot(snapshot, args.out)
+
+
+def cmd_schema_import(args: argparse.Namespace) -> int:
+    from binlake.schema.importing import import_ddl
+
+    text = "".join(sys.stdin.read() if f == "-" else Path(f).read_text() for f in args.files)
+    point: dict = {}
+    if args.at:
+        point["at"] = args.at
+    if args.position:
+        file, _, pos = args.position.rpartition(":")
+        if not file or not pos.isdigit():
+            raise BinlakeError(f"--position {args.position}: expected FILE:OFFSET")
+        point["before"] = point["after"] = {"file": file, "position": int(pos)}
+    snapshot = import_ddl(text, args.database or "", args.flavor, point, args.source_name)
+    return _write_snapshot(snapshot, args.out)
+
+
+def _write_snapshot(snapshot, out: str) -> int:
+    text = json.dumps(snapshot.to_json(), ensure_ascii=False, indent=1) + "\n"
+    if out == "-":
+        sys.stdout.write(text)
+    else:
+        Path(out).write_text(text)
+    print(_dump({"record": "schema", "tables": len(snapshot.tables), "databases": len(snapshot.databases),
+                 "out": out}), file=sys.stderr)
     return 0
 
 
@@ -121,7 +175,27 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--segment-bytes", type=int, default=64 << 20,
                    help="row event bytes per segment (default 64 MiB)")
     s.add_argument("--summary", action="store_true", help="print a summary line on stderr")
+    s.add_argument("--schema", metavar="SNAPSHOT",
+                   help="a schema snapshot (binlake schema capture|import) to name and check columns by, "
+                        "advanced by the DDL the files log (docs/schema.md)")
     s.set_defaults(func=cmd_scan)
+
+    h = sub.add_parser("schema", help="schema snapshots: column names for binlogs without full metadata")
+    hs = h.add_subparsers(dest="schema_command", required=True)
+    hc = hs.add_parser("capture", help="snapshot a live server's tables from information_schema")
+    hc.add_argument("--source", required=True, help="mysql://user[:password]@host:port")
+    hc.add_argument("--source-name", help="the source's name, recorded in the snapshot")
+    hc.add_argument("--out", required=True, help="the snapshot file to write (- for stdout)")
+    hc.set_defaults(func=cmd_schema_capture)
+    hi = hs.add_parser("import", help="a snapshot from mysqldump --no-data output or SHOW CREATE TABLE texts")
+    hi.add_argument("files", nargs="+", metavar="FILE", help="SQL files (- for stdin)")
+    hi.add_argument("--database", help="the default database of statements before any USE")
+    hi.add_argument("--flavor", choices=("mysql", "mariadb"), default="mysql", help="the server's flavor")
+    hi.add_argument("--at", help="the time the DDL held (ISO 8601), recorded in the snapshot")
+    hi.add_argument("--position", metavar="FILE:OFFSET", help="the binlog position the DDL held at")
+    hi.add_argument("--source-name", help="the source's name, recorded in the snapshot")
+    hi.add_argument("--out", required=True, help="the snapshot file to write (- for stdout)")
+    hi.set_defaults(func=cmd_schema_import)
 
     a = sub.add_parser("archive", help="copy rotated binlog files and their manifests to a store")
     a.add_argument("--source", required=True, help="mysql://user[:password]@host:port or dir:///path")

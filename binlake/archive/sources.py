@@ -145,7 +145,7 @@ class MySQLSource:
         self.binlog_basename: str | None = None  # their name before the number
         self.url = f"mysql://{self.user}@{self.host}:{self.port}"  # never the password
 
-    def _connect(self):
+    def connect(self):
         import pymysql
 
         try:
@@ -160,7 +160,7 @@ class MySQLSource:
     def files(self) -> list[BinlogFile]:
         import pymysql
 
-        conn = self._connect()
+        conn = self.connect()
         try:
             with conn.cursor() as cur:
                 cur.execute("SELECT @@log_bin")
@@ -188,7 +188,7 @@ class MySQLSource:
     def stream(self, f: BinlogFile) -> Iterator[bytes]:
         import pymysql
 
-        conn = self._connect()
+        conn = self.connect()
         try:
             with conn.cursor() as cur:
                 cur.execute("SELECT @@version_comment, @@version")

@@ -187,6 +187,7 @@ class Query:
     db: str
     text: str
     ddl_xid: int | None  # MySQL 8 atomic DDL and MariaDB log a DDL's xid in the status variables
+    collation_server: int | None = None  # the server's default collation when it ran (a schema's default)
 
 
 # Lengths of the QUERY status variables, by code; None = variable, handled below.
@@ -194,17 +195,22 @@ _STATUS_FIXED = {0: 4, 1: 8, 3: 4, 4: 6, 7: 2, 8: 2, 9: 8, 10: 4, 13: 3, 14: 8,
                  16: 1, 17: 8, 18: 2, 19: 1, 20: 1, 128: 3, 129: 8, 130: 1}
 Q_DDL_LOGGED_WITH_XID = 17  # MySQL 8 atomic DDL
 Q_XID = 129  # MariaDB: the xid of a DDL
+Q_CHARSET_CODE = 4
 
 
-def _ddl_xid(status: bytes) -> int | None:
-    """Walk the status variables for a DDL's xid; stop at a code we don't know."""
+def _status_vars(status: bytes) -> tuple[int | None, int | None]:
+    """Walk the status variables for a DDL's xid and the server's collation; stop at a code we
+    don't know."""
     pos = 0
     n = len(status)
+    xid = collation = None
     while pos < n:
         code = status[pos]
         pos += 1
         if code in (Q_DDL_LOGGED_WITH_XID, Q_XID):
-            return struct.unpack_from("<Q", status, pos)[0] if pos + 8 <= n else None
+            xid = struct.unpack_from("<Q", status, pos)[0] if pos + 8 <= n else None
+        if code == Q_CHARSET_CODE and pos + 6 <= n:  # client charset, connection and server collations
+            collation = struct.unpack_from("<H", status, pos + 4)[0]
         if code in _STATUS_FIXED:
             pos += _STATUS_FIXED[code]
         elif code in (2, 5, 6):  # catalog (len + str + NUL), time zone, catalog_nz
@@ -217,10 +223,12 @@ def _ddl_xid(status: bytes) -> int | None:
             pos += 1
             if count != 254:
                 for _ in range(count):
-                    pos = status.index(b"\0", pos) + 1
+                    pos = status.find(b"\0", pos) + 1
+                    if pos == 0:
+                        return xid, collation
         else:
-            return None
-    return None
+            break
+    return xid, collation
 
 
 def decode_query(body: bytes | memoryview, post_header_len: int, compressed: bool = False) -> Query:
@@ -235,8 +243,7 @@ def decode_query(body: bytes | memoryview, post_header_len: int, compressed: boo
     raw = b[pos:]
     if compressed:
         raw = uncompress_maria(raw)
-    return Query(thread_id, exec_time, error_code, db, raw.decode("utf-8", "replace"),
-                 _ddl_xid(status))
+    return Query(thread_id, exec_time, error_code, db, raw.decode("utf-8", "replace"), *_status_vars(status))
 
 
 def uncompress_maria(data: bytes) -> bytes:

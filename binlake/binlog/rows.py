@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+from pymysql.charset import charset_by_name
 from pymysqlreplication.constants import FIELD_TYPE
 from pymysqlreplication.json_binary import JsonDiff, JsonDiffOperation
 
@@ -27,6 +28,8 @@ from binlake.binlog.events import uncompress_maria
 from binlake.binlog.replication import apply_unnamed_metadata, decode_event
 from binlake.binlog.varlen import read_packed
 from binlake.errors import RowDecodeError
+from binlake.schema.check import disagreement
+from binlake.schema.model import Table
 
 ROWS_EVENT_TYPES: dict[int, str] = {
     c.PRE_GA_WRITE_ROWS_EVENT: "insert", c.PRE_GA_UPDATE_ROWS_EVENT: "update",
@@ -81,6 +84,7 @@ class TableMap:
     charset_unknown: frozenset[int] = frozenset()  # string columns without charset metadata
     fast: tuple | None = field(repr=False, default=None)  # the compiled decoder's plan (fastrows)
     json_keys: tuple | None = field(repr=False, default=None)  # its columns' JSON keys (fastrows.render)
+    mismatch: str | None = None  # how it disagrees with the schema history's table (positional names)
 
 
 @dataclass
@@ -103,22 +107,31 @@ def rows_table_id(event_type: int, body, post_header_len: int) -> int:
     return int.from_bytes(b[:4] if post_header_len == 6 else b, "little")
 
 
-_TABLE_MAPS: dict[tuple[bytes, int, str], TableMap] = {}
+_TABLE_MAPS: dict[tuple[bytes, int, str, Table | None], TableMap] = {}
 
 
-def decode_table_map(body, post_header_len: int, flavor: str) -> TableMap:
-    """The TABLE_MAP's table. Each transaction maps its tables again with the same bytes:
-    decoded once, then the same (read-only) TableMap is handed out."""
-    key = (bytes(body), post_header_len, flavor)
+def decode_table_map(body, post_header_len: int, flavor: str, table: Table | None = None) -> TableMap:
+    """The TABLE_MAP's table, checked against and named by `table` (the schema history's) when
+    given. Each transaction maps its tables again with the same bytes: decoded once, then the same
+    (read-only) TableMap is handed out."""
+    key = (bytes(body), post_header_len, flavor, table)
     tm = _TABLE_MAPS.get(key)
     if tm is None:
         if len(_TABLE_MAPS) >= 1024:
             _TABLE_MAPS.clear()
-        tm = _TABLE_MAPS[key] = _decode_table_map(key[0], post_header_len, flavor)
+        tm = _TABLE_MAPS[key] = _decode_table_map(key[0], post_header_len, flavor, table)
     return tm
 
 
-def _decode_table_map(body: bytes, post_header_len: int, flavor: str) -> TableMap:
+def table_map_name(body, post_header_len: int) -> tuple[str, str]:
+    """A TABLE_MAP's database and table names, without decoding its columns."""
+    b = _normalise_table_id(bytes(body), post_header_len)
+    slen = b[8]
+    tlen = b[9 + slen + 1]
+    return (b[9:9 + slen].decode("utf-8", "replace"), b[9 + slen + 2:9 + slen + 2 + tlen].decode("utf-8", "replace"))
+
+
+def _decode_table_map(body: bytes, post_header_len: int, flavor: str, table: Table | None) -> TableMap:
     b = _normalise_table_id(body, post_header_len)
     try:
         # VECTOR (MySQL 9) is unknown to the package: present it as a BLOB (same
@@ -144,13 +157,19 @@ def _decode_table_map(body: bytes, post_header_len: int, flavor: str) -> TableMa
         b = _known_metadata_only(b, pos + ncols, ncols)
         tables: dict = {}
         ev = decode_event(c.TABLE_MAP_EVENT, b, flavor, tables, b"")
-        if not ev.optional_metadata.column_name_list:
+        named = bool(ev.optional_metadata.column_name_list)
+        if not named:
             apply_unnamed_metadata(ev, UNNAMED)
         t = ev.get_table()
     except RowDecodeError:
         raise
     except Exception as e:  # noqa: BLE001 - the package raises whatever its reads hit: say what
         raise RowDecodeError(f"TABLE_MAP: {type(e).__name__}: {e}") from None
+    mismatch = None
+    if table is not None:
+        mismatch = disagreement(table, t.columns, types, [col.name for col in t.columns] if named else None, flavor)
+        if mismatch is None and not named:
+            _name_by_history(t.columns, table)
     names = [col.name or f"col_{i + 1}" for i, col in enumerate(t.columns)]
     guessed = set()
     for i, col in enumerate(t.columns):
@@ -159,10 +178,25 @@ def _decode_table_map(body: bytes, post_header_len: int, flavor: str) -> TableMa
             # No charset in the metadata: take the bytes, and decide per value (UTF-8 or base64).
             col.character_set_name = "binary"
             guessed.add(i)
-    tm = TableMap(ev.table_id, ev.schema, ev.table, names, types, t, vectors, frozenset(guessed))
+    tm = TableMap(ev.table_id, ev.schema, ev.table, names, types, t, vectors, frozenset(guessed), mismatch=mismatch)
     tm.fast = fastrows.plan(tm)
     tm.json_keys = fastrows.json_keys(tm.fast) if tm.fast is not None else None
     return tm
+
+
+def _name_by_history(columns, table: Table) -> None:
+    """What the history knows and the TABLE_MAP does not log: names, signedness and charsets
+    (NO_LOG), ENUM and SET members. Only once the two are seen to agree (schema.check)."""
+    for col, mine in zip(columns, table.columns, strict=True):
+        col.name = mine.name
+        col.unsigned = col.unsigned or mine.unsigned
+        if col.character_set_name is None and mine.charset:
+            cs = charset_by_name(mine.charset)
+            col.character_set_name = cs.encoding if cs else mine.charset
+        if col.enum_values is UNNAMED:
+            col.enum_values = ["", *mine.members]
+        if col.set_values is UNNAMED:
+            col.set_values = list(mine.members)
 
 
 _NEEDS_METADATA = frozenset({

@@ -1,0 +1,72 @@
+"""The schema history's replay policy on statement texts: what it follows, and that what it cannot
+follow makes a table unknown (positional names), never guessed. tests/test_schema_history.py holds
+what it follows to real servers' FULL metadata; this holds the edges no workload reaches cheaply.
+"""
+
+from __future__ import annotations
+
+from binlake.schema.ddl import Catalog, is_ddl
+from binlake.schema.importing import import_ddl, statements
+
+
+def _names(catalog: Catalog, table: str, db: str = "d") -> list[str] | None:
+    t = catalog.table(db, table)
+    return None if t is None else [c.name for c in t.columns]
+
+
+def test_statements_that_cannot_change_columns_are_not_parsed():
+    for sql in ("INSERT INTO t VALUES (1)", "GRANT SELECT ON d.* TO u", "CREATE INDEX i ON t (a)",
+                "CREATE DEFINER=`root`@`%` TRIGGER tr AFTER INSERT ON t FOR EACH ROW SET @a = 1",
+                "CREATE VIEW v AS SELECT 1", "TRUNCATE TABLE t", "BEGIN"):
+        assert not is_ddl(sql), sql
+    for sql in ("CREATE TABLE t (a INT)", "/* c */ ALTER TABLE t ADD b INT", "DROP TEMPORARY TABLE t",
+                "RENAME TABLE a TO b", "CREATE OR REPLACE TABLE t (a INT)", "CREATE DATABASE x"):
+        assert is_ddl(sql), sql
+
+
+def test_what_cannot_be_followed_makes_the_table_unknown():
+    c = Catalog()
+    c.apply("d", "CREATE TABLE t (id INT PRIMARY KEY, a INT)")
+    c.apply("d", "CREATE TABLE keep (id INT)")
+    assert _names(c, "t") == ["id", "a"]
+    # a type sqlglot's MySQL dialect does not read (spatial subtypes): t unknown, keep untouched
+    c.apply("d", "ALTER TABLE t ADD COLUMN p POINT")
+    assert _names(c, "t") is None and _names(c, "keep") == ["id"]
+    # an ALTER of an unknown table stays unknown; a RENAME carries the unknown along
+    c.apply("d", "ALTER TABLE t ADD COLUMN b INT")
+    c.apply("d", "RENAME TABLE t TO u")
+    assert _names(c, "u") is None and c.table("d", "t") is None
+    # CREATE TABLE … SELECT without its columns (statement-based logging): unknown
+    c.apply("d", "CREATE TABLE s SELECT * FROM keep")
+    assert _names(c, "s") is None
+    # created again with its columns: known again
+    c.apply("d", "CREATE TABLE u (x INT)")
+    assert _names(c, "u") == ["x"]
+    assert {("d", "t"), ("d", "u"), ("d", "s"), ("d", "keep")} <= c.touched
+
+
+def test_executable_comments_are_read_as_the_server_ran_them():
+    # SHOW CREATE TABLE writes an invisible column as `/*!80023 INVISIBLE */` (MySQL 8.0.23+)
+    c = Catalog()
+    c.apply("d", "CREATE TABLE t (id INT, h INT DEFAULT NULL /*!80023 INVISIBLE */) /*!50100 COMMENT 'x' */")
+    assert [(col.name, col.invisible) for col in c.table("d", "t").columns] == [("id", False), ("h", True)]
+
+
+def test_a_dump_is_split_outside_quotes_and_comments():
+    dump = """-- MySQL dump
+/*!40101 SET NAMES utf8mb4 */;
+CREATE DATABASE /*!32312 IF NOT EXISTS*/ `d` /*!40100 DEFAULT CHARACTER SET latin1 */;
+USE `d`;
+DROP TABLE IF EXISTS `t`;
+CREATE TABLE `t` (
+  `id` int NOT NULL COMMENT 'a; b',
+  `s` varchar(3) DEFAULT ';' # a comment; with a semicolon
+) ENGINE=InnoDB;
+"""
+    assert len(list(statements(dump))) == 5
+    snapshot = import_ddl(dump)
+    t = snapshot.tables[("d", "t")]
+    # the column takes the database's charset (latin1), as the server gave it
+    assert [(col.name, col.type, col.charset) for col in t.columns] == [("id", "int", None),
+                                                                          ("s", "varchar(3)", "latin1")]
+    assert snapshot.databases == {"d": "latin1"}

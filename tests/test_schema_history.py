@@ -1,0 +1,148 @@
+"""Named, typed rows from servers as they ship: a schema snapshot advanced by the binlog's own DDL.
+
+The DDL-heavy workload of tests.support.ddl_workload runs on two real servers of a flavor that
+differ only in binlog_row_metadata: FULL, which names every column itself (the oracle), and the
+flavor's default (MySQL MINIMAL, MariaDB NO_LOG). The range read starts after tables were created
+(their CREATE is not in it): a snapshot of the bare server taken there (`binlake schema
+capture`, or `binlake schema import` of its SHOW CREATE TABLE texts) is what names them, and the
+range's own DDL advances it. Every row change of the bare server, read with the snapshot, equals
+the FULL server's, names and values.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.support import ddl_workload
+from tests.support.scanning import ndjson, run_cli
+
+CASES = [("mysql", "MINIMAL"), ("mariadb", "NO_LOG")]
+FLUSH = {"mysql": "FLUSH BINARY LOGS", "mariadb": "FLUSH BINARY LOGS"}
+
+
+def _run(server, flavor: str, out: Path, snapshot: bool) -> list[Path]:
+    """The workload on server; the range's files (rotated, from the first after the tables that
+    predate it). With snapshot: `out/snapshot.json` (capture) and `out/create.sql` (SHOW CREATE
+    TABLE texts) of the server at the range's start, `out/snapshot-end.json` at its end."""
+    with server.connect() as conn, conn.cursor() as cur:
+        ddl_workload.before(cur)
+        cur.execute(FLUSH[flavor])
+        cur.execute("SHOW BINARY LOGS")
+        first = cur.fetchall()[-1][0]
+        if snapshot:
+            url = f"mysql://root@127.0.0.1:{server.port}"
+            done = run_cli("schema", "capture", "--source", url, "--out", str(out / "snapshot.json"))
+            assert done.returncode == 0, done.stderr
+            cur.execute(f"SHOW CREATE DATABASE {ddl_workload.DB}")
+            texts = [cur.fetchone()[1]]
+            cur.execute(f"SHOW TABLES FROM {ddl_workload.DB}")
+            for (table,) in cur.fetchall():
+                cur.execute(f"SHOW CREATE TABLE {ddl_workload.DB}.`{table}`")
+                texts.append(cur.fetchone()[1])
+            (out / "create.sql").write_text(f"USE {ddl_workload.DB};\n" + ";\n".join(texts) + ";\n")
+        ddl_workload.run(cur, FLUSH[flavor])
+        if snapshot:
+            done = run_cli("schema", "capture", "--source", url, "--out", str(out / "snapshot-end.json"))
+            assert done.returncode == 0, done.stderr
+        cur.execute("SHOW BINARY LOGS")
+        names = [r[0] for r in cur.fetchall()]
+    return [server.binlog_dir / n for n in names[names.index(first):-1]]
+
+
+@pytest.fixture(scope="module", params=CASES, ids=[f"{f}-{m}" for f, m in CASES])
+def history(request, tmp_path_factory):
+    flavor, metadata = request.param
+    factory = request.getfixturevalue(f"{flavor}_factory")
+    out = tmp_path_factory.mktemp(f"history-{flavor}")
+    full = _run(factory(binlog_row_metadata="FULL"), flavor, out, snapshot=False)
+    bare = _run(factory(binlog_row_metadata=metadata), flavor, out, snapshot=True)
+    return flavor, metadata, full, bare, out
+
+
+def _scan(files: list[Path], *args: str) -> dict[str, list[dict]]:
+    done = run_cli("scan", "--rows", "--anomalies", *args, *map(str, files))
+    assert done.returncode == 0, done.stderr
+    out: dict[str, list[dict]] = {"transaction": [], "row_change": [], "anomaly": []}
+    for rec in ndjson(done.stdout):
+        out[rec["record"]].append(rec)
+    return out
+
+
+def _changes(records: dict[str, list[dict]]) -> list[tuple]:
+    return [(r["schema"], r["table"], r["op"], r["before"], r["after"]) for r in records["row_change"]]
+
+
+def _assert_same(got: list[tuple], want: list[tuple]) -> None:
+    assert len(got) == len(want)
+    for n, (g, w) in enumerate(zip(got, want, strict=True)):
+        assert g == w, f"row change {n} of {g[0]}.{g[1]} ({g[2]}): {g[3:]} != FULL's {w[3:]}"
+
+
+def test_the_bare_binlog_has_no_names(history):
+    # what the server logged: without the snapshot, positional names (docs/row-values.md)
+    flavor, metadata, full, bare, out = history
+    got = _scan(bare)
+    assert got["row_change"] and all(k.startswith("col_") for r in got["row_change"] for k in (r["after"] or {}))
+
+
+@pytest.mark.parametrize("how", ["capture", "import"])
+def test_snapshot_and_replayed_ddl_name_every_row_as_full_metadata_does(history, how):
+    flavor, metadata, full, bare, out = history
+    want = _scan(full)
+    assert want["anomaly"] == []
+    snapshot = out / "snapshot.json"
+    if how == "import":
+        snapshot = out / "imported.json"
+        done = run_cli("schema", "import", str(out / "create.sql"), "--flavor", flavor, "--out", str(snapshot))
+        assert done.returncode == 0, done.stderr
+    got = _scan(bare, "--schema", str(snapshot))
+    assert got["anomaly"] == []
+    _assert_same(_changes(got), _changes(want))
+    # every table of every phase was written, renamed ones under each of their names
+    tables = {r[1] for r in _changes(want)}
+    assert tables == {"old_t", "t1", "t 2", "t1_old", "t3", "t4"}, tables
+    assert len(want["row_change"]) > 5 * 3 * len(ddl_workload.PHASES)
+
+
+def test_a_history_that_disagrees_gives_positional_names_and_an_anomaly(history):
+    # an edited snapshot: old_t's `u` is said to be a VARCHAR, and t3, created LIKE old_t in the
+    # range, inherits it. Their TABLE_MAPs disagree: every row of theirs positional, a
+    # SCHEMA_MISMATCH per table and file naming the table, file and offset; the others named.
+    flavor, metadata, full, bare, out = history
+    doc = json.loads((out / "snapshot.json").read_text())
+    old_t = next(t for t in doc["tables"] if t["name"] == "old_t")
+    u = next(c for c in old_t["columns"] if c["name"] == "u")
+    u.update(type="varchar(10)", charset="latin1")
+    edited = out / "edited.json"
+    edited.write_text(json.dumps(doc))
+    got = _scan(bare, "--schema", str(edited))
+    wrong = {"old_t", "t3"}
+    mismatches = [a for a in got["anomaly"] if a["code"] == "SCHEMA_MISMATCH"]
+    assert {a["detail"].split(" TABLE_MAP of hist.")[1].split(" ")[0] for a in mismatches} == wrong
+    for a in mismatches:
+        assert a["detail"].startswith(f"{a['binlog_file']}:{a['start_pos']}: TABLE_MAP of hist.")
+        assert "`u` is varchar(10) latin1 in the history (logged as VARCHAR [10]), LONG in the binlog" in a["detail"]
+    positional = [r for r in got["row_change"] if r["table"] in wrong]
+    assert positional and all(k.startswith("col_") for r in positional for k in (r["after"] or r["before"]))
+    assert {(a["binlog_file"], t) for a in mismatches for t in wrong if f"hist.{t} " in a["detail"]} == \
+        {(r["binlog_file"], r["table"]) for r in positional}
+    want = [c for c in _changes(_scan(full)) if c[1] not in wrong]
+    _assert_same([c for c in _changes(got) if c[1] not in wrong], want)
+
+
+def test_a_snapshot_taken_after_the_range_names_only_tables_no_ddl_changed_since(history):
+    # The snapshot at the range's end is read back to its start only for tables that no DDL in
+    # between touched. Every table of the workload is touched: t1 and `t 2` are named once the
+    # range's own CREATEs define them (as FULL names them); old_t, only ALTERed in the range, and
+    # t3 (LIKE old_t) stay positional all through: never the end's names on earlier rows.
+    flavor, metadata, full, bare, out = history
+    got = _scan(bare, "--schema", str(out / "snapshot-end.json"))
+    assert got["anomaly"] == []
+    unknown = {"old_t", "t3"}
+    positional = [r for r in got["row_change"] if r["table"] in unknown]
+    assert positional and all(k.startswith("col_") for r in positional for k in (r["after"] or r["before"]))
+    want = [c for c in _changes(_scan(full)) if c[1] not in unknown]
+    _assert_same([c for c in _changes(got) if c[1] not in unknown], want)
