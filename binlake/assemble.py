@@ -29,7 +29,7 @@ from binlake.describe import Event, describe
 from binlake.errors import BinlogError, FatalBinlogError, RowDecodeError
 from binlake.records import Facts, Txn, open_txn, transaction_record, ts_from_seconds
 from binlake.records import anomaly as make_anomaly
-from binlake.schema.ddl import Catalog
+from binlake.schema.ddl import SchemaState
 from binlake.segments import Segmenter
 from binlake.sinks import RecordSink, RowsAt, RowSink
 
@@ -46,7 +46,7 @@ class Options:
     rows: bool = True  # emit row changes (they are decoded for the counts either way)
     # The schema history's tables at the walk's start, advanced by the DDL the walk meets
     # (binlake.schema): names and checks TABLE_MAPs. None: the binlog's own metadata only.
-    schema: Catalog | None = None
+    schema: SchemaState | None = None
 
 
 @dataclass
@@ -111,9 +111,9 @@ class FileAssembler:
         self.placing: Placing = Segmenter(opts.segment_rows, opts.segment_bytes)
         self.orphans: list | None = None  # [start, end, detail] of events outside any transaction
         self.table_maps: dict[int, rows_codec.TableMap] = {}
-        self.catalog = opts.schema
-        if self.catalog is not None:
-            self.catalog.flavor = self.fde.flavor
+        self.schema = opts.schema
+        if self.schema is not None:
+            self.schema.flavor = self.fde.flavor
         self.mismatches: set[tuple[str, str, str]] = set()  # SCHEMA_MISMATCH said once per file
         self.counts = Counts()
         self.resume = resume
@@ -330,8 +330,8 @@ class FileAssembler:
                 self._table_map(f)
             except _DECODE_ERRORS as exc:
                 self._decode_failed(txn, f, exc)
-        elif e.query is not None and self.catalog is not None and e.role == "statement" and not e.query.error_code:
-            self.catalog.apply(e.query.db, e.query.text, e.query.collation_server)
+        elif e.query is not None and self.schema is not None and e.role == "statement" and not e.query.error_code:
+            self.schema.apply(e.query.db, e.query.text, e.query.collation_server)
         elif t in c.ROWS_EVENTS:
             self._rows(txn, f)
         elif t in (c.ROWS_QUERY_LOG_EVENT, c.ANNOTATE_ROWS_EVENT):
@@ -340,8 +340,8 @@ class FileAssembler:
     def _table_map(self, f: Frame) -> None:
         phl = self.fde.post_header_len(f.type)
         table = None
-        if self.catalog is not None:
-            table = self.catalog.table(*rows_codec.table_map_name(f.body, phl))
+        if self.schema is not None:
+            table = self.schema.table(*rows_codec.table_map_name(f.body, phl))
         tm = rows_codec.decode_table_map(f.body, phl, self.fde.flavor, table)
         self.table_maps[tm.table_id] = tm
         said = (tm.schema, tm.table, tm.mismatch or "")

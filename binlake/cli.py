@@ -53,13 +53,13 @@ def _catalog(path: str | None, files: list[str]):
     if path is None:
         return None
     from binlake.schema.model import Snapshot
-    from binlake.schema.replay import catalog_for
+    from binlake.schema.replay import state_for
 
     try:
         snapshot = Snapshot.from_json(json.loads(Path(path).read_text()))
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise BinlakeError(f"{path}: not a schema snapshot: {e}") from None
-    return catalog_for(snapshot, files)
+    return state_for(snapshot, files)
 
 
 def cmd_schema_capture(args: argparse.Namespace) -> int:

@@ -5,12 +5,12 @@ what it follows to real servers' FULL metadata; this holds the edges no workload
 
 from __future__ import annotations
 
-from binlake.schema.ddl import Catalog, is_ddl
+from binlake.schema.ddl import SchemaState, is_ddl
 from binlake.schema.importing import import_ddl, statements
 
 
-def _names(catalog: Catalog, table: str, db: str = "d") -> list[str] | None:
-    t = catalog.table(db, table)
+def _names(state: SchemaState, table: str, db: str = "d") -> list[str] | None:
+    t = state.table(db, table)
     return None if t is None else [c.name for c in t.columns]
 
 
@@ -25,7 +25,7 @@ def test_statements_that_cannot_change_columns_are_not_parsed():
 
 
 def test_what_cannot_be_followed_makes_the_table_unknown():
-    c = Catalog()
+    c = SchemaState()
     c.apply("d", "CREATE TABLE t (id INT PRIMARY KEY, a INT)")
     c.apply("d", "CREATE TABLE keep (id INT)")
     assert _names(c, "t") == ["id", "a"]
@@ -47,7 +47,7 @@ def test_what_cannot_be_followed_makes_the_table_unknown():
 
 def test_executable_comments_are_read_as_the_server_ran_them():
     # SHOW CREATE TABLE writes an invisible column as `/*!80023 INVISIBLE */` (MySQL 8.0.23+)
-    c = Catalog()
+    c = SchemaState()
     c.apply("d", "CREATE TABLE t (id INT, h INT DEFAULT NULL /*!80023 INVISIBLE */) /*!50100 COMMENT 'x' */")
     assert [(col.name, col.invisible) for col in c.table("d", "t").columns] == [("id", False), ("h", True)]
 

@@ -1,6 +1,6 @@
 """The schema at a point of a binlog, advanced by the binlog's own DDL.
 
-A Catalog starts from a snapshot (or from nothing) and replays each DDL statement the binlog
+A SchemaState starts from a snapshot (or from nothing) and replays each DDL statement the binlog
 logs, with the statement's default database, parsed by sqlglot's MySQL dialect: CREATE TABLE
 (with columns, LIKE), ALTER TABLE (ADD / DROP / MODIFY / CHANGE / RENAME COLUMN, FIRST / AFTER,
 ALTER COLUMN … SET [IN]VISIBLE, RENAME TO, DEFAULT CHARSET), RENAME TABLE, DROP TABLE, CREATE /
@@ -69,10 +69,10 @@ def is_ddl(sql: str) -> bool:
 
 
 class Unfollowable(Exception):
-    """A statement the catalog cannot replay for a table."""
+    """A statement the state cannot replay for a table."""
 
 
-class Catalog:
+class SchemaState:
     """Tables by (database, name): a Table, or None for a table the DDL lost track of."""
 
     def __init__(self, snapshot: Snapshot | None = None, flavor: str = "mysql") -> None:

@@ -1,7 +1,7 @@
 """A snapshot from DDL text: `mysqldump --no-data` output or `SHOW CREATE TABLE` texts, for a
 source with no live server to capture (a dir:// archive, an old one).
 
-The statements are replayed in order with the same Catalog that replays a binlog's DDL, so an
+The statements are replayed in order with the same SchemaState that replays a binlog's DDL, so an
 import and a replay agree on every type; `USE db` sets the default database, as in the dump.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from binlake.schema.ddl import Catalog
+from binlake.schema.ddl import SchemaState
 from binlake.schema.model import Snapshot
 
 _USE = re.compile(r"^\s*USE\s+(`(?:[^`]|``)+`|\S+)\s*$", re.I)
@@ -32,7 +32,7 @@ def statements(text: str) -> Iterator[str]:
         elif text.startswith("/*", i):
             j = text.find("*/", i + 2)
             j = n if j < 0 else j + 2
-            executable = text.startswith(("/*!", "/*M!"), i)  # run by the server: Catalog.apply reads it
+            executable = text.startswith(("/*!", "/*M!"), i)  # run by the server: SchemaState.apply reads it
             out.append(text[i:j] if executable else " ")
             i = j
         elif text.startswith("--", i) and (i + 2 >= n or text[i + 2] in " \t\r\n") or ch == "#":
@@ -56,13 +56,13 @@ def statements(text: str) -> Iterator[str]:
 def import_ddl(text: str, database: str = "", flavor: str = "mysql", point: dict | None = None,
                source: str | None = None) -> Snapshot:
     """The tables the text's CREATE statements define (later ALTERs, RENAMEs and DROPs applied)."""
-    catalog = Catalog(flavor=flavor)
+    state = SchemaState(flavor=flavor)
     db = database
     for statement in statements(text):
         m = _USE.match(statement)
         if m:
             db = m[1].strip("`").replace("``", "`")
             continue
-        catalog.apply(db, statement)
-    tables = {k: t for k, t in catalog.tables.items() if t is not None}
-    return Snapshot(tables, catalog.databases, point or {}, source, origin="import")
+        state.apply(db, statement)
+    tables = {k: t for k, t in state.tables.items() if t is not None}
+    return Snapshot(tables, state.databases, point or {}, source, origin="import")

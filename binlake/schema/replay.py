@@ -1,7 +1,7 @@
 """Where a snapshot holds in a scan, and the DDL statements of binlog files.
 
 A snapshot is taken at a point of the binlog (`point.before`: file and position). Forward of
-that point the Catalog replays the DDL as the scan meets it. Backward of it the snapshot holds
+that point the SchemaState replays the DDL as the scan meets it. Backward of it the snapshot holds
 only for the tables no DDL touched between the scan's start and the point: before a scan that
 starts earlier, the files up to the point are read once for their DDL statements, and every table
 those statements create, alter, rename or drop starts unknown (positional names) until the
@@ -19,7 +19,7 @@ from pathlib import Path
 from binlake.binlog import constants as c
 from binlake.binlog.events import decode_query
 from binlake.binlog.framing import BinlogReader
-from binlake.schema.ddl import Catalog, is_ddl
+from binlake.schema.ddl import SchemaState, is_ddl
 from binlake.schema.model import Snapshot
 
 log = logging.getLogger(__name__)
@@ -44,14 +44,14 @@ def _number(name: str) -> tuple[str, int] | None:
     return (base, int(num)) if num.isdigit() else None
 
 
-def catalog_for(snapshot: Snapshot, files: Sequence[str | os.PathLike]) -> Catalog:
-    """A Catalog to scan `files` (in order) with: the snapshot, less the tables DDL touched between
+def state_for(snapshot: Snapshot, files: Sequence[str | os.PathLike]) -> SchemaState:
+    """A SchemaState to scan `files` (in order) with: the snapshot, less the tables DDL touched between
     the first file and the snapshot's point."""
-    catalog = Catalog(snapshot)
+    state = SchemaState(snapshot)
     point = snapshot.point.get("before") or {}
     at = _number(point.get("file") or "")
     if at is None or not files:
-        return catalog
+        return state
     earlier: list[tuple[str | os.PathLike, int | None]] = []
     for f in files:
         n = _number(Path(f).name)
@@ -59,16 +59,16 @@ def catalog_for(snapshot: Snapshot, files: Sequence[str | os.PathLike]) -> Catal
             continue  # after the point (or of another name: read forward only)
         earlier.append((f, point.get("position") if n[1] == at[1] else None))
     if not earlier:
-        return catalog
-    tracer = Catalog(flavor=snapshot.point.get("flavor") or "mysql")
+        return state
+    tracer = SchemaState(flavor=snapshot.point.get("flavor") or "mysql")
     for f, until in earlier:
         for _, db, sql, collation in ddl_statements(f, until):
             tracer.apply(db, sql, collation)
-    lost = tracer.touched if not tracer.lost_all else set(catalog.tables)
+    lost = tracer.touched if not tracer.lost_all else set(state.tables)
     for key in lost:
-        catalog.tables[key] = None
+        state.tables[key] = None
     if lost:
         log.info("schema snapshot of %s:%s: %d table(s) changed by DDL before it start unknown: %s",
                  point.get("file"), point.get("position"), len(lost),
                  ", ".join(sorted(".".join(k) for k in lost))[:500])
-    return catalog
+    return state
