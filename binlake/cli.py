@@ -40,7 +40,7 @@ def cmd_scan(args: argparse.Namespace) -> int:
             out.write(json_line(rec))
 
     opts = Options(source=args.source, segment_rows=args.segment_rows,
-                   segment_bytes=args.segment_bytes, rows=args.rows, schema=_catalog(args.schema, args.files))
+                   segment_bytes=args.segment_bytes, rows=args.rows, schema=_schema_state(args))
     # With --rows, a segment's row changes come as JSON lines already (binlake.sinks).
     summary = scan_files(args.files, opts, emit, LineSink(out.writelines))
     if args.summary:
@@ -48,18 +48,33 @@ def cmd_scan(args: argparse.Namespace) -> int:
     return 0
 
 
-def _catalog(path: str | None, files: list[str]):
-    """The schema history a scan starts from: a snapshot file (`binlake schema capture|import`)."""
-    if path is None:
-        return None
+def _schema_state(args: argparse.Namespace):
+    """The schema a scan starts from: a snapshot file (`binlake schema capture|import`), or the
+    history of a source in an archive store (docs/schema.md); None for the binlog's own metadata."""
     from binlake.schema.model import Snapshot
     from binlake.schema.replay import state_for
 
+    if args.schema and args.store:
+        raise BinlakeError("--schema and --store: give one history")
+    if args.store:
+        from binlake.archive.stores import open_store
+        from binlake.schema.history import choose, snapshots
+
+        if not args.source_name:
+            raise BinlakeError("--store needs --source-name: the source whose schema history to use")
+        try:
+            history = snapshots(open_store(args.store), args.source_name)
+        except ValueError as e:
+            raise BinlakeError(f"{args.store}: schema history of {args.source_name}: {e}") from None
+        snapshot = choose(history, Path(args.files[0]).name)
+        return state_for(snapshot or Snapshot({}), args.files)
+    if args.schema is None:
+        return None
     try:
-        snapshot = Snapshot.from_json(json.loads(Path(path).read_text()))
+        snapshot = Snapshot.from_json(json.loads(Path(args.schema).read_text()))
     except (OSError, ValueError, KeyError, TypeError) as e:
-        raise BinlakeError(f"{path}: not a schema snapshot: {e}") from None
-    return state_for(snapshot, files)
+        raise BinlakeError(f"{args.schema}: not a schema snapshot: {e}") from None
+    return state_for(snapshot, args.files)
 
 
 def cmd_schema_capture(args: argparse.Namespace) -> int:
@@ -121,12 +136,16 @@ def cmd_archive(args: argparse.Namespace) -> int:
     for notice in result.notices:
         print(_dump({"record": "notice", "source": name, **notice}))
         print(f"binlake: notice: {notice['detail']}", file=sys.stderr)
+    if result.schema_error:
+        print(_dump({"record": "notice", "kind": "schema_not_captured", "source": name, "detail": result.schema_error}))
+        print(f"binlake: notice: {result.schema_error}", file=sys.stderr)
     for r in result.refused:
         print(_dump({"record": "refused", **{k: r[k] for k in ("source", "file", "reason", "remedy")}}))
         print(f"binlake: {r['detail']}", file=sys.stderr)
     print(_dump({"record": "archive", "source": name, "archived": result.archived,
                  "already_archived": len(result.skipped), "bytes": result.bytes, "gaps": len(result.gaps),
-                 "new_generations": len(result.notices), "refused": [r["file"] for r in result.refused]}))
+                 "new_generations": len(result.notices), "refused": [r["file"] for r in result.refused],
+                 "schema_snapshot": result.schema}))
     if (result.gaps or result.refused) and not args.allow_gaps:
         if result.gaps:
             print(f"binlake: {len(result.gaps)} gap(s) in the archive of {name}: {result.gaps[0]['detail']}",
@@ -178,6 +197,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--schema", metavar="SNAPSHOT",
                    help="a schema snapshot (binlake schema capture|import) to name and check columns by, "
                         "advanced by the DDL the files log (docs/schema.md)")
+    s.add_argument("--store", help="an archive store (file:///path, s3://bucket/prefix): use the schema "
+                                   "history `binlake archive` recorded there for --source-name")
+    s.add_argument("--source-name", help="the source whose schema history --store holds")
     s.set_defaults(func=cmd_scan)
 
     h = sub.add_parser("schema", help="schema snapshots: column names for binlogs without full metadata")

@@ -103,6 +103,8 @@ def test_live_server_through_both_dags(mysql_server, s3_endpoint, airflow, spark
         body = s3.get_object(Bucket="airflow-live", Key=f"archive/live/binlogs/{name}")["Body"].read()
         assert body == (server.binlog_dir / name).read_bytes(), name
         assert s3.head_object(Bucket="airflow-live", Key=f"archive/live/manifests/{name}.json")
+    # the run snapshotted the server's tables into the schema history: information_schema's columns
+    assert _snapshot_columns(s3, server) == _server_columns(server)
 
     conf = {"start": start.isoformat(), "end": end.isoformat()}
     run = af.dags_test("binlake_transactions", conf)
@@ -121,6 +123,25 @@ def test_live_server_through_both_dags(mysql_server, s3_endpoint, airflow, spark
     again = af.dags_test("binlake_archive")
     assert again["state"] == "success"
     assert sum(1 for t in again["tasks"] if t.startswith("archive_file[")) == 1
+    listed = s3.list_objects_v2(Bucket="airflow-live", Prefix="archive/live/schema/snapshots/")
+    assert len(listed["Contents"]) == 2  # one snapshot per run
+
+
+def _snapshot_columns(s3, server) -> tuple[str, list[tuple[str, str, str]]]:
+    listed = s3.list_objects_v2(Bucket="airflow-live", Prefix="archive/live/schema/snapshots/")
+    newest = sorted(o["Key"] for o in listed["Contents"])[-1]
+    doc = json.loads(s3.get_object(Bucket="airflow-live", Key=newest)["Body"].read())
+    return doc["point"]["server_uuid"], [(t["name"], c["name"], c["type"]) for t in doc["tables"]
+                                         if t["schema"] == "shop" for c in t["columns"]]
+
+
+def _server_columns(server) -> tuple[str, list[tuple[str, str, str]]]:
+    with server.connect() as conn, conn.cursor() as cur:
+        cur.execute("SELECT @@server_uuid")
+        uuid = cur.fetchone()[0]
+        cur.execute("SELECT TABLE_NAME, COLUMN_NAME, COLUMN_TYPE FROM information_schema.COLUMNS "
+                    "WHERE TABLE_SCHEMA = 'shop' ORDER BY TABLE_NAME, ORDINAL_POSITION")
+        return uuid, [(t, n, ct.decode() if isinstance(ct, bytes) else ct) for t, n, ct in cur.fetchall()]
 
 
 def compose_workload(server, transactions: int) -> None:

@@ -26,7 +26,8 @@ FLUSH = {"mysql": "FLUSH BINARY LOGS", "mariadb": "FLUSH BINARY LOGS"}
 def _run(server, flavor: str, out: Path, snapshot: bool) -> list[Path]:
     """The workload on server; the range's files (rotated, from the first after the tables that
     predate it). With snapshot: `out/snapshot.json` (capture) and `out/create.sql` (SHOW CREATE
-    TABLE texts) of the server at the range's start, `out/snapshot-end.json` at its end."""
+    TABLE texts) of the server at the range's start, `out/snapshot-end.json` at its end, and an
+    archive run after each phase into `out/store` (source db1)."""
     with server.connect() as conn, conn.cursor() as cur:
         ddl_workload.before(cur)
         cur.execute(FLUSH[flavor])
@@ -43,13 +44,19 @@ def _run(server, flavor: str, out: Path, snapshot: bool) -> list[Path]:
                 cur.execute(f"SHOW CREATE TABLE {ddl_workload.DB}.`{table}`")
                 texts.append(cur.fetchone()[1])
             (out / "create.sql").write_text(f"USE {ddl_workload.DB};\n" + ";\n".join(texts) + ";\n")
-        ddl_workload.run(cur, FLUSH[flavor])
+        ddl_workload.run(cur, FLUSH[flavor], between=(lambda: _archive(server, out)) if snapshot else None)
         if snapshot:
             done = run_cli("schema", "capture", "--source", url, "--out", str(out / "snapshot-end.json"))
             assert done.returncode == 0, done.stderr
         cur.execute("SHOW BINARY LOGS")
         names = [r[0] for r in cur.fetchall()]
     return [server.binlog_dir / n for n in names[names.index(first):-1]]
+
+
+def _archive(server, out: Path) -> None:
+    done = run_cli("archive", "--source", f"mysql://root@127.0.0.1:{server.port}", "--store",
+                   f"file://{out / 'store'}", "--source-name", "db1")
+    assert done.returncode == 0, done.stderr
 
 
 @pytest.fixture(scope="module", params=CASES, ids=[f"{f}-{m}" for f, m in CASES])
@@ -107,6 +114,18 @@ def test_snapshot_and_replayed_ddl_name_every_row_as_full_metadata_does(history,
     assert len(want["row_change"]) > 5 * 3 * len(ddl_workload.PHASES)
 
 
+def test_the_history_archive_runs_recorded_names_the_archived_files_as_full_metadata_does(history):
+    # an archive run after every phase snapshotted the tables into the store's history; the
+    # archived copies of the range, read with that history, are named as the FULL server names them
+    flavor, metadata, full, bare, out = history
+    snapshots = sorted((out / "store" / "db1" / "schema" / "snapshots").glob("*.json"))
+    assert len(snapshots) == len(ddl_workload.PHASES)
+    archived = [out / "store" / "db1" / "binlogs" / f.name for f in bare]
+    got = _scan(archived, "--store", f"file://{out / 'store'}", "--source-name", "db1")
+    assert got["anomaly"] == []
+    _assert_same(_changes(got), _changes(_scan(full)))
+
+
 def test_a_history_that_disagrees_gives_positional_names_and_an_anomaly(history):
     # an edited snapshot: old_t's `u` is said to be a VARCHAR, and t3, created LIKE old_t in the
     # range, inherits it. Their TABLE_MAPs disagree: every row of theirs positional, a
@@ -146,3 +165,45 @@ def test_a_snapshot_taken_after_the_range_names_only_tables_no_ddl_changed_since
     assert positional and all(k.startswith("col_") for r in positional for k in (r["after"] or r["before"]))
     want = [c for c in _changes(_scan(full)) if c[1] not in unknown]
     _assert_same([c for c in _changes(got) if c[1] not in unknown], want)
+
+
+# The statements of issue 21's measurement, and the row they must print (the values it inserted).
+MEASURED = [
+    "CREATE DATABASE t",
+    "CREATE TABLE t.a (id INT UNSIGNED PRIMARY KEY, big BIGINT UNSIGNED, e ENUM('x','y'), "
+    "s SET('a','b'), c CHAR(3) CHARACTER SET latin1, ts TIMESTAMP NULL)",
+    "INSERT INTO t.a VALUES (4294967295, 18446744073709551615, 'y', 'a,b', 'é', '2026-01-01 00:00:00')",
+]
+MEASURED_ROW = {"id": 4294967295, "big": 18446744073709551615, "e": "y", "s": ["a", "b"], "c": "é",
+                "ts": "2026-01-01 00:00:00"}
+
+
+@pytest.mark.parametrize(("flavor", "metadata"), CASES)
+def test_one_archive_run_records_the_history_that_names_the_rows(flavor, metadata, request, tmp_path):
+    server = request.getfixturevalue(f"{flavor}_factory")(binlog_row_metadata=metadata)
+    with server.connect() as conn, conn.cursor() as cur:
+        cur.execute("SET time_zone = '+00:00'")
+        for sql in MEASURED:
+            cur.execute(sql)
+        cur.execute(FLUSH[flavor])
+        cur.execute("SELECT COLUMN_NAME, COLUMN_TYPE, CHARACTER_SET_NAME FROM information_schema.COLUMNS "
+                    "WHERE TABLE_SCHEMA = 't' AND TABLE_NAME = 'a' ORDER BY ORDINAL_POSITION")
+        columns = [(n, t.decode() if isinstance(t, bytes) else t, cs) for n, t, cs in cur.fetchall()]
+    store = f"file://{tmp_path / 'store'}"
+    done = run_cli("archive", "--source", f"mysql://root@127.0.0.1:{server.port}", "--store", store,
+                   "--source-name", "db1")
+    assert done.returncode == 0, done.stderr
+    summary = ndjson(done.stdout)[-1]
+    assert summary["archived"] == ["binlog.000001"] and summary["schema_snapshot"].startswith("db1/schema/snapshots/")
+    # the snapshot holds the server's own information_schema
+    doc = json.loads((tmp_path / "store" / summary["schema_snapshot"]).read_text())
+    a = next(t for t in doc["tables"] if (t["schema"], t["name"]) == ("t", "a"))
+    assert [(c["name"], c["type"], c.get("charset")) for c in a["columns"]] == \
+        [(n, t.lower(), cs) for n, t, cs in columns]
+    archived = tmp_path / "store" / "db1" / "binlogs" / "binlog.000001"
+    rows = [r for r in ndjson(run_cli("scan", "--rows", str(archived)).stdout) if r["record"] == "row_change"]
+    assert rows[-1]["after"] != MEASURED_ROW  # without the history: positional
+    named = run_cli("scan", "--rows", "--store", store, "--source-name", "db1", str(archived))
+    assert named.returncode == 0, named.stderr
+    rows = [r for r in ndjson(named.stdout) if r["record"] == "row_change"]
+    assert [r["after"] for r in rows] == [MEASURED_ROW]

@@ -32,6 +32,8 @@ class ArchiveResult:
     gaps: list[dict] = field(default_factory=list)  # GTID_GAP anomalies: files purged before archiving
     notices: list[dict] = field(default_factory=list)  # new generations: a reset, another server
     refused: list[dict] = field(default_factory=list)  # files the server would not send, with the remedy
+    schema: str | None = None  # the key of the schema snapshot this run captured (docs/schema.md)
+    schema_error: str | None = None  # why it captured none
 
 
 def binlog_key(source: str, name: str) -> str:
@@ -84,7 +86,32 @@ def archive(source, store, source_name: str) -> ArchiveResult:
     store.check()
     with Lease(store, source_name) as lease:
         clean(store, source_name, lease)
-        return _archive(source, store, source_name, lease)
+        schema, error = capture_schema(source, store, source_name)
+        result = _archive(source, store, source_name, lease)
+    result.schema, result.schema_error = schema, error
+    return result
+
+
+def capture_schema(source, store, source_name: str) -> tuple[str | None, str | None]:
+    """A snapshot of a live source's tables into the store's schema history: (its key, None), or
+    (None, why not). The archive goes on either way: the files come first."""
+    connect = getattr(source, "connect", None)
+    if connect is None:  # dir:// sources: `binlake schema import` records what a live one would
+        return None, None
+    from binlake.schema.capture import capture
+    from binlake.schema.history import record
+
+    try:
+        conn = connect()
+        try:
+            snapshot = capture(conn, source_name)
+        finally:
+            conn.close()
+        return record(store, source_name, snapshot), None
+    except Exception as e:  # noqa: BLE001 - any failure is reported, and the files still archived
+        detail = f"{source.url}: no schema snapshot this run ({type(e).__name__}: {e})"
+        log.warning("%s", detail)
+        return None, detail
 
 
 def _archive(source, store, source_name: str, lease: Lease) -> ArchiveResult:

@@ -43,12 +43,13 @@ def archive_asset(source: str) -> Asset:
 ### Find rotated binlog files
 For every source of the `binlake` Variable: rotate the active file first when the source says
 `flush_binary_logs` (so quiet servers still reach the archive), then list the server's closed
-files that have no manifest in the store yet. One item per file, in binlog order.
+files that have no manifest in the store yet. One item per file, in binlog order. A live
+source's tables are snapshotted into the store's schema history on every run (docs/schema.md).
 """)
 def list_new_files() -> list[dict]:
     cfg = settings.load()
     store = resources.open_store(cfg)
-    from binlake.archive.run import pending
+    from binlake.archive.run import capture_schema, pending
 
     items = []
     for spec in cfg.sources:
@@ -58,6 +59,9 @@ def list_new_files() -> list[dict]:
                 source.files()  # credentials and privileges first, with binlake's own clear errors
                 resources.flush_binary_logs(spec)
             new = pending(source, store, spec.name)
+        _, schema_error = capture_schema(source, store, spec.name)  # the schema history (docs/schema.md)
+        if schema_error:
+            log.warning("%s", schema_error)
         log.info("%s: %d rotated files to archive%s", spec.name, len(new),
                  f" ({new[0].name}..{new[-1].name})" if new else "")
         items += [{"source": spec.name, "file": f.name} for f in new]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import random
+from collections.abc import Callable
 from decimal import Decimal
 
 DB = "hist"
@@ -109,8 +110,9 @@ def before(cur) -> None:
     _rows(cur, random.Random(1), 0)
 
 
-def run(cur, flush: str, seed: int = 20261125) -> None:
-    """The phases, a rotation after each: the same statements and values on every server."""
+def run(cur, flush: str, between: Callable[[], object] | None = None, seed: int = 20261125) -> None:
+    """The phases, a rotation after each (then `between`, e.g. an archive run): the same
+    statements and values on every server."""
     rnd = random.Random(seed)
     cur.execute(f"USE {DB}")
     for phase, statements in enumerate(PHASES, start=1):
@@ -118,3 +120,5 @@ def run(cur, flush: str, seed: int = 20261125) -> None:
             cur.execute(sql)
         _rows(cur, rnd, phase)
         cur.execute(flush)
+        if between is not None:
+            between()

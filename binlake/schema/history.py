@@ -1,0 +1,65 @@
+"""A source's schema history in the archive store: `{source}/schema/snapshots/{time}-{id}.json`.
+
+`binlake archive` of a live source captures one snapshot per run (binlake.schema.capture), before
+it copies files, so a history grows with the archive. A scan picks, for the files it reads, the
+earliest snapshot taken at or after the start of the first of them (replay.state_for then holds it
+backward only for the tables no DDL touched in between, and advances it forward by the DDL the
+files log).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+
+from binlake.schema.model import Snapshot
+
+log = logging.getLogger(__name__)
+
+
+def snapshots_prefix(source: str) -> str:
+    return f"{source}/schema/snapshots"
+
+
+def snapshot_key(source: str, snapshot: Snapshot) -> str:
+    stamp = (snapshot.taken_at or "").replace("-", "").replace(":", "")
+    return f"{snapshots_prefix(source)}/{stamp}-{secrets.token_hex(4)}.json"
+
+
+def record(store, source: str, snapshot: Snapshot) -> str:
+    """Write a snapshot into the store's history of source; its key."""
+    key = snapshot_key(source, snapshot)
+    store.put(key, (json.dumps(snapshot.to_json(), ensure_ascii=False, indent=1) + "\n").encode())
+    log.info("%s: schema snapshot of %d tables recorded as %s", source, len(snapshot.tables), key)
+    return key
+
+
+def snapshots(store, source: str) -> list[Snapshot]:
+    """The source's snapshots, oldest first (their keys sort by capture time)."""
+    out = []
+    for key in sorted(store.keys(snapshots_prefix(source))):
+        if key.endswith(".json"):
+            try:
+                out.append(Snapshot.from_json(json.loads(store.get(key))))
+            except (ValueError, KeyError, TypeError) as e:
+                raise ValueError(f"{key}: {e}") from None
+    return out
+
+
+def _at(file: str) -> tuple[str, int] | None:
+    base, _, num = file.rpartition(".")
+    return (base, int(num)) if num.isdigit() else None
+
+
+def choose(history: list[Snapshot], first_file: str) -> Snapshot | None:
+    """The earliest snapshot whose point is at or after the start of first_file (a server file
+    name); None when none is known to be (snapshots before it would need the DDL between)."""
+    start = _at(first_file)
+    if start is None:
+        return None
+    for snapshot in history:
+        point = _at((snapshot.point.get("before") or {}).get("file") or "")
+        if point is not None and point[0] == start[0] and point[1] >= start[1]:
+            return snapshot
+    return None
