@@ -207,3 +207,29 @@ def test_one_archive_run_records_the_history_that_names_the_rows(flavor, metadat
     assert named.returncode == 0, named.stderr
     rows = [r for r in ndjson(named.stdout) if r["record"] == "row_change"]
     assert [r["after"] for r in rows] == [MEASURED_ROW]
+
+
+def test_a_snapshot_is_moved_to_the_first_file_scanned_by_the_files_between(history, tmp_path):
+    # Scanning the second half of the range: the snapshot of the range's start is advanced by the
+    # first half's DDL (read from the files beside the scanned ones), and the end's snapshot loses
+    # what the second half's DDL touched; both name every row as FULL does where they can.
+    flavor, metadata, full, bare, out = history
+    half = len(bare) // 2
+    want = _changes(_scan(full[half:]))
+    got = _scan(bare[half:], "--schema", str(out / "snapshot.json"))
+    assert got["anomaly"] == []
+    _assert_same(_changes(got), want)
+    # the first half against the end's snapshot: the files after it are read for their DDL
+    got = _scan(bare[:half], "--schema", str(out / "snapshot-end.json"))
+    assert got["anomaly"] == []
+    named = [json.dumps(c) for c in _changes(got) if not any(k.startswith("col_") for k in (c[4] or c[3]))]
+    assert named and set(named) <= {json.dumps(c) for c in _changes(_scan(full[:half]))}
+    # without the files between at hand, only the files' own DDL names tables: never the snapshot's
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    copies = [alone / f.name for f in bare[half:]]
+    for f, c in zip(bare[half:], copies, strict=True):
+        c.write_bytes(f.read_bytes())
+    got = _scan(copies, "--schema", str(out / "snapshot.json"))
+    assert got["anomaly"] == [] and {c[1] for c in _changes(got)
+                                     if not any(k.startswith("col_") for k in (c[4] or c[3]))} <= {"t1_old", "t3", "t4"}

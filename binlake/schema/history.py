@@ -2,9 +2,8 @@
 
 `binlake archive` of a live source captures one snapshot per run (binlake.schema.capture), before
 it copies files, so a history grows with the archive. A scan picks, for the files it reads, the
-earliest snapshot taken at or after the start of the first of them (replay.state_for then holds it
-backward only for the tables no DDL touched in between, and advances it forward by the DDL the
-files log).
+earliest snapshot taken at or after the start of the first of them, else the newest before it
+(replay.state_for moves it to the first file and the files' DDL advances it).
 """
 
 from __future__ import annotations
@@ -53,13 +52,14 @@ def _at(file: str) -> tuple[str, int] | None:
 
 
 def choose(history: list[Snapshot], first_file: str) -> Snapshot | None:
-    """The earliest snapshot whose point is at or after the start of first_file (a server file
-    name); None when none is known to be (snapshots before it would need the DDL between)."""
+    """The snapshot to scan from first_file (a server file name) on: the earliest taken at or after
+    its start, else the newest before it (replay.state_for moves either to the file); None when
+    no snapshot can be placed against it."""
     start = _at(first_file)
     if start is None:
         return None
-    for snapshot in history:
-        point = _at((snapshot.point.get("before") or {}).get("file") or "")
-        if point is not None and point[0] == start[0] and point[1] >= start[1]:
-            return snapshot
-    return None
+    placed = [(point, s) for s in history
+              if (point := _at((s.point.get("before") or {}).get("file") or "")) and point[0] == start[0]]
+    after = [s for point, s in placed if point[1] >= start[1]]
+    before = [s for point, s in placed if point[1] < start[1]]
+    return after[0] if after else before[-1] if before else None
