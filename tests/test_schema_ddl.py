@@ -70,3 +70,19 @@ CREATE TABLE `t` (
     assert [(col.name, col.type, col.charset) for col in t.columns] == [("id", "int", None),
                                                                           ("s", "varchar(3)", "latin1")]
     assert snapshot.databases == {"d": "latin1"}
+
+
+def test_partition_maintenance_and_table_options_keep_the_columns():
+    # MySQL manual, "ALTER TABLE Partition Operations": they change partitions, never columns
+    c = SchemaState()
+    c.apply("d", "CREATE TABLE t (id INT, a INT) PARTITION BY RANGE (id) (PARTITION p0 VALUES LESS THAN (10))")
+    for sql in ("ALTER TABLE t ADD PARTITION (PARTITION p1 VALUES LESS THAN (20))", "ALTER TABLE t DROP PARTITION p0",
+                "ALTER TABLE t TRUNCATE PARTITION p1", "ALTER TABLE t REORGANIZE PARTITION p1 INTO "
+                "(PARTITION p2 VALUES LESS THAN (30))", "ALTER TABLE t EXCHANGE PARTITION p2 WITH TABLE u",
+                "ALTER TABLE t REMOVE PARTITIONING", "ALTER TABLE t PARTITION BY HASH(id) PARTITIONS 4",
+                "ALTER TABLE t ENGINE=InnoDB, ROW_FORMAT=DYNAMIC", "ALTER TABLE t AUTO_INCREMENT=5",
+                "ALTER TABLE t ADD INDEX (a), ADD UNIQUE KEY u (id), ALTER INDEX u INVISIBLE, RENAME KEY u TO v",
+                "ALTER TABLE t ADD CONSTRAINT c CHECK (a > 0)", "ALTER TABLE t DROP CHECK c"):
+        c.apply("d", sql)
+        assert _names(c, "t") == ["id", "a"], sql
+    assert c.unfollowed == 0

@@ -36,6 +36,10 @@ _IDENT = r"(?:`(?:[^`]|``)+`|[\w$]+)"
 _QUALIFIED = re.compile(rf"\s*({_IDENT})(?:\s*\.\s*({_IDENT}))?")
 _TABLE_DDL = re.compile(r"^\s*(?:CREATE|ALTER|DROP|RENAME)\s+(?:ONLINE\s+|OFFLINE\s+|IGNORE\s+|TEMPORARY\s+)*"
                         r"TABLES?\s+(?:IF\s+(?:NOT\s+)?EXISTS\s+)?", re.I)
+_PARTITIONING = re.compile(
+    rf"^\s*ALTER\s+(?:ONLINE\s+|OFFLINE\s+|IGNORE\s+)*TABLE\s+{_IDENT}(?:\s*\.\s*{_IDENT})?\s+"
+    r"(?:(?:ADD|DROP|DISCARD|IMPORT|TRUNCATE|COALESCE|REORGANIZE|EXCHANGE|ANALYZE|CHECK|OPTIMIZE|REBUILD|REPAIR)"
+    r"\s+PARTITION\b|REMOVE\s+PARTITIONING\b|PARTITION\s+BY\b)", re.I | re.S)
 _DATABASE_CHARSET = re.compile(r"^\s*ALTER\s+(?:DATABASE|SCHEMA)\s+(" + _IDENT + r")?.*?"
                                r"(?:CHARACTER\s+SET|CHARSET|COLLATE)\s*=?\s*(\w+)", re.I | re.S)
 
@@ -106,6 +110,9 @@ class SchemaState:
         if collation_server:
             cs = charset_by_id(collation_server) if collation_server < 256 else None
             server_charset = charset_of(cs.name) if cs else None
+        if _PARTITIONING.match(sql):  # partition maintenance: the columns stay as they are
+            self.replayed += 1
+            return
         try:
             statement = _parse(sql)
             self._statement(db, statement, server_charset)
@@ -398,7 +405,8 @@ def _place(columns: list[Column], col: Column, position: exp.Expression | None, 
 
 
 # ALTER TABLE actions on keys, indexes and constraints (a DROP that is not of a COLUMN included)
-_KEEPS_COLUMNS = (exp.AddConstraint, exp.DropPrimaryKey, exp.RenameIndex, exp.ForceProperty, exp.Drop)
+_KEEPS_COLUMNS = (exp.AddConstraint, exp.DropPrimaryKey, exp.RenameIndex, exp.AlterIndex, exp.ForceProperty,
+                  exp.Drop)
 _QUIET = logging.getLogger("sqlglot")
 
 
