@@ -87,7 +87,7 @@ def cmd_schema_capture(args: argparse.Namespace) -> int:
         snapshot = capture(conn, args.source_name)
     finally:
         conn.close()
-    return _write_snapshot(snapshot, args.out)
+    return _write_snapshot(snapshot, args)
 
 
 def cmd_schema_import(args: argparse.Namespace) -> int:
@@ -103,17 +103,32 @@ def cmd_schema_import(args: argparse.Namespace) -> int:
             raise BinlakeError(f"--position {args.position}: expected FILE:OFFSET")
         point["before"] = point["after"] = {"file": file, "position": int(pos)}
     snapshot = import_ddl(text, args.database or "", args.flavor, point, args.source_name)
-    return _write_snapshot(snapshot, args.out)
+    return _write_snapshot(snapshot, args)
 
 
-def _write_snapshot(snapshot, out: str) -> int:
-    text = json.dumps(snapshot.to_json(), ensure_ascii=False, indent=1) + "\n"
-    if out == "-":
-        sys.stdout.write(text)
-    else:
-        Path(out).write_text(text)
+def _write_snapshot(snapshot, args: argparse.Namespace) -> int:
+    """To --out, and/or into the schema history of --source-name in --store (docs/schema.md)."""
+    if not args.out and not args.store:
+        raise BinlakeError("give --out FILE or --store URL (with --source-name)")
+    where = {}
+    if args.store:
+        from binlake.archive.stores import open_store
+        from binlake.schema.history import record
+
+        if not args.source_name:
+            raise BinlakeError("--store needs --source-name: whose schema history to add to")
+        store = open_store(args.store)
+        store.check()
+        where["key"] = record(store, args.source_name, snapshot)
+    if args.out:
+        text = json.dumps(snapshot.to_json(), ensure_ascii=False, indent=1) + "\n"
+        if args.out == "-":
+            sys.stdout.write(text)
+        else:
+            Path(args.out).write_text(text)
+        where["out"] = args.out
     print(_dump({"record": "schema", "tables": len(snapshot.tables), "databases": len(snapshot.databases),
-                 "out": out}), file=sys.stderr)
+                 **where}), file=sys.stderr)
     return 0
 
 
@@ -207,7 +222,8 @@ def build_parser() -> argparse.ArgumentParser:
     hc = hs.add_parser("capture", help="snapshot a live server's tables from information_schema")
     hc.add_argument("--source", required=True, help="mysql://user[:password]@host:port")
     hc.add_argument("--source-name", help="the source's name, recorded in the snapshot")
-    hc.add_argument("--out", required=True, help="the snapshot file to write (- for stdout)")
+    hc.add_argument("--out", help="the snapshot file to write (- for stdout)")
+    hc.add_argument("--store", help="also (or instead) record it in this archive store's schema history")
     hc.set_defaults(func=cmd_schema_capture)
     hi = hs.add_parser("import", help="a snapshot from mysqldump --no-data output or SHOW CREATE TABLE texts")
     hi.add_argument("files", nargs="+", metavar="FILE", help="SQL files (- for stdin)")
@@ -216,7 +232,9 @@ def build_parser() -> argparse.ArgumentParser:
     hi.add_argument("--at", help="the time the DDL held (ISO 8601), recorded in the snapshot")
     hi.add_argument("--position", metavar="FILE:OFFSET", help="the binlog position the DDL held at")
     hi.add_argument("--source-name", help="the source's name, recorded in the snapshot")
-    hi.add_argument("--out", required=True, help="the snapshot file to write (- for stdout)")
+    hi.add_argument("--out", help="the snapshot file to write (- for stdout)")
+    hi.add_argument("--store", help="also (or instead) record it in this archive store's schema history "
+                                    "(a dir:// archive's; --position places it in the binlog)")
     hi.set_defaults(func=cmd_schema_import)
 
     a = sub.add_parser("archive", help="copy rotated binlog files and their manifests to a store")

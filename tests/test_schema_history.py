@@ -95,17 +95,24 @@ def test_the_bare_binlog_has_no_names(history):
     assert got["row_change"] and all(k.startswith("col_") for r in got["row_change"] for k in (r["after"] or {}))
 
 
-@pytest.mark.parametrize("how", ["capture", "import"])
-def test_snapshot_and_replayed_ddl_name_every_row_as_full_metadata_does(history, how):
+@pytest.mark.parametrize("how", ["capture", "import", "import into a store"])
+def test_snapshot_and_replayed_ddl_name_every_row_as_full_metadata_does(history, how, tmp_path):
     flavor, metadata, full, bare, out = history
     want = _scan(full)
     assert want["anomaly"] == []
-    snapshot = out / "snapshot.json"
+    history_args = ["--schema", str(out / "snapshot.json")]
     if how == "import":
-        snapshot = out / "imported.json"
+        snapshot = tmp_path / "imported.json"
         done = run_cli("schema", "import", str(out / "create.sql"), "--flavor", flavor, "--out", str(snapshot))
         assert done.returncode == 0, done.stderr
-    got = _scan(bare, "--schema", str(snapshot))
+        history_args = ["--schema", str(snapshot)]
+    elif how == "import into a store":  # a dir:// archive's history: placed at the range's first file
+        store = f"file://{tmp_path / 'store'}"
+        done = run_cli("schema", "import", str(out / "create.sql"), "--flavor", flavor, "--store", store,
+                       "--source-name", "dirsrc", "--position", f"{bare[0].name}:4")
+        assert done.returncode == 0, done.stderr
+        history_args = ["--store", store, "--source-name", "dirsrc"]
+    got = _scan(bare, *history_args)
     assert got["anomaly"] == []
     _assert_same(_changes(got), _changes(want))
     # every table of every phase was written, renamed ones under each of their names
