@@ -47,6 +47,7 @@ bench: install servers java
 	$(BIN)/python bench/archive.py
 	$(BIN)/python bench/assemble.py
 	$(BIN)/python bench/memory.py
+	$(BIN)/python bench/schema.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -16,6 +16,7 @@ SECTIONS = [
     "bench/scan.py --rows-query (Rows_query events on)",
     "bench/assemble.py",
     "bench/archive.py",
+    "bench/schema.py",
 ]
 
 
