@@ -33,8 +33,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         used = set(getattr(item, "fixturenames", ()))
         callspec = getattr(item, "callspec", None)
-        if callspec is not None:  # parametrize("name", ["mysql_server", ...]) + request.getfixturevalue(name)
-            used |= {v for v in callspec.params.values() if isinstance(v, str)}
+        if callspec is not None:  # parametrize("name", ["mysql_server", ...]) + request.getfixturevalue(name),
+            for v in callspec.params.values():  # or a tuple of parameters that names one
+                used |= {x for x in (v if isinstance(v, tuple) else (v,)) if isinstance(x, str)}
         for marker in sorted({NEEDS[f] for f in used & NEEDS.keys()}):
             item.add_marker(marker)
 

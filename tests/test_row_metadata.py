@@ -16,7 +16,7 @@ import pytest
 from tests.support.workload import unnamed_value
 from tests.test_rowdecode import COLUMNS, NAMES, assert_images, decoded_alike, written_range
 
-CASES = [("mysql", "MINIMAL"), ("mariadb", "MINIMAL"), ("mariadb", "NO_LOG")]
+CASES = [("mysql_factory", "MINIMAL"), ("mariadb_factory", "MINIMAL"), ("mariadb_factory", "NO_LOG")]
 
 
 def _unnamed(row: dict | None, metadata: str) -> dict | None:
@@ -25,9 +25,10 @@ def _unnamed(row: dict | None, metadata: str) -> dict | None:
     return {f"col_{i + 1}": unnamed_value(t, row[n], metadata) for i, (n, t) in enumerate(COLUMNS) if n in row}
 
 
-@pytest.mark.parametrize(("flavor", "metadata"), CASES)
-def test_every_column_type_without_column_names(flavor, metadata, request, monkeypatch, tmp_path):
-    server = request.getfixturevalue(f"{flavor}_factory")(binlog_row_metadata=metadata)
+@pytest.mark.parametrize(("factory", "metadata"), CASES)
+def test_every_column_type_without_column_names(factory, metadata, request, monkeypatch, tmp_path):
+    flavor = factory.removesuffix("_factory")
+    server = request.getfixturevalue(factory)(binlog_row_metadata=metadata)
     with server.connect() as conn, conn.cursor() as cur:
         cur.execute("SELECT @@binlog_row_metadata")
         assert cur.fetchone()[0] == metadata

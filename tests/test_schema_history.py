@@ -19,7 +19,7 @@ import pytest
 from tests.support import ddl_workload
 from tests.support.scanning import ndjson, run_cli
 
-CASES = [("mysql", "MINIMAL"), ("mariadb", "NO_LOG")]
+CASES = [("mysql_factory", "MINIMAL"), ("mariadb_factory", "NO_LOG")]  # (the servers' fixture, the setting)
 FLUSH = {"mysql": "FLUSH BINARY LOGS", "mariadb": "FLUSH BINARY LOGS"}
 
 
@@ -59,10 +59,11 @@ def _archive(server, out: Path) -> None:
     assert done.returncode == 0, done.stderr
 
 
-@pytest.fixture(scope="module", params=CASES, ids=[f"{f}-{m}" for f, m in CASES])
+@pytest.fixture(scope="module", params=CASES, ids=[f"{f.removesuffix('_factory')}-{m}" for f, m in CASES])
 def history(request, tmp_path_factory):
-    flavor, metadata = request.param
-    factory = request.getfixturevalue(f"{flavor}_factory")
+    name, metadata = request.param
+    flavor = name.removesuffix("_factory")
+    factory = request.getfixturevalue(name)
     out = tmp_path_factory.mktemp(f"history-{flavor}")
     full = _run(factory(binlog_row_metadata="FULL"), flavor, out, snapshot=False)
     bare = _run(factory(binlog_row_metadata=metadata), flavor, out, snapshot=True)
@@ -185,9 +186,10 @@ MEASURED_ROW = {"id": 4294967295, "big": 18446744073709551615, "e": "y", "s": ["
                 "ts": "2026-01-01 00:00:00"}
 
 
-@pytest.mark.parametrize(("flavor", "metadata"), CASES)
-def test_one_archive_run_records_the_history_that_names_the_rows(flavor, metadata, request, tmp_path):
-    server = request.getfixturevalue(f"{flavor}_factory")(binlog_row_metadata=metadata)
+@pytest.mark.parametrize(("factory", "metadata"), CASES)
+def test_one_archive_run_records_the_history_that_names_the_rows(factory, metadata, request, tmp_path):
+    flavor = factory.removesuffix("_factory")
+    server = request.getfixturevalue(factory)(binlog_row_metadata=metadata)
     with server.connect() as conn, conn.cursor() as cur:
         cur.execute("SET time_zone = '+00:00'")
         for sql in MEASURED:

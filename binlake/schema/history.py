@@ -13,6 +13,7 @@ import logging
 import secrets
 
 from binlake.schema.model import Snapshot
+from binlake.schema.replay import file_order
 
 log = logging.getLogger(__name__)
 
@@ -46,20 +47,15 @@ def snapshots(store, source: str) -> list[Snapshot]:
     return out
 
 
-def _at(file: str) -> tuple[str, int] | None:
-    base, _, num = file.rpartition(".")
-    return (base, int(num)) if num.isdigit() else None
-
-
 def choose(history: list[Snapshot], first_file: str) -> Snapshot | None:
     """The snapshot to scan from first_file (a server file name) on: the earliest taken at or after
     its start, else the newest before it (replay.state_for moves either to the file); None when
     no snapshot can be placed against it."""
-    start = _at(first_file)
+    start = file_order(first_file)
     if start is None:
         return None
     placed = [(point, s) for s in history
-              if (point := _at((s.point.get("before") or {}).get("file") or "")) and point[0] == start[0]]
+              if (point := file_order((s.point.get("before") or {}).get("file") or "")) and point[0] == start[0]]
     after = [s for point, s in placed if point[1] >= start[1]]
     before = [s for point, s in placed if point[1] < start[1]]
     return after[0] if after else before[-1] if before else None

@@ -40,7 +40,9 @@ def ddl_statements(path: str | os.PathLike, until: int | None = None) -> Iterato
                 yield f.pos, q.db, q.text, q.collation_server
 
 
-def _number(name: str) -> tuple[str, int] | None:
+def file_order(name: str) -> tuple[str, int] | None:
+    """(basename, number) of a server's binlog file name; None for any other (an archive name
+    of a later generation, `binlog.000001@g0002`)."""
     base, _, num = name.rpartition(".")
     return (base, int(num)) if num.isdigit() else None
 
@@ -56,7 +58,7 @@ def state_for(snapshot: Snapshot, files: Sequence[str | os.PathLike]) -> SchemaS
     if not files or not point:
         return SchemaState(snapshot)  # an import without a position: it holds at the start (docs/schema.md)
     flavor = snapshot.point.get("flavor") or "mysql"
-    at, first = _number(point.get("file") or ""), _number(Path(files[0]).name)
+    at, first = file_order(point.get("file") or ""), file_order(Path(files[0]).name)
     if at is None or first is None or first[0] != at[0]:
         log.warning("schema snapshot of %s cannot be placed before %s: the scan names only the tables "
                     "its files' DDL creates", point.get("file"), Path(files[0]).name)
