@@ -241,7 +241,8 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--source", required=True, help="mysql://user[:password]@host:port or dir:///path")
     a.add_argument("--store", required=True, help="file:///path or s3://bucket/prefix")
     a.add_argument("--source-name", help="name of the source in the store (default: host_port or dir name)")
-    a.add_argument("--server-id", type=int, help="replica server_id used for the binlog dump")
+    a.add_argument("--server-id", type=int, help="replica server_id for the binlog dump (default: random per "
+                   "run, so concurrent runs do not end each other's dumps)")
     a.add_argument("--allow-gaps", action="store_true",
                    help="exit 0 even when files were purged before they were archived (GTID_GAP) "
                         "or the server refused to send some (see docs/archive.md)")

@@ -10,7 +10,7 @@ import boto3
 import pytest
 
 from binlake.archive.run import archive
-from binlake.archive.sources import DirSource, MySQLSource, SourceError
+from binlake.archive.sources import REPLICA_IDS, DirSource, MySQLSource, RefusedFile, SourceError
 from binlake.archive.stores import FileStore, S3Store, StoreError
 from binlake.errors import BinlogError
 from tests.support.scanning import DATA, ndjson, run_cli, scan
@@ -347,6 +347,29 @@ def test_two_archivers_at_once(mysql_server, tmp_path):
         assert m["size"] == (mysql_server.binlog_dir / n).stat().st_size
 
 
+def test_a_dump_displaced_under_the_same_server_id_says_so(mysql_server):
+    """The server ends a dump when another replica connects under its server_id (MySQL's
+    kill_zombie_dump_threads): a retryable SourceError naming the remedy, not a refused file. Runs
+    left to their default ids each pick their own."""
+    name = _fresh_files(mysql_server, n=1)[0]
+    url = f"mysql://root@127.0.0.1:{mysql_server.port}"
+    f = next(x for x in MySQLSource(url).files() if x.name == name)
+    first = MySQLSource(url, server_id=4243).stream(f)
+    second = MySQLSource(url, server_id=4243).stream(f)
+    try:
+        next(first), next(first)  # the dump has begun: the file is bigger than the socket's buffers
+        next(second), next(second)
+        with pytest.raises(SourceError, match="another replica connected with this run's server_id 4243") as e:
+            for _ in first:
+                pass
+        assert not isinstance(e.value, RefusedFile)
+    finally:
+        first.close()
+        second.close()
+    ids = [MySQLSource(url).server_id for _ in range(3)]
+    assert all(i >> 16 == REPLICA_IDS >> 16 for i in ids)
+
+
 def test_file_name_escaping_the_store_is_refused():
     from binlake.archive.sources import _safe_name
 
@@ -593,12 +616,16 @@ def test_a_live_archivers_upload_is_not_discarded(mysql_factory, s3_endpoint):
     slow = start()
     try:
         assert _when_uploading(slow, client, "shared")
-        # stopped once its lease lists the upload (Lease.hold, right after the upload begins): moto
-        # gives every upload the Initiated time 2010-11-10, so one no lease lists yet looks abandoned
-        while not _listed_in_a_lease(client, "shared"):
+        # stopped where its lease lists every open upload (Lease.hold, right after an upload
+        # begins), checked while it is stopped: moto gives every upload the Initiated time
+        # 2010-11-10, so one no lease lists yet looks abandoned
+        while True:
+            slow.send_signal(signal.SIGSTOP)
+            if _listed_in_a_lease(client, "shared"):
+                break
+            slow.send_signal(signal.SIGCONT)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 assert slow.wait(timeout=0.01) is None, "the archiver ended before its lease listed the upload"
-        slow.send_signal(signal.SIGSTOP)
         held = {u["UploadId"] for u in _open_uploads(client, "shared")}
         # its own replica server_id: a dump under the stopped run's id would end the stopped run's dump
         other = run_cli(*argv[3:], "--server-id", "4242")

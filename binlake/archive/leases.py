@@ -130,7 +130,10 @@ def clean(store, source: str, own: Lease) -> int:
     for w in store.unfinished(f"{source}/"):
         if w.id in owned:
             continue
-        if w.id in orphaned or not live or now - w.started > STALE:
+        stale = now - w.started > STALE
+        if w.id.startswith(f"{source}/leases/") and not stale:
+            continue  # a run's lease being recorded, the first time before any lease lists it
+        if w.id in orphaned or not live or stale:
             store.discard(w)
             discarded += 1
     for key, _ in dead:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ COM_BINLOG_DUMP = 0x12
 BINLOG_DUMP_NON_BLOCK = 0x01
 BINLOG_SEND_ANNOTATE_ROWS_EVENT = 0x02  # MariaDB leaves ANNOTATE_ROWS out unless asked
 ER_SOURCE_FATAL_ERROR_READING_BINLOG = 1236  # the dump stopped: the reason is in the message
+REPLICA_IDS = 0x62690000  # a run's default replica server_id is this plus 16 random bits
 _HEADER = struct.Struct("<IBIIIH")
 READ_SIZE = 1 << 20  # bytes read at once, from a file or the server's socket
 # Bytes of events taken out of dump packets by each path in this process (tests and benchmarks read it).
@@ -132,14 +134,16 @@ class MySQLSource:
     `mysqlbinlog --read-from-remote-server --raw` does. A user with REPLICATION SLAVE and
     REPLICATION CLIENT is enough. The password may come from BINLAKE_MYSQL_PASSWORD."""
 
-    def __init__(self, url: str, server_id: int = 0x62696E6C, password: str | None = None) -> None:
+    def __init__(self, url: str, server_id: int | None = None, password: str | None = None) -> None:
         u = urlparse(url)
         self.host = u.hostname or "127.0.0.1"
         self.port = u.port or 3306
         self.user = unquote(u.username or "root")
         self.password = password if password is not None else (
             unquote(u.password) if u.password is not None else os.environ.get("BINLAKE_MYSQL_PASSWORD", ""))
-        self.server_id = server_id
+        # A server ends the dump of a replica when another connects under its server_id: each run
+        # (concurrent Airflow tasks) dumps under its own unless told one.
+        self.server_id = server_id or REPLICA_IDS | secrets.randbelow(1 << 16)
         self.server_uuid: str | None = None
         self.binlog_dir: str | None = None  # where the server keeps its binlog files (@@log_bin_basename)
         self.binlog_basename: str | None = None  # their name before the number
@@ -233,12 +237,21 @@ class MySQLSource:
             if e.args and e.args[0] in (1227, 1045):
                 raise SourceError(f"{self.url}: missing privilege REPLICATION SLAVE") from None
             reason = str(e.args[-1] if e.args else e)
+            if e.args and e.args[0] == ER_SOURCE_FATAL_ERROR_READING_BINLOG and _displaced(reason):
+                raise SourceError(f"{self.url}: dump of {f.name} ended: another replica connected with this run's "
+                                  f"server_id {self.server_id} ({reason}); give each concurrent run its own "
+                                  "--server-id") from None
             if e.args and e.args[0] == ER_SOURCE_FATAL_ERROR_READING_BINLOG and not _gone(reason):
                 raise RefusedFile(f"{self.url}: the server refuses to send {f.name}: {reason}", f.name,
                                   reason) from None
             raise SourceError(f"{self.url}: dump of {f.name} failed: {e.args[-1] if e.args else e}") from None
         finally:
             conn.close()
+
+
+def _displaced(reason: str) -> bool:
+    """Whether a dump was ended because another replica connected under the same server_id."""
+    return "same server_uuid/server_id" in reason.lower() or "same server_id" in reason.lower()
 
 
 def _gone(reason: str) -> bool:
@@ -325,5 +338,5 @@ def open_source(url: str, server_id: int | None = None):
     if u.scheme == "dir":
         return DirSource(u.path, parse_qs(u.query).get("basename", [None])[0])
     if u.scheme == "mysql":
-        return MySQLSource(url, server_id=server_id) if server_id else MySQLSource(url)
+        return MySQLSource(url, server_id=server_id)
     raise SourceError(f"unsupported source {u.scheme}:// (use mysql://user@host:port or dir:///path)")
