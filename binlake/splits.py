@@ -86,6 +86,7 @@ class Split:
     big: BigTxn | None = None  # the transaction longer than a split this split holds alone
     survey: Survey | None = None  # once surveyed and cut: the split is its piece `piece`
     piece: int | None = None
+    schema: int | None = None  # the schema state it starts from, of the job's (binlake.schema.plan)
 
     @property
     def bytes(self) -> int:

@@ -79,7 +79,7 @@ def test_tables_equal_the_scan(spark, archives, tmp_path, where):
         [f"commit_date={start}"]
     saved = json.loads(next((tmp_path / "lake" / "_summaries").glob("assemble_*.json")).read_text())
     assert saved["transactions"] == summary.transactions and saved["start"].startswith(start)
-    assert list(saved["step_seconds"]) == ["survey", "facts", "tables", "write"]
+    assert list(saved["step_seconds"]) == ["survey", "schema", "facts", "tables", "write"]
     assert 0 < sum(saved["step_seconds"].values()) <= saved["seconds"]
     assert not list((tmp_path / "lake" / "_staging").glob("*"))
     # the images are written without a dictionary (nearly all distinct), the ids with one (in the

@@ -12,6 +12,7 @@ the FULL server's, names and values.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -242,3 +243,54 @@ def test_a_snapshot_is_moved_to_the_first_file_scanned_by_the_files_between(hist
     got = _scan(copies, "--schema", str(out / "snapshot.json"))
     assert got["anomaly"] == [] and {c[1] for c in _changes(got)
                                      if not any(k.startswith("col_") for k in (c[4] or c[3]))} <= {"t1_old", "t3", "t4"}
+
+
+def _spark_and_scan(spark, store: Path, lake_dir: Path) -> tuple:
+    """The assemble job over everything a store holds of db1, with the store's own history, and a
+    scan of the same archived files with that history: (summary, the lake's digests, the scan's
+    digests, the scan's records)."""
+    from binlake.spark.job import assemble
+    from tests.support.lake import lake, scanned
+
+    summary = assemble(spark, f"file://{store}", str(lake_dir), "2000-01-01T00:00:00Z", "2100-01-01T00:00:00Z",
+                       split_bytes=2_000)  # files in many splits: states at splits' starts
+    files = sorted((store / "db1" / "binlogs").iterdir())
+    records = _scan(files, "--store", f"file://{store}", "--source-name", "db1", "--source", "db1")
+    return summary, lake(lake_dir), scanned(records), records
+
+
+def test_the_spark_job_reads_the_stores_history_as_the_scan_does(history, spark, tmp_path):
+    # Req 4: the job reads the history the archive runs recorded, and every table, row names and
+    # values included, equals the scan's of the same files (whose rows of the range are FULL's:
+    # the test above). With an edited history, the same positional rows and the same
+    # SCHEMA_MISMATCH anomalies, once per table and file, though the job reads a file in splits.
+    from tests.support.lake import differences
+
+    flavor, metadata, full, bare, out = history
+    summary, got, want, records = _spark_and_scan(spark, out / "store", tmp_path / "lake")
+    assert differences(got, want) == {}
+    assert records["anomaly"] == [] and summary.anomalies == 0
+    ranged = {f.name for f in bare}
+    assert [c for r in records["row_change"] if r["binlog_file"] in ranged for c in _changes({"row_change": [r]})] \
+        == _changes(_scan(full))
+    assert summary.schema_states > len(ddl_workload.PHASES)  # the range's DDL moved the splits' states on
+
+    # an archive whose files start with the range (old_t's CREATE is not in it), its history the
+    # capture of the range's start, edited: old_t's `u` said to be a VARCHAR (t3, LIKE old_t, too)
+    edited = tmp_path / "edited"
+    shutil.copytree(out / "store", edited)
+    for f in (edited / "db1" / "binlogs").iterdir():
+        if f.name < bare[0].name:
+            f.unlink()
+            (edited / "db1" / "manifests" / f"{f.name}.json").unlink()
+    for f in (edited / "db1" / "schema" / "snapshots").iterdir():
+        f.unlink()
+    doc = json.loads((out / "snapshot.json").read_text())
+    old_t = next(t for t in doc["tables"] if t["name"] == "old_t")
+    next(c for c in old_t["columns"] if c["name"] == "u").update(type="varchar(10)", charset="latin1")
+    (edited / "db1" / "schema" / "snapshots" / "20000101T000000Z-edited.json").write_text(json.dumps(doc))
+    summary, got, want, records = _spark_and_scan(spark, edited, tmp_path / "edited-lake")
+    assert differences(got, want) == {}
+    mismatches = [a for a in records["anomaly"] if a["code"] == "SCHEMA_MISMATCH"]
+    assert {a["detail"].split(" TABLE_MAP of hist.")[1].split(" ")[0] for a in mismatches} == {"old_t", "t3"}
+    assert summary.splits > summary.files and summary.anomalies == len(mismatches)  # once per table and file

@@ -88,6 +88,12 @@ class SchemaState:
         self.touched: set[tuple[str, str]] = set()  # every table a replayed statement set or removed
         self.lost_all = False  # a table statement named no table that could be read
 
+    def copy(self) -> SchemaState:
+        """A state to advance on its own (tables are immutable: only the maps are copied)."""
+        out = SchemaState(flavor=self.flavor)
+        out.tables, out.databases = dict(self.tables), dict(self.databases)
+        return out
+
     def _set(self, key: tuple[str, str], table: Table | None) -> None:
         self.touched.add(key)
         self.tables[key] = table

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from binlake.binlog import constants as c
@@ -26,18 +26,27 @@ from binlake.schema.model import Snapshot
 log = logging.getLogger(__name__)
 
 
-def ddl_statements(path: str | os.PathLike, until: int | None = None) -> Iterator[tuple[int, str, str, int | None]]:
+Statement = tuple[int, str, str, int | None]  # (offset, default database, statement, server collation)
+DdlOf = Callable[[str], Sequence[Statement] | None]  # a file's DDL statements by name; None: not at hand
+
+
+def ddl_statements(path: str | os.PathLike, until: int | None = None) -> Iterator[Statement]:
     """(offset, default database, statement, server collation) of each DDL QUERY event of a
     binlog file that ran without error, up to offset `until`."""
     with BinlogReader.open(path) as reader:
-        fde = reader.fde
-        for f in reader.frames(end=until):
-            if f.type not in (c.QUERY_EVENT, c.QUERY_COMPRESSED_EVENT) or not f.crc_ok:
-                continue
-            phl = fde.post_header_len(f.type) or fde.post_header_len(c.QUERY_EVENT)
-            q = decode_query(f.body, phl, f.type == c.QUERY_COMPRESSED_EVENT)
-            if not q.error_code and is_ddl(q.text):
-                yield f.pos, q.db, q.text, q.collation_server
+        yield from reader_ddl(reader, until)
+
+
+def reader_ddl(reader: BinlogReader, until: int | None = None) -> Iterator[Statement]:
+    """ddl_statements of an open reader (an archived object's range)."""
+    fde = reader.fde
+    for f in reader.frames(end=until):
+        if f.type not in (c.QUERY_EVENT, c.QUERY_COMPRESSED_EVENT) or not f.crc_ok:
+            continue
+        phl = fde.post_header_len(f.type) or fde.post_header_len(c.QUERY_EVENT)
+        q = decode_query(f.body, phl, f.type == c.QUERY_COMPRESSED_EVENT)
+        if not q.error_code and is_ddl(q.text):
+            yield f.pos, q.db, q.text, q.collation_server
 
 
 def file_order(name: str) -> tuple[str, int] | None:
@@ -47,56 +56,73 @@ def file_order(name: str) -> tuple[str, int] | None:
     return (base, int(num)) if num.isdigit() else None
 
 
-def state_for(snapshot: Snapshot, files: Sequence[str | os.PathLike]) -> SchemaState:
-    """A SchemaState to scan `files` (in order) with: the snapshot moved to the start of the first
-    file. A snapshot taken before it is advanced by the DDL of the files between; one taken after
-    it loses the tables DDL touched between. The files between are the scanned ones or their
-    neighbours in the first file's directory; when one is missing, or the first file cannot be
-    placed against the snapshot's point (another basename, an archive name of a later
-    generation), the scan starts from no tables: only the files' own DDL names tables then."""
+def between(snapshot: Snapshot, first: str) -> list[str] | None:
+    """The names of the files whose DDL moves `snapshot` to the start of file `first`, in order
+    (the snapshot's own file included); None when it cannot be placed against `first` (another
+    basename, an archive name of a later generation)."""
     point = snapshot.point.get("before") or {}
-    if not files or not point:
+    at, start = file_order(point.get("file") or ""), file_order(first)
+    if at is None or start is None or start[0] != at[0]:
+        return None
+    width = len(first) - len(start[0]) - 1
+    lo, hi = sorted((start[1], at[1]))
+    return [f"{at[0]}.{n:0{width}d}" for n in range(lo, hi + 1) if start[1] <= at[1] or n < start[1]]
+
+
+def state_for(snapshot: Snapshot, files: Sequence[str | os.PathLike]) -> SchemaState:
+    """moved() for a scan of local files: the files between are the scanned ones or their
+    neighbours in the first file's directory."""
+    if not files:
+        return SchemaState(snapshot)
+    scanned = {Path(f).name: f for f in files}
+
+    def ddl_of(name: str) -> list[Statement] | None:
+        path = scanned.get(name) or Path(files[0]).parent / name
+        return list(ddl_statements(path)) if Path(path).is_file() else None
+
+    return moved(snapshot, Path(files[0]).name, ddl_of)
+
+
+def moved(snapshot: Snapshot, first: str, ddl_of: DdlOf) -> SchemaState:
+    """A SchemaState to read from the start of file `first` on: the snapshot moved there. A
+    snapshot taken before it is advanced by the DDL of the files between; one taken after it
+    loses the tables DDL touched between. When a file between is not at hand, or the snapshot
+    cannot be placed against `first`, reading starts from no tables: only the files' own DDL
+    names tables then."""
+    point = snapshot.point.get("before") or {}
+    if not point:
         return SchemaState(snapshot)  # an import without a position: it holds at the start (docs/schema.md)
     flavor = snapshot.point.get("flavor") or "mysql"
-    at, first = file_order(point.get("file") or ""), file_order(Path(files[0]).name)
-    if at is None or first is None or first[0] != at[0]:
-        log.warning("schema snapshot of %s cannot be placed before %s: the scan names only the tables "
-                    "its files' DDL creates", point.get("file"), Path(files[0]).name)
+    names = between(snapshot, first)
+    if names is None:
+        log.warning("schema snapshot of %s cannot be placed before %s: only the tables the files' DDL "
+                    "creates are named", point.get("file"), first)
         return SchemaState(flavor=flavor)
-    scanned = {Path(f).name: f for f in files}
-    lo, hi = sorted((first[1], at[1]))
-    between: list[tuple[str | os.PathLike, int | None, int | None]] = []  # (file, from, until)
-    width = len(Path(files[0]).name) - len(first[0]) - 1
-    for n in range(lo, hi + 1):
-        name = f"{at[0]}.{n:0{width}d}"
-        path = scanned.get(name) or Path(files[0]).parent / name
-        if not Path(path).is_file():
-            log.warning("schema snapshot of %s: %s (between it and the scan's start) is not at hand: the scan "
-                        "names only the tables its files' DDL creates", point.get("file"), name)
+    found: list[tuple[str, Sequence[Statement]]] = []
+    for name in names:
+        ddl = ddl_of(name)
+        if ddl is None:
+            log.warning("schema snapshot of %s: %s (between it and %s) is not at hand: only the tables the "
+                        "files' DDL creates are named", point.get("file"), name, first)
             return SchemaState(flavor=flavor)
-        at_point = n == at[1]
-        if first[1] > at[1]:  # the snapshot is older: its tables move forward to the first file
-            if n < first[1]:
-                between.append((path, point.get("position") if at_point else None, None))
-        else:  # the snapshot is newer: tables touched between lose their columns
-            between.append((path, None, point.get("position") if at_point else None))
-    if first[1] > at[1]:
-        state = SchemaState(snapshot)
-        for path, start, _ in between:
-            for pos, db, sql, collation in ddl_statements(path):
-                if start is None or pos >= start:
+        found.append((name, ddl))
+    position = point.get("position") or 0
+    state = SchemaState(snapshot)
+    if first not in names:  # older: its tables move forward to the first file
+        for name, ddl in found:
+            for pos, db, sql, collation in ddl:
+                if name != point["file"] or pos >= position:
                     state.apply(db, sql, collation)
         return state
-    state = SchemaState(snapshot)
-    tracer = SchemaState(flavor=flavor)
-    for path, _, until in between:
-        for _, db, sql, collation in ddl_statements(path, until):
-            tracer.apply(db, sql, collation)
+    tracer = SchemaState(flavor=flavor)  # newer: the tables touched between lose their columns
+    for name, ddl in found:
+        for pos, db, sql, collation in ddl:
+            if name != point["file"] or pos < position:
+                tracer.apply(db, sql, collation)
     lost = set(state.tables) | tracer.touched if tracer.lost_all else tracer.touched
     for key in lost:
         state.tables[key] = None
     if lost:
         log.info("schema snapshot of %s:%s: %d table(s) changed by DDL before it start unknown: %s",
-                 point.get("file"), point.get("position"), len(lost),
-                 ", ".join(sorted(".".join(k) for k in lost))[:500])
+                 point.get("file"), position, len(lost), ", ".join(sorted(".".join(k) for k in lost))[:500])
     return state

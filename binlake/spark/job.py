@@ -27,12 +27,14 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field, replace
 
+from pyspark.broadcast import Broadcast
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from binlake.assemble import Options
 from binlake.errors import BinlakeError
 from binlake.pieces import Fixes, PieceRecord, place_block, place_record
+from binlake.schema.ddl import SchemaState
 from binlake.spark import schema
 from binlake.spark.settings import SESSION, is_local, local
 from binlake.splits import (
@@ -76,9 +78,10 @@ class Summary:
     anomalies_by_code: dict[str, int] = field(default_factory=dict)
     partitions: list[str] = field(default_factory=list)
     seconds: float = 0.0
-    step_seconds: dict[str, float] = field(default_factory=dict)  # survey, facts, tables, write
+    step_seconds: dict[str, float] = field(default_factory=dict)  # survey, schema, facts, tables, write
     spark_master: str = ""
     application_id: str = ""
+    schema_states: int = 0  # distinct schema states the splits started from (binlake.schema.plan)
 
     def anomaly_text(self) -> str:
         """The range's anomalies in one line, as a failed --fail-on-anomaly says them."""
@@ -97,10 +100,18 @@ def _splits(batches) -> Iterator[Split]:
             yield Split.from_json(text)
 
 
-def _facts_task(opts: Options):
+def _split_opts(opts: Options, split: Split, states) -> Options:
+    """A split's options: with the schema state it starts from (a copy: the walk advances it)."""
+    if states is None or split.schema is None:
+        return opts
+    return replace(opts, schema=states.value[split.schema].copy())
+
+
+def _facts_task(opts: Options, states):
     """What each task of the facts pass runs over its split(s): transactions, anomalies and the
     pieces of big transactions out as Arrow batches of STAGED, each of one kind of record
-    (schema.arrow_batch). Rows are decoded for their counts only."""
+    (schema.arrow_batch). Rows are decoded for their counts only. `states`: a broadcast of the
+    schema states splits start from (binlake.schema.plan), or None."""
     opts = replace(opts, rows=False)
 
     def run(batches):
@@ -108,7 +119,7 @@ def _facts_task(opts: Options):
         kinds = [n for n in arrow.names if n != "kind"]
         for split in _splits(batches):
             bufs: dict[str, list[dict]] = {k: [] for k in kinds}
-            for kind, rec in run_split(split, opts):
+            for kind, rec in run_split(split, _split_opts(opts, split, states)):
                 buf = bufs[kind]
                 buf.append(schema.arrow_record(kind, asdict(rec) if kind == "piece" else rec, split.source)[kind])
                 if len(buf) >= BATCH:
@@ -121,7 +132,7 @@ def _facts_task(opts: Options):
     return run
 
 
-def _rows_task(opts: Options, fixes):
+def _rows_task(opts: Options, fixes, states):
     """What each task of the rows pass runs over its split(s): the row changes alone, as Arrow
     batches of ROW_CHANGES; those of whole transactions from the decoder's blocks
     (schema.blocks_batch), those of big transactions' pieces placed by `fixes`, a broadcast of
@@ -135,7 +146,7 @@ def _rows_task(opts: Options, fixes):
             blocks: list = []
             held = 0
             recs: list[dict] = []
-            for kind, rec in run_split(split, opts, blocks=True):
+            for kind, rec in run_split(split, _split_opts(opts, split, states), blocks=True):
                 if kind == "row_blocks":
                     rec = [block for block in rec if place_block(block, place)]
                     blocks += rec
@@ -179,6 +190,8 @@ class Job:
         self.sources = self.plan.sources
         self.run_id = uuid.uuid4().hex[:12]
         self.staging = f"{self.warehouse}/_staging/{self.run_id}"
+        # the schema states splits start from (binlake.schema.plan), when a source has a history
+        self.states: Broadcast[list[SchemaState]] | None = None
         self.summary = Summary(store, self.warehouse, self.plan.start, self.plan.end, self.sources,
                                spark_master=self.sc.master or "", application_id=self.sc.applicationId)
 
@@ -191,6 +204,7 @@ class Job:
         s.files, s.bytes, s.splits = len(p.files), p.bytes, len(p.splits)
         try:
             splits, bigs = self._timed("survey", self._cut_big)
+            self._timed("schema", self._schema_states, splits)
             staged = self._timed("facts", self._facts, splits)
             tables = self._timed("tables", self._tables, staged, bigs, splits)
             self._timed("write", self._write, tables)
@@ -226,6 +240,24 @@ class Job:
         log.info("%d splits, %d big transactions in %d pieces", len(splits), len(bigs), self.summary.pieces)
         return splits, bigs
 
+    def _schema_states(self, splits: list[Split]) -> None:
+        """The schema state each split starts from, for the sources with a schema history: the
+        DDL statements of their files read by a task per file, the states put together here."""
+        from binlake.schema import plan as schema_plan
+
+        starts = schema_plan.histories(self.plan)
+        if not starts:
+            return
+        files = schema_plan.files_to_read(self.plan, starts)
+        store = self.store
+        self.sc.setJobDescription(f"binlake: the DDL of {len(files)} files for the schema history")
+        read = (self.sc.parallelize(files, max(1, min(len(files), 4 * self.sc.defaultParallelism)))
+                .map(lambda f: (f, schema_plan.archived_ddl(store, *f))).collect())
+        found = dict(read)
+        states = schema_plan.assign(self.plan, splits, starts, lambda source, name: found.get((source, name)))
+        self.summary.schema_states = len(states)
+        self.states = self.sc.broadcast(states)
+
     def _splits_frame(self, splits: list[Split]) -> DataFrame:
         tasks = sorted(splits, key=lambda s: -s.bytes)  # biggest first
         rdd = self.sc.parallelize([(t.to_json(),) for t in tasks], len(tasks))
@@ -237,8 +269,8 @@ class Job:
         path = f"{self.staging}/facts"
         if splits:
             self.sc.setJobDescription(f"binlake: transactions of {len(splits)} splits of {self.plan.bytes} bytes")
-            (self._splits_frame(splits).mapInArrow(_facts_task(self.opts), schema.STAGED).write.mode("overwrite")
-             .parquet(path))
+            (self._splits_frame(splits).mapInArrow(_facts_task(self.opts, self.states), schema.STAGED)
+             .write.mode("overwrite").parquet(path))
             return self.spark.read.schema(schema.STAGED).parquet(path)
         return self.spark.createDataFrame([], schema.STAGED)
 
@@ -248,7 +280,7 @@ class Job:
         if not splits:
             return self.spark.createDataFrame([], schema.ROW_CHANGES)
         placed = self.sc.broadcast(fixes) if fixes else None
-        return self._splits_frame(splits).mapInArrow(_rows_task(self.opts, placed), schema.ROW_CHANGES)
+        return self._splits_frame(splits).mapInArrow(_rows_task(self.opts, placed, self.states), schema.ROW_CHANGES)
 
     def _tables(self, staged: DataFrame, bigs: list[list[Split]], splits: list[Split]) -> dict[str, DataFrame]:
         """The three tables of the range, big transactions put together."""
@@ -272,6 +304,8 @@ class Job:
             txns = txns.unionByName(self._frame(extra_txns, "transaction", schema.TRANSACTIONS))
         if extra_anomalies:
             anomalies = anomalies.unionByName(self._frame(extra_anomalies, "anomaly", schema.ANOMALIES))
+        if self.states is not None:
+            anomalies = _mismatch_once_per_file(anomalies)
         lo, hi = _instant(self.plan.start), _instant(self.plan.end)
         rows = self._rows(splits, fixes)
         if self.plan.repeats:  # first archived copies only: a failover's new server repeats what it replicated
@@ -384,6 +418,17 @@ class Job:
         out.write(bytearray(json.dumps(asdict(self.summary), indent=1).encode()))
         out.close()
         log.info("summary: %s", path)
+
+
+def _mismatch_once_per_file(anomalies: DataFrame) -> DataFrame:
+    """SCHEMA_MISMATCH once per table and file, the first, as a scan says it: each split's walk
+    says its own. The detail after its `file:offset: ` is the table's disagreement."""
+    from pyspark.sql import Window
+
+    said = F.regexp_replace("detail", r"^.*?:[0-9]+: ", "")
+    first = Window.partitionBy("source", "binlog_file", said).orderBy("start_pos")
+    n = F.when(F.col("code") == "SCHEMA_MISMATCH", F.row_number().over(first)).otherwise(F.lit(1))
+    return anomalies.withColumn("_n", n).where("_n = 1").drop("_n")
 
 
 def _instant(ts: str) -> dt.datetime:
