@@ -291,8 +291,9 @@ class BinlogReader:
     # -- the walk ----------------------------------------------------------------------
 
     def frames(self, start: int | None = None, end: int | None = None,
-               verify: bool = True) -> Iterator[Frame]:
-        """Yield frames from `start` (default: the first event) up to `end`.
+               verify: bool = True, only: frozenset[int] | None = None) -> Iterator[Frame]:
+        """Yield frames from `start` (default: the first event) up to `end`; with `only`, the
+        frames of those types alone (the others are stepped over by their headers, unchecked).
 
         Raises BinlogError with reason starting "truncated" when an event runs past the
         end of the data, and "corrupt" when a header cannot be an event header.
@@ -334,6 +335,9 @@ class BinlogReader:
                         return  # the caller's range ends here; the event is whole in the data
                     raise self._fail(pos, f"truncated {c.event_name(type_code)} event: "
                                           f"{size} bytes announced, {self.end - pos} in file")
+                if only is not None and type_code not in only and type_code != c.FORMAT_DESCRIPTION_EVENT:
+                    pos += size
+                    continue
                 body_end = i + size
                 ok = True
                 if crc and type_code != c.FORMAT_DESCRIPTION_EVENT:

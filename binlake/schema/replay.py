@@ -30,6 +30,9 @@ Statement = tuple[int, str, str, int | None]  # (offset, default database, state
 DdlOf = Callable[[str], Sequence[Statement] | None]  # a file's DDL statements by name; None: not at hand
 
 
+_QUERIES = frozenset((c.QUERY_EVENT, c.QUERY_COMPRESSED_EVENT))
+
+
 def ddl_statements(path: str | os.PathLike, until: int | None = None) -> Iterator[Statement]:
     """(offset, default database, statement, server collation) of each DDL QUERY event of a
     binlog file that ran without error, up to offset `until`."""
@@ -40,8 +43,8 @@ def ddl_statements(path: str | os.PathLike, until: int | None = None) -> Iterato
 def reader_ddl(reader: BinlogReader, until: int | None = None) -> Iterator[Statement]:
     """ddl_statements of an open reader (an archived object's range)."""
     fde = reader.fde
-    for f in reader.frames(end=until):
-        if f.type not in (c.QUERY_EVENT, c.QUERY_COMPRESSED_EVENT) or not f.crc_ok:
+    for f in reader.frames(end=until, only=_QUERIES):
+        if f.type not in _QUERIES or not f.crc_ok or f.body[-5:] == b"BEGIN":  # most: a transaction's start
             continue
         phl = fde.post_header_len(f.type) or fde.post_header_len(c.QUERY_EVENT)
         q = decode_query(f.body, phl, f.type == c.QUERY_COMPRESSED_EVENT)
