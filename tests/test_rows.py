@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from binlake.binlog.rows import wkb_to_wkt
+from binlake.binlog.rows import geometry_text, wkb_to_wkt
 from tests.support.scanning import PUBLIC, scan
 
 # mysql-test/suite/binlog/r/binlog_row_mysqlbinlog_verbose.result, as (table, op, before, after)
@@ -96,3 +96,12 @@ def test_wkb_to_wkt():
     assert wkb_to_wkt(line) == "LINESTRING(0 0,1 1)"
     multi = b"\x01" + struct.pack("<II", 4, 2) + point + point
     assert wkb_to_wkt(multi) == "MULTIPOINT((1.5 -2),(1.5 -2))"
+    # a stored value: the SRID (little-endian) before the WKB; 0 leaves it out, as PostGIS's EWKT does
+    assert geometry_text(struct.pack("<I", 4326) + point) == "SRID=4326;POINT(1.5 -2)"
+    assert geometry_text(struct.pack("<I", 0) + point) == "POINT(1.5 -2)"
+    # empty geometries as standard WKT; every double exact, negative zero with its sign
+    for kind, name in ((7, "GEOMETRYCOLLECTION"), (4, "MULTIPOINT"), (2, "LINESTRING"), (3, "POLYGON")):
+        assert wkb_to_wkt(b"\x01" + struct.pack("<II", kind, 0)) == f"{name} EMPTY"
+    odd = b"\x01" + struct.pack("<Idd", 1, -0.0, 0.1 + 0.2)
+    assert wkb_to_wkt(odd) == "POINT(-0 0.30000000000000004)"
+    assert float(wkb_to_wkt(odd)[8:-1]) == 0.1 + 0.2

@@ -18,7 +18,7 @@ enum kind {
     K_INT8 = 1, K_UINT8, K_INT16, K_UINT16, K_INT24, K_UINT24, K_INT32, K_UINT32, K_INT64, K_UINT64,
     K_FLOAT, K_DOUBLE, K_YEAR,
     K_STR_UTF8,    /* a = length bytes (1..4) */
-    K_STR_BINARY,  /* "base64:..." */
+    K_STR_BINARY,  /* "base64:...", b = BINARY(b)'s length (its trailing zeros are not logged), else 0 */
     K_STR_GUESS,   /* no charset in the metadata: UTF-8 when it is, else base64 */
     K_STR_CODEC,   /* extra = Python codec name */
     K_DECIMAL,     /* a = precision, b = scale */
@@ -230,7 +230,7 @@ static int text_value(cursor_t *c, const col_t *col, char *buf) {
         if (read_fsp(c, col->a, &us) < 0) return -1;
         if (!(v >> 39)) return -1;  /* negative: never written by MySQL */
         if (y < 1 || y > 9999 || mo < 1 || d < 1 || d > days_in_month(y, mo) || h > 23 || mi > 59 || s > 59)
-            return copy_text(buf, "0000-00-00 00:00:00");
+            return datetime_text(buf, 0, 0, 0, 0, 0, 0, 0, col->a);  /* the zero datetime, as the server shows it */
         return datetime_text(buf, y, mo, d, h, mi, s, us, col->a);
     }
     case K_TIMESTAMP2: {
@@ -238,6 +238,7 @@ static int text_value(cursor_t *c, const col_t *col, char *buf) {
         int32_t t = (int32_t)be(p, 4);
         long us;
         if (read_fsp(c, col->a, &us) < 0 || t < 0) return -1;
+        if (t == 0) return datetime_text(buf, 0, 0, 0, 0, 0, 0, 0, col->a);  /* 0 is the zero TIMESTAMP */
         long y; int mo, d;
         civil(t / 86400, &y, &mo, &d);
         long sec = t % 86400;
@@ -341,13 +342,14 @@ static inline int scan_value(cursor_t *c, const col_t *col, value_t *v) {
         v->type = V_DOUBLE;
         return 0;
     }
-    case K_YEAR: SNEED(c, 1); c->p += 1; v->type = V_INT; v->i = p[0] + 1900; return 0;
+    case K_YEAR: SNEED(c, 1); c->p += 1; v->type = V_INT; v->i = p[0] ? p[0] + 1900 : 0; return 0;
     case K_STR_UTF8: case K_STR_BINARY: case K_STR_GUESS: case K_STR_CODEC: {
         SNEED(c, col->a);
         uint64_t n = le(p, col->a);
         if ((uint64_t)(left - col->a) < n) return 1;
         v->s = p + col->a;
         v->n = (Py_ssize_t)n;
+        v->len = col->kind == K_STR_BINARY && col->b > (int)n ? col->b : (int)n;  /* BINARY(b): its stripped zeros */
         c->p = v->s + n;
         v->type = col->kind == K_STR_UTF8 ? V_UTF8 : col->kind == K_STR_BINARY ? V_BYTES
                 : col->kind == K_STR_GUESS ? V_GUESS : V_CODEC;
@@ -382,13 +384,29 @@ static inline int scan_value(cursor_t *c, const col_t *col, value_t *v) {
 }
 
 /* A value as a Python object; NULL with no exception set means "fall back". */
+/* A binary value's bytes with the trailing zeros the server stripped from a BINARY(n) (v->len
+ * of them in all, at most 255), in tmp when there are any. */
+static const unsigned char *binary_bytes(const value_t *v, unsigned char tmp[256], Py_ssize_t *n) {
+    *n = v->n;
+    if (v->len <= v->n || v->len > 255) return v->s;
+    memcpy(tmp, v->s, (size_t)v->n);
+    memset(tmp + v->n, 0, (size_t)(v->len - v->n));
+    *n = v->len;
+    return tmp;
+}
+
 static PyObject *to_py(const value_t *v) {
     switch (v->type) {
     case V_INT: return PyLong_FromLongLong(v->i);
     case V_UINT: return PyLong_FromUnsignedLongLong(v->u);
     case V_DOUBLE: return PyFloat_FromDouble(v->d);
     case V_TEXT: return PyUnicode_FromStringAndSize(v->text, v->len);
-    case V_BYTES: return base64_str(v->s, v->n);
+    case V_BYTES: {
+        unsigned char tmp[256];
+        Py_ssize_t n;
+        const unsigned char *b = binary_bytes(v, tmp, &n);
+        return base64_str(b, n);
+    }
     case V_UTF8: case V_GUESS: case V_CODEC: {
         PyObject *r = v->type == V_CODEC ? PyUnicode_Decode((const char *)v->s, v->n, v->codec, "strict")
                                          : PyUnicode_DecodeUTF8((const char *)v->s, v->n, "strict");
@@ -692,10 +710,13 @@ static int to_json(out_t *o, const value_t *v) {
     }
     /* fall through */
     case V_BYTES: {
-        Py_ssize_t m = 4 * ((v->n + 2) / 3);
+        unsigned char tmp[256];
+        Py_ssize_t n;
+        const unsigned char *b = binary_bytes(v, tmp, &n);
+        Py_ssize_t m = 4 * ((n + 2) / 3);
         if (reserve(o, m + 9) < 0) return -1;
         memcpy(o->p + o->len, "\"base64:", 8);
-        base64_into(o->p + o->len + 8, v->s, v->n);
+        base64_into(o->p + o->len + 8, b, n);
         o->len += m + 8;
         o->p[o->len++] = '"';
         return 0;

@@ -53,7 +53,8 @@ def _temporal(kind: str):
 def _text(k, col, guessed: bool) -> tuple | None:
     t = col.type
     size = col.length_size if t == FIELD_TYPE.BLOB else (2 if col.max_length > 255 else 1)
-    return _string(k, size, col.character_set_name, guessed) if 1 <= size <= 4 else None
+    pad = col.max_length if t == FIELD_TYPE.STRING and col.max_length <= 255 else 0
+    return _string(k, size, col.character_set_name, guessed, pad) if 1 <= size <= 4 else None
 
 
 def _members(kind: str, names: str):
@@ -112,7 +113,7 @@ def plan(table_map) -> tuple | None:
     return tuple(out)
 
 
-def _string(k, size: int, charset: str | None, unknown: bool) -> tuple:
+def _string(k, size: int, charset: str | None, unknown: bool, pad: int = 0) -> tuple:
     if unknown:
         return (k.K_STR_GUESS, size, 0, None)
     cs = charset_by_name(charset) if charset else None
@@ -122,7 +123,7 @@ def _string(k, size: int, charset: str | None, unknown: bool) -> tuple:
     try:
         codecs.lookup(encoding or "")
     except LookupError:  # 'binary', or a charset Python has no codec for: the bytes, as base64
-        return (k.K_STR_BINARY, size, 0, None)
+        return (k.K_STR_BINARY, size, pad, None)
     return (k.K_STR_CODEC, size, 0, encoding)
 
 

@@ -4,7 +4,7 @@ binlake owns framing, so the package gets each event as a packet rebuilt from th
 (no server, no connection; binlake.binlog.replication is the adapter); its classes decode the
 column values. What it lacks is
 added here: MariaDB compressed rows (zlib), 4-byte table ids (MySQL 5.1), pre-GA row
-event ids, VECTOR columns, GEOMETRY as WKT, partial JSON applied to the before image,
+event ids, VECTOR columns, GEOMETRY as EWKT, partial JSON applied to the before image,
 and the JSON-typed value mapping of docs/row-values.md.
 """
 
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import math
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -322,7 +323,7 @@ class _Converter:
                 if src == "empty set":
                     out[name] = 0 if col.set_values is UNNAMED else []
                 elif src in ("out of datetime range", "out of datetime2 range"):
-                    out[name] = "0000-00-00 00:00:00"
+                    out[name] = _zero_datetime(col)
                 elif src == "out of date range":
                     out[name] = "0000-00-00"
                 else:
@@ -351,6 +352,8 @@ class _Converter:
                     return bytes(v).decode("utf-8")
                 except UnicodeDecodeError:
                     pass
+            elif t == FIELD_TYPE.STRING and len(v) < col.max_length <= 255:
+                v = bytes(v).ljust(col.max_length, b"\0")  # BINARY(n): the server logs it without its trailing zeros
             return _b64(bytes(v))
         if isinstance(v, float | int | str):
             return v
@@ -359,6 +362,21 @@ class _Converter:
 
 def _datetime(col, v) -> str:
     return _fmt_datetime(v, getattr(col, "fsp", 0) or 0)
+
+
+_EPOCH = dt.datetime(1970, 1, 1)
+
+
+def _timestamp(col, v) -> str:
+    # the package reads the stored 0 as the epoch; 0 is the zero TIMESTAMP (the smallest real one is 1 s)
+    if isinstance(v, dt.datetime) and v.replace(microsecond=0) == _EPOCH:
+        return _zero_datetime(col)
+    return _datetime(col, v)
+
+
+def _zero_datetime(col) -> str:
+    """The zero DATETIME or TIMESTAMP as the server shows it, with its fraction digits."""
+    return _fmt_datetime(dt.datetime(1, 1, 1), getattr(col, "fsp", 0) or 0).replace("0001-01-01", "0000-00-00")
 
 
 def _date(col, v) -> str:
@@ -391,18 +409,19 @@ def _set(col, v) -> list | int:
 # floats by their index. tests/test_column_types.py holds every type to one of these.
 CONVERSIONS: dict[int, Callable] = {
     FIELD_TYPE.DATETIME2: _datetime, FIELD_TYPE.DATETIME: _datetime,
-    FIELD_TYPE.TIMESTAMP2: _datetime, FIELD_TYPE.TIMESTAMP: _datetime,
+    FIELD_TYPE.TIMESTAMP2: _timestamp, FIELD_TYPE.TIMESTAMP: _timestamp,
+    FIELD_TYPE.YEAR: lambda col, v: 0 if v == 1900 else v,  # the package adds 1900 to the stored 0 (YEAR 0000)
     FIELD_TYPE.DATE: _date, FIELD_TYPE.NEWDATE: _date,
     FIELD_TYPE.TIME2: _time2, FIELD_TYPE.TIME: _time,
     FIELD_TYPE.NEWDECIMAL: lambda col, v: _fmt_decimal(v, col.decimals),
     FIELD_TYPE.BIT: lambda col, v: int(v, 2) if isinstance(v, str) else int(v),
     FIELD_TYPE.SET: _set,
-    FIELD_TYPE.GEOMETRY: lambda col, v: wkb_to_wkt(bytes(v)[4:]) if len(v) > 4 else _b64(bytes(v)),
+    FIELD_TYPE.GEOMETRY: lambda col, v: geometry_text(bytes(v)) if len(v) > 4 else _b64(bytes(v)),
     FIELD_TYPE.JSON: lambda col, v: _jsonable(v),
 }
 AS_IS = frozenset({
     FIELD_TYPE.TINY, FIELD_TYPE.SHORT, FIELD_TYPE.INT24, FIELD_TYPE.LONG, FIELD_TYPE.LONGLONG,
-    FIELD_TYPE.FLOAT, FIELD_TYPE.DOUBLE, FIELD_TYPE.YEAR, FIELD_TYPE.DECIMAL, FIELD_TYPE.ENUM,
+    FIELD_TYPE.FLOAT, FIELD_TYPE.DOUBLE, FIELD_TYPE.DECIMAL, FIELD_TYPE.ENUM,
     FIELD_TYPE.VARCHAR, FIELD_TYPE.VAR_STRING, FIELD_TYPE.STRING, FIELD_TYPE.BLOB, FIELD_TYPE.TINY_BLOB,
     FIELD_TYPE.MEDIUM_BLOB, FIELD_TYPE.LONG_BLOB, FIELD_TYPE.NULL,
 })
@@ -523,7 +542,21 @@ _WKB_NAMES = {1: "POINT", 2: "LINESTRING", 3: "POLYGON", 4: "MULTIPOINT", 5: "MU
 
 
 def _num(x: float) -> str:
-    return str(int(x)) if x == int(x) and abs(x) < 1e15 else repr(x)
+    """A coordinate: an integral one without its `.0`, any other as the shortest text that reads
+    back as the same double (negative zero keeps its sign)."""
+    if x != x or x in (float("inf"), float("-inf")):
+        return repr(x)
+    if x == int(x) and abs(x) < 1e15:
+        return "-0" if x == 0 and math.copysign(1.0, x) < 0 else str(int(x))
+    return repr(x)
+
+
+def geometry_text(stored: bytes) -> str:
+    """A GEOMETRY value (a 4-byte SRID, then WKB) as EWKT, as PostGIS writes it: `SRID=4326;`
+    before the WKT unless the SRID is 0; the coordinates in the order the server stores them."""
+    (srid,) = struct.unpack_from("<I", stored, 0)
+    text = wkb_to_wkt(stored[4:])
+    return f"SRID={srid};{text}" if srid else text
 
 
 def wkb_to_wkt(wkb: bytes) -> str:
@@ -556,9 +589,11 @@ def _wkb(b: bytes, pos: int) -> tuple[str, int]:
     if kind == 2:
         n, pos = count(pos)
         s, pos = points(n, pos)
-        return f"LINESTRING({s})", pos
+        return (f"LINESTRING({s})" if n else "LINESTRING EMPTY"), pos
     if kind == 3:
         rings, pos = count(pos)
+        if not rings:
+            return "POLYGON EMPTY", pos
         parts = []
         for _ in range(rings):
             n, pos = count(pos)
@@ -566,6 +601,8 @@ def _wkb(b: bytes, pos: int) -> tuple[str, int]:
             parts.append(f"({s})")
         return f"POLYGON({','.join(parts)})", pos
     n, pos = count(pos)
+    if not n:
+        return f"{name} EMPTY", pos  # standard WKT: a reader takes no `GEOMETRYCOLLECTION()`
     parts = []
     for _ in range(n):
         sub, pos = _wkb(b, pos)

@@ -171,13 +171,10 @@ def binlake_value(sql_type: str, v, flavor: str):
         return _dt_str(v, _fsp(sql_type))
     if base == "DATE":
         return v if isinstance(v, str) else v.isoformat()
-    if base == "YEAR" and v == 0:
-        return 1900  # binlake gives YEAR 0 as 1900 today (issue 22 changes that)
     if base == "CHAR":
         return v.rstrip(" ")  # the server keeps CHAR without its trailing spaces
-    if base == "BINARY":
-        # binlake gives BINARY(n) without the zero bytes the server pads it with (issue 22 changes that)
-        return _b64(v.rstrip(b"\0"))
+    if base == "BINARY":  # the server pads BINARY(n) with zero bytes to n
+        return _b64(v.ljust(int(_params(sql_type)[0]) if "(" in sql_type else 1, b"\0"))
     if base in ("VARBINARY", "TINYBLOB", "BLOB", "MEDIUMBLOB", "LONGBLOB"):
         return _b64(v)
     if base == "SET":
@@ -220,7 +217,7 @@ def unnamed_value(sql_type: str, v, metadata: str):
     (docs/row-values.md): MySQL's MINIMAL and MariaDB's MINIMAL log signedness and charsets, so
     only ENUM and SET change (an ENUM its index, a SET its bitmask); MariaDB's NO_LOG logs neither,
     so an unsigned integer is read as signed and a string's bytes are UTF-8 text when they decode,
-    else base64."""
+    else base64 (a BINARY(n) without the zeros the server strips from it)."""
     base = _base(sql_type)
     if v is None:
         return None
@@ -238,6 +235,8 @@ def unnamed_value(sql_type: str, v, metadata: str):
         charset = _CHARSET.search(sql_type)
         raw = base64.b64decode(v[7:]) if v.startswith("base64:") else \
             v.encode("latin-1" if charset and charset[1].lower() == "latin1" else "utf-8")
+        if base == "BINARY":  # logged without its padding zeros: unknown as binary, nothing pads it
+            raw = raw.rstrip(b"\0")
         try:
             return raw.decode("utf-8")
         except UnicodeDecodeError:

@@ -1,0 +1,80 @@
+"""Values exactly as the server shows them, held to the server's own rendering of each.
+
+The values issue 22 found changed: a zero TIMESTAMP / TIMESTAMP(6) / DATETIME(6), YEAR 0, a
+BINARY(n) ending in zero bytes, a GEOMETRY's SRID and an empty collection. Each is written on a
+real server of each flavor and read back by the server itself: `CAST(… AS CHAR)` under UTC,
+`YEAR + 0`, `HEX()`, `ST_SRID()` and the WKT of the stored coordinates (MySQL: `ST_AsText` of the
+geometry with its SRID set to 0, so no axis is swapped; MariaDB's `ST_AsText` shows them as
+stored). Both decoding paths give the same records (tests.test_rowdecode.decoded_alike).
+"""
+
+from __future__ import annotations
+
+import base64
+import uuid
+
+import pytest
+
+from tests.test_rowdecode import _position, _range_copies, decoded_alike
+
+FLAVORS = ["mysql_server", "mariadb_server"]
+COLUMNS = ("id INT PRIMARY KEY, ts TIMESTAMP NULL, ts6 TIMESTAMP(6) NULL, dt6 DATETIME(6) NULL, y YEAR NULL, "
+           "bn BINARY(16) NULL")
+ROWS = [  # (id, ts, ts6, dt6, y, bn as hex)
+    (1, "0000-00-00 00:00:00", "0000-00-00 00:00:00", "0000-00-00 00:00:00", 0, "00"),
+    (2, "2026-01-01 00:00:00", "1970-01-01 00:00:01.000001", "2026-01-01 00:00:00.5", 2155,
+     "123e4567e89b12d3a456426614174000"),
+    (3, "2038-01-19 03:14:07", "2038-01-19 03:14:07.999999", "9999-12-31 23:59:59.999999", 1901, "ff00ff00"),
+]
+GEOMETRIES = [  # (id, WKT, SRID); MySQL's 4326 takes latitude first
+    (1, "POINT(12.5 -45.25)", 4326),
+    (2, "GEOMETRYCOLLECTION EMPTY", 0),
+    (3, "LINESTRING(0 0,-1000000.125 2.5)", 3857),
+    (4, "POLYGON((0 0,10 0,10 10,0 0))", 0),
+    (5, "MULTIPOINT((1 2),(3 4))", 4326),
+]
+
+
+def _write(server, flavor: str, tmp_path):
+    db = f"values_{uuid.uuid4().hex[:12]}"
+    with server.connect() as conn, conn.cursor() as cur:
+        cur.execute("SET SESSION sql_mode = '', time_zone = '+00:00'")  # zero dates allowed, as on old servers
+        cur.execute(f"CREATE DATABASE {db}")
+        try:
+            cur.execute(f"CREATE TABLE {db}.t ({COLUMNS})")
+            cur.execute(f"CREATE TABLE {db}.g (id INT PRIMARY KEY, g GEOMETRY NULL)")
+            start = _position(cur, flavor)
+            for i, ts, ts6, dt6, y, bn in ROWS:
+                cur.execute(f"INSERT INTO {db}.t VALUES (%s, %s, %s, %s, %s, UNHEX(%s))", (i, ts, ts6, dt6, y, bn))
+            for i, wkt, srid in GEOMETRIES:
+                cur.execute(f"INSERT INTO {db}.g VALUES (%s, ST_GeomFromText(%s, %s))", (i, wkt, srid))
+            end = _position(cur, flavor)
+            cur.execute(f"SELECT id, CAST(ts AS CHAR), CAST(ts6 AS CHAR), CAST(dt6 AS CHAR), y + 0, HEX(bn) "
+                        f"FROM {db}.t ORDER BY id")
+            held = [{"id": i, "ts": ts, "ts6": ts6, "dt6": dt6, "y": int(y),
+                     "bn": "base64:" + base64.b64encode(bytes.fromhex(bn)).decode()}
+                    for i, ts, ts6, dt6, y, bn in cur.fetchall()]
+            stored = "ST_AsText(ST_SRID(g, 0))" if flavor == "mysql" else "ST_AsText(g)"
+            cur.execute(f"SELECT id, ST_SRID(g), {stored} FROM {db}.g ORDER BY id")
+            shapes = [{"id": i, "g": f"SRID={srid};{wkt}" if srid else wkt} for i, srid, wkt in cur.fetchall()]
+            cur.execute("SHOW BINARY LOGS")
+            names = [r[0] for r in cur.fetchall()]
+        finally:
+            cur.execute(f"DROP DATABASE {db}")
+    return _range_copies(server.binlog_dir, names, start, end, tmp_path), held, shapes
+
+
+@pytest.mark.parametrize("server", FLAVORS)
+def test_values_are_the_servers_own(server, request, monkeypatch, tmp_path):
+    flavor = server.removesuffix("_server")
+    files, held, shapes = _write(request.getfixturevalue(server), flavor, tmp_path)
+    fast, _ = decoded_alike(files, monkeypatch)
+    got = {t: [r["after"] for r in fast["row_change"] if r["table"] == t] for t in ("t", "g")}
+    assert got["t"] == held
+    assert got["g"] == shapes
+    # what the server showed, spelled out: the zero values, the padded BINARY, the SRID
+    assert held[0] == {"id": 1, "ts": "0000-00-00 00:00:00", "ts6": "0000-00-00 00:00:00.000000",
+                       "dt6": "0000-00-00 00:00:00.000000", "y": 0, "bn": "base64:" + "A" * 22 + "=="}
+    assert shapes[1]["g"] == "GEOMETRYCOLLECTION EMPTY"
+    # MySQL stores a geographic point longitude first (its WKT input is latitude first); MariaDB as given
+    assert shapes[0]["g"] == ("SRID=4326;POINT(-45.25 12.5)" if flavor == "mysql" else "SRID=4326;POINT(12.5 -45.25)")
