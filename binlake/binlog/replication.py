@@ -74,6 +74,42 @@ def apply_unnamed_metadata(ev, unnamed_members) -> None:
             col.character_set_name, col.collation_name, _ = find_charset(str(collation), dbms=ev.dbms)
 
 
+def read_pre_ga_rows(ev, nullable: tuple[bool, ...], filler: bool) -> None:
+    """Have the package read a pre-GA rows event (MySQL 5.1.5-5.1.17, types 20-22), which it reads
+    as v1: a row there is the record's null bytes (a filler bit first in a table of fixed-size
+    columns, then a bit per nullable column) and every present column's value, NULL or not
+    (log_event_old.cc, unpack_row_old). The package is handed a v1 null bitmap of no NULLs for
+    each row, then the record's NULLs are applied."""
+    null_bytes = (filler + sum(nullable) + 7) // 8
+    bit: dict[int, int] = {}  # column -> its bit in the null bytes
+    for i, can in enumerate(nullable):
+        if can:
+            bit[i] = filler + len(bit)
+    package_read = ev._read_column_data  # noqa: SLF001 - the package's per-row reader
+
+    def read(cols_bitmap, row_image_type=None):
+        record = ev.packet.read(null_bytes)
+        wrapper = ev.packet
+        real = wrapper.read
+
+        def bitmap(size):  # the package's first read of a row: its null bitmap
+            wrapper.read = real
+            return bytes(int(size))
+
+        wrapper.read = bitmap
+        try:
+            values = package_read(cols_bitmap, row_image_type)
+        finally:
+            wrapper.read = real
+        for i, col in enumerate(ev.table_map[ev.table_id].columns):
+            at = bit.get(i)
+            if at is not None and record[at // 8] & (1 << (at % 8)) and col.name in values:
+                values[col.name] = None
+        return values
+
+    ev._read_column_data = read  # noqa: SLF001
+
+
 _package_parse_opaque = json_binary.parse_opaque
 
 

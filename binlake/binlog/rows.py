@@ -26,7 +26,7 @@ from pymysqlreplication.json_binary import JsonDiff, JsonDiffOperation
 from binlake.binlog import constants as c
 from binlake.binlog import fastrows
 from binlake.binlog.events import uncompress_maria
-from binlake.binlog.replication import apply_unnamed_metadata, decode_event
+from binlake.binlog.replication import apply_unnamed_metadata, decode_event, read_pre_ga_rows
 from binlake.binlog.varlen import read_packed
 from binlake.errors import RowDecodeError
 from binlake.schema.check import disagreement
@@ -86,6 +86,7 @@ class TableMap:
     fast: tuple | None = field(repr=False, default=None)  # the compiled decoder's plan (fastrows)
     json_keys: tuple | None = field(repr=False, default=None)  # its columns' JSON keys (fastrows.render)
     mismatch: str | None = None  # how it disagrees with the schema history's table (positional names)
+    nullable: tuple[bool, ...] = ()  # per column, as the TABLE_MAP's null bitmap says
 
 
 @dataclass
@@ -179,7 +180,9 @@ def _decode_table_map(body: bytes, post_header_len: int, flavor: str, table: Tab
             # No charset in the metadata: take the bytes, and decide per value (UTF-8 or base64).
             col.character_set_name = "binary"
             guessed.add(i)
-    tm = TableMap(ev.table_id, ev.schema, ev.table, names, types, t, vectors, frozenset(guessed), mismatch=mismatch)
+    nullable = tuple(bool(ev.null_bitmask[i // 8] & (1 << (i % 8))) for i in range(len(t.columns)))
+    tm = TableMap(ev.table_id, ev.schema, ev.table, names, types, t, vectors, frozenset(guessed), mismatch=mismatch,
+                  nullable=nullable)
     tm.fast = fastrows.plan(tm)
     tm.json_keys = fastrows.json_keys(tm.fast) if tm.fast is not None else None
     return tm
@@ -240,12 +243,22 @@ def _rows_body(event_type: int, body: bytes, post_header_len: int, ncols_hint: i
     return as_type, b
 
 
+def _record_filler(table_map: TableMap) -> bool:
+    """Whether a pre-GA row's null bytes start with the record's filler bit: a table of fixed-size
+    columns only (MySQL 5.1's HA_OPTION_PACK_RECORD is set for any variable-length one)."""
+    return not any(t in _VARIABLE_TYPES for t in table_map.column_types)
+
+
+_VARIABLE_TYPES = frozenset({FIELD_TYPE.VARCHAR, FIELD_TYPE.VAR_STRING, FIELD_TYPE.BLOB, FIELD_TYPE.TINY_BLOB,
+                             FIELD_TYPE.MEDIUM_BLOB, FIELD_TYPE.LONG_BLOB, FIELD_TYPE.GEOMETRY, FIELD_TYPE.JSON})
+
+
 def render_rows(event_type: int, body, post_header_len: int, table_map: TableMap, op: str,
                 parts: tuple[bytes, bytes, bytes], seq: int) -> tuple[int, int, bytes] | None:
     """(flags, rows, JSON lines) of a rows event of operation op (ROWS_EVENT_TYPES), numbered from
     seq, by the compiled path (fastrows.render; the table map has json_keys); None when it does not
     take the event: decode_rows then decodes it, and words the error if there is one."""
-    if table_map.fast is None or table_map.json_keys is None:
+    if table_map.fast is None or table_map.json_keys is None or event_type in c.PRE_GA_ROWS_EVENTS:
         return None
     try:
         as_type, b = _rows_body(event_type, bytes(body), post_header_len, len(table_map.column_names))
@@ -257,7 +270,7 @@ def render_rows(event_type: int, body, post_header_len: int, table_map: TableMap
 def render_columns(event_type: int, body, post_header_len: int, table_map: TableMap, op: str):
     """(flags, rows, before, after) of a rows event as JSON texts in Arrow buffers
     (fastrows.columns), or None when the compiled path does not take it (as render_rows)."""
-    if table_map.fast is None or table_map.json_keys is None:
+    if table_map.fast is None or table_map.json_keys is None or event_type in c.PRE_GA_ROWS_EVENTS:
         return None
     try:
         as_type, b = _rows_body(event_type, bytes(body), post_header_len, len(table_map.column_names))
@@ -273,7 +286,7 @@ def decode_rows(event_type: int, body, post_header_len: int, table_map: TableMap
         raise RowDecodeError(f"event type {event_type} is not a rows event")
     try:
         as_type, b = _rows_body(event_type, bytes(body), post_header_len, len(table_map.column_names))
-        if table_map.fast is not None and fastrows.enabled():
+        if table_map.fast is not None and fastrows.enabled() and event_type not in c.PRE_GA_ROWS_EVENTS:
             done = fastrows.decode(as_type, b, op, table_map.fast)
             if done is not None:
                 return RowsEvent(table_map.table_id, done[0], op, done[1])
@@ -283,7 +296,11 @@ def decode_rows(event_type: int, body, post_header_len: int, table_map: TableMap
         ev = decode_event(as_type, b, flavor, {table_map.table_id: table_map.table_obj}, bytes(phl))
         if ev is None:
             raise RowDecodeError("rows event for a table the package did not map")
+        if event_type in c.PRE_GA_ROWS_EVENTS:
+            read_pre_ga_rows(ev, table_map.nullable, _record_filler(table_map))
         raw = ev.rows
+        if ev.packet.read_bytes > ev.event_size:
+            raise RowDecodeError(f"a row image runs {ev.packet.read_bytes - ev.event_size} bytes past the event's end")
     except RowDecodeError:
         raise
     except Exception as e:  # noqa: BLE001 - as decode_table_map's
