@@ -78,3 +78,48 @@ def test_values_are_the_servers_own(server, request, monkeypatch, tmp_path):
     assert shapes[1]["g"] == "GEOMETRYCOLLECTION EMPTY"
     # MySQL stores a geographic point longitude first (its WKT input is latitude first); MariaDB as given
     assert shapes[0]["g"] == ("SRID=4326;POINT(-45.25 12.5)" if flavor == "mysql" else "SRID=4326;POINT(12.5 -45.25)")
+
+
+ADDRESSES = [  # (UUID, INET6, INET4): zeros at the end, IPv4-mapped and -compatible, runs of zero words
+    ("123e4567-e89b-12d3-a456-426614174000", "::1", "10.0.0.1"),
+    ("00000000-0000-0000-0000-000000000000", "::", "0.0.0.0"),
+    ("6ccd780c-baba-1026-9564-5b8c656024db", "::ffff:192.0.2.128", "255.255.255.255"),
+    ("ffffffff-ffff-ffff-ffff-ffffffffffff", "::192.0.2.128", "1.2.3.0"),
+    ("01000000-0000-0000-0000-000000000000", "2001:db8::ff00:42:8329", "0.0.0.1"),
+    ("00000000-0000-0000-0000-000000000001", "1:0:0:2:0:0:0:3", "127.0.0.1"),
+    ("10000000-0000-0000-0000-000000000000", "1:0:2:3:4:5:6:7", "192.168.0.0"),
+    ("abcdef01-2345-6789-abcd-ef0123456789", "fe80::", "8.8.8.8"),
+    ("00000000-0000-0000-0000-0000000000ff", "::ffff:0.0.0.0", "100.64.0.0"),
+]
+
+
+def test_mariadb_uuid_and_inet_values_are_the_servers_text(mariadb_server, tmp_path):
+    # The binlog logs them as the BINARY(n) of their bytes, zeros at the end left out: only the
+    # schema history says what they are. Held to the server's own text of each (CAST AS CHAR).
+    from tests.support.scanning import ndjson, run_cli
+
+    db = f"inet_{uuid.uuid4().hex[:12]}"
+    with mariadb_server.connect() as conn, conn.cursor() as cur:
+        cur.execute(f"CREATE DATABASE {db}")
+        try:
+            cur.execute(f"CREATE TABLE {db}.t (id INT PRIMARY KEY, u UUID, i6 INET6, i4 INET4)")
+            done = run_cli("schema", "capture", "--source", f"mysql://root@127.0.0.1:{mariadb_server.port}",
+                           "--out", str(tmp_path / "snapshot.json"))
+            assert done.returncode == 0, done.stderr
+            start = _position(cur, "mariadb")
+            for i, row in enumerate(ADDRESSES):
+                cur.execute(f"INSERT INTO {db}.t VALUES (%s, %s, %s, %s)", (i, *row))
+            end = _position(cur, "mariadb")
+            cur.execute(f"SELECT id, CAST(u AS CHAR), CAST(i6 AS CHAR), CAST(i4 AS CHAR) FROM {db}.t ORDER BY id")
+            held = [{"id": i, "u": u, "i6": i6, "i4": i4} for i, u, i6, i4 in cur.fetchall()]
+            cur.execute("SHOW BINARY LOGS")
+            names = [r[0] for r in cur.fetchall()]
+        finally:
+            cur.execute(f"DROP DATABASE {db}")
+    files = _range_copies(mariadb_server.binlog_dir, names, start, end, tmp_path)
+    done = run_cli("scan", "--rows", "--anomalies", "--schema", str(tmp_path / "snapshot.json"), *map(str, files))
+    assert done.returncode == 0, done.stderr
+    records = ndjson(done.stdout)
+    assert [r for r in records if r["record"] == "anomaly"] == []
+    assert [r["after"] for r in records if r["record"] == "row_change"] == held
+    assert held[2]["i6"] == "::ffff:192.0.2.128" and held[1]["u"] == "00000000-0000-0000-0000-000000000000"

@@ -105,6 +105,8 @@ def plan(table_map) -> tuple | None:
         return None
     out = []
     for i, col in enumerate(table_map.table_obj.columns):
+        if getattr(col, "typed_text", None):  # a MariaDB UUID / INET: the reference path's text
+            return None
         make = PLANS.get(col.type)
         entry = make(_rowdecode, col, i in table_map.charset_unknown) if make else None
         if entry is None:

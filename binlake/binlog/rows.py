@@ -29,7 +29,7 @@ from binlake.binlog.events import uncompress_maria
 from binlake.binlog.replication import apply_unnamed_metadata, decode_event, read_pre_ga_rows
 from binlake.binlog.varlen import read_packed
 from binlake.errors import RowDecodeError
-from binlake.schema.check import disagreement
+from binlake.schema.check import MARIADB_BINARY_TYPES, disagreement
 from binlake.schema.model import Table
 
 ROWS_EVENT_TYPES: dict[int, str] = {
@@ -172,6 +172,10 @@ def _decode_table_map(body: bytes, post_header_len: int, flavor: str, table: Tab
         mismatch = disagreement(table, t.columns, types, [col.name for col in t.columns] if named else None, flavor)
         if mismatch is None and not named:
             _name_by_history(t.columns, table)
+        if mismatch is None:
+            for col, mine in zip(t.columns, table.columns, strict=True):
+                if mine.base in MARIADB_BINARY_TYPES:
+                    col.typed_text = mine.base  # its value is the server's text (typed_text)
     names = [col.name or f"col_{i + 1}" for i, col in enumerate(t.columns)]
     guessed = set()
     for i, col in enumerate(t.columns):
@@ -241,6 +245,33 @@ def _rows_body(event_type: int, body: bytes, post_header_len: int, ncols_hint: i
         pos += nbitmaps * ((ncols + 7) // 8)
         b = b[:pos] + uncompress_maria(b[pos:])
     return as_type, b
+
+
+def typed_text(kind: str, b: bytes) -> str:
+    """A MariaDB UUID, INET6 or INET4 value (its stored bytes, the trailing zeros the binlog
+    leaves out put back) as the server shows it."""
+    b = b.ljust(MARIADB_BINARY_TYPES[kind], b"\0")
+    if kind == "uuid":
+        h = b.hex()
+        return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+    if kind == "inet4":
+        return ".".join(map(str, b))
+    words = struct.unpack(">8H", b)
+    at, longest, i = 0, 0, 0  # the first longest run of zero words, as the server's INET6 text takes it
+    while i < 8:
+        j = i
+        while j < 8 and words[j] == 0:
+            j += 1
+        if j - i > longest:
+            at, longest = i, j - i
+        i = max(j, i + 1)
+    if at == 0 and (longest == 6 or (longest == 5 and words[5] == 0xFFFF)):  # IPv4-compatible or -mapped
+        return ("::" if longest == 6 else "::ffff:") + ".".join(map(str, b[12:]))
+    if not longest:  # a single zero word is shortened too (unlike RFC 5952): the server's text
+        return ":".join(f"{w:x}" for w in words)
+    head = ":".join(f"{w:x}" for w in words[:at])
+    tail = ":".join(f"{w:x}" for w in words[at + longest:])
+    return f"{head}::{tail}"
 
 
 def _record_filler(table_map: TableMap) -> bool:
@@ -361,6 +392,9 @@ class _Converter:
         convert = CONVERSIONS.get(t)
         if convert is not None:
             return convert(col, v)
+        kind = getattr(col, "typed_text", None)
+        if kind is not None:
+            return typed_text(kind, v.encode("latin-1") if isinstance(v, str) else bytes(v))
         if isinstance(v, str) and col.character_set_name == "binary" and i not in self.charset_unknown:
             v = v.encode("latin-1")  # the package hands back an empty binary value as ''
         if isinstance(v, bytes | bytearray):

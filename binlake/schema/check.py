@@ -30,6 +30,9 @@ _BLOBS = {"tinyblob": 1, "tinytext": 1, "blob": 2, "text": 2, "mediumblob": 3, "
 _TEMPORAL = {"datetime": FIELD_TYPE.DATETIME2, "timestamp": FIELD_TYPE.TIMESTAMP2, "time": FIELD_TYPE.TIME2}
 _SPATIAL = frozenset({"geometry", "point", "linestring", "polygon", "multipoint", "multilinestring",
                       "multipolygon", "geometrycollection", "geomcollection"})
+# MariaDB's own types, logged as the BINARY(n) of their stored bytes; their values are the
+# server's text (binlake.binlog.rows.typed_text)
+MARIADB_BINARY_TYPES = {"uuid": 16, "inet6": 16, "inet4": 4}
 BINARY_TYPES = frozenset({"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob"})
 STRING_TYPES = frozenset({"char", "varchar", "tinytext", "text", "mediumtext", "longtext"}) | BINARY_TYPES
 
@@ -67,6 +70,8 @@ def expected(col: Column, flavor: str) -> Shape | None:
         return (FIELD_TYPE.GEOMETRY, 4)
     if base == "vector":
         return (c.VECTOR,)
+    if base in MARIADB_BINARY_TYPES and flavor == "mariadb":
+        return (FIELD_TYPE.STRING, MARIADB_BINARY_TYPES[base])
     if base in ("char", "binary", "varchar", "varbinary"):
         maxlen = 1 if base in BINARY_TYPES else MAXLEN.get((col.charset or "").lower())
         if maxlen is None:
