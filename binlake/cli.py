@@ -58,15 +58,16 @@ def _schema_state(args: argparse.Namespace):
         raise BinlakeError("--schema and --store: give one history")
     if args.store:
         from binlake.archive.stores import open_store
-        from binlake.schema.history import choose, snapshots
+        from binlake.schema.history import choose, of_archived_file, snapshots
 
         if not args.source_name:
             raise BinlakeError("--store needs --source-name: the source whose schema history to use")
+        store = open_store(args.store)
         try:
-            history = snapshots(open_store(args.store), args.source_name)
+            history = snapshots(store, args.source_name)
         except ValueError as e:
             raise BinlakeError(f"{args.store}: schema history of {args.source_name}: {e}") from None
-        snapshot = choose(history, Path(args.files[0]).name)
+        snapshot = choose(history, Path(args.files[0]).name, lambda s: of_archived_file(store, args.source_name, s))
         return state_for(snapshot or Snapshot({}), args.files)
     if args.schema is None:
         return None

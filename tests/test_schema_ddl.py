@@ -86,3 +86,29 @@ def test_partition_maintenance_and_table_options_keep_the_columns():
         c.apply("d", sql)
         assert _names(c, "t") == ["id", "a"], sql
     assert c.unfollowed == 0
+
+
+def test_a_snapshot_is_placed_only_against_the_file_it_was_taken_in(tmp_path):
+    # After a reset the server reuses file names; the archive keeps the earlier binlog.000002 under
+    # its name. A snapshot whose point names binlog.000002 but was taken after that file ended (or
+    # before it began) belongs to another server's file of that name: not a candidate.
+    import json
+
+    from binlake.archive.stores import FileStore
+    from binlake.schema.history import choose, of_archived_file
+    from binlake.schema.model import Snapshot
+
+    store = FileStore(str(tmp_path))
+    store.put("s/manifests/binlog.000002.json", json.dumps(
+        {"first_event_ts": "2026-11-25T10:00:00.000000Z", "last_event_ts": "2026-11-25T11:00:00.000000Z"}).encode())
+
+    def at(file: str, taken: str) -> Snapshot:
+        return Snapshot({}, point={"before": {"file": file, "position": 4}}, taken_at=taken)
+
+    during, after, before = (at("binlog.000002", t) for t in
+                             ("2026-11-25T10:30:00Z", "2026-11-25T12:00:00Z", "2026-11-25T09:00:00Z"))
+    assert [of_archived_file(store, "s", s) for s in (during, after, before)] == [True, False, False]
+    assert of_archived_file(store, "s", at("binlog.000003", "2026-11-25T12:00:00Z"))  # not archived: nothing against it
+    usable = lambda s: of_archived_file(store, "s", s)  # noqa: E731
+    assert choose([after, during], "binlog.000001", usable) is during
+    assert choose([after], "binlog.000001", usable) is None

@@ -8,9 +8,11 @@ earliest snapshot taken at or after the start of the first of them, else the new
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import logging
 import secrets
+from collections.abc import Callable
 
 from binlake.schema.model import Snapshot
 from binlake.schema.replay import file_order
@@ -47,15 +49,35 @@ def snapshots(store, source: str) -> list[Snapshot]:
     return out
 
 
-def choose(history: list[Snapshot], first_file: str) -> Snapshot | None:
+def choose(history: list[Snapshot], first_file: str, usable: Callable[[Snapshot], bool] = lambda s: True,
+           ) -> Snapshot | None:
     """The snapshot to scan from first_file (a server file name) on: the earliest taken at or after
     its start, else the newest before it (replay.state_for moves either to the file); None when
-    no snapshot can be placed against it."""
+    no snapshot can be placed against it. Only the `usable` ones are candidates."""
     start = file_order(first_file)
     if start is None:
         return None
     placed = [(point, s) for s in history
-              if (point := file_order((s.point.get("before") or {}).get("file") or "")) and point[0] == start[0]]
+              if (point := file_order((s.point.get("before") or {}).get("file") or "")) and point[0] == start[0]
+              and usable(s)]
     after = [s for point, s in placed if point[1] >= start[1]]
     before = [s for point, s in placed if point[1] < start[1]]
     return after[0] if after else before[-1] if before else None
+
+
+def of_archived_file(store, source: str, snapshot: Snapshot) -> bool:
+    """Whether the file archived under the name of the snapshot's point is the one the server was
+    writing when the snapshot was taken. A reset makes a server reuse file names (the archive keeps
+    the later file as `name@gNNNN`): a snapshot of the later files is not placed against the
+    earlier one. True when nothing says otherwise (not archived yet, no times)."""
+    from binlake.archive.run import manifest_key
+
+    name = (snapshot.point.get("before") or {}).get("file")
+    if not name or not snapshot.taken_at or not store.exists(manifest_key(source, name)):
+        return True
+    m = json.loads(store.get(manifest_key(source, name)))
+    taken, slack = dt.datetime.fromisoformat(snapshot.taken_at), dt.timedelta(seconds=1)
+    first, last = m.get("first_event_ts"), m.get("last_event_ts")
+    if first and dt.datetime.fromisoformat(first) > taken + slack:
+        return False  # written after the snapshot: a later server's file of that name
+    return not (last and dt.datetime.fromisoformat(last) < taken - slack)  # ended before it: an earlier one

@@ -21,7 +21,7 @@ from binlake.archive.stores import MissingObject, open_store
 from binlake.binlog.framing import BinlogReader
 from binlake.errors import BinlakeError
 from binlake.schema.ddl import SchemaState
-from binlake.schema.history import choose, snapshots
+from binlake.schema.history import choose, of_archived_file, snapshots
 from binlake.schema.model import Snapshot
 from binlake.schema.replay import Statement, between, moved, reader_ddl
 from binlake.splits import Plan, Split
@@ -39,7 +39,7 @@ def histories(plan: Plan) -> dict[str, Snapshot]:
         except ValueError as e:
             raise BinlakeError(f"{plan.store}: schema history of {source}: {e}") from None
         first = next((f.file for f in plan.files if f.source == source), None)
-        chosen = choose(found, first) if found and first else None
+        chosen = choose(found, first, functools.partial(of_archived_file, store, source)) if found and first else None
         if found:  # none placeable: the tables the files' DDL creates only, as a scan does
             out[source] = chosen or Snapshot({})
     return out
@@ -63,11 +63,15 @@ def archived_ddl(store_url: str, source: str, name: str) -> list[Statement] | No
     if not store.exists(key):
         return None
     size = json.loads(store.get(key))["size"]
+    found: list[Statement] = []
     try:
         with store.open_range(binlog_key(source, name), 0, size) as rng:
-            return list(reader_ddl(BinlogReader(rng.data, name, pages=rng.pages)))
+            found.extend(reader_ddl(BinlogReader(rng.data, name, pages=rng.pages)))
     except MissingObject:
         return None
+    except BinlakeError as e:  # a damaged file: the statements before the damage (the facts pass says what it is)
+        log.warning("schema history: DDL of %s/%s read up to the damage only: %s", source, name, e)
+    return found
 
 
 def assign(plan: Plan, splits: Sequence[Split], starts: dict[str, Snapshot],
