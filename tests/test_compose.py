@@ -310,3 +310,14 @@ def test_airflow_image_keeps_its_airflow():
     airflow = _stages()["airflow"]
     base = re.search(r"FROM apache/airflow:([\w.]+)-python", airflow)[1]
     assert re.findall(r"\bapache-airflow==([\w.]+)", airflow) == [base]
+
+
+def test_pulled_images_are_pinned(services):
+    # An image the stack pulls (no build of its own) names a release, never an implicit `latest`:
+    # minio/minio stopped being served, and an unpinned name follows whatever a registry does next.
+    pulled = {name: s["image"] for name, s in services.items() if "build" not in s}
+    assert pulled, services
+    for name, image in pulled.items():
+        tag = image.rsplit("/", 1)[-1].partition(":")[2]
+        assert tag and tag != "latest", f"{name}: {image} is not pinned"
+    assert not any(image.startswith("minio/") for image in pulled.values())  # no longer on Docker Hub
