@@ -273,3 +273,17 @@ def test_a_session_spark_refuses_is_one_clear_line(spark_submit, tmp_path):
     assert proc.stderr.strip().splitlines()[-1].startswith("binlake: cannot start Spark (master local[1]): "
                                                            "[INVALID_DRIVER_MEMORY]"), proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr  # Spark logs its Java trace itself; Python adds none
+
+
+def test_a_clusters_executors_run_their_workers_python(monkeypatch):
+    # The driver's interpreter is given to executors only where they run beside it (a local
+    # master): a spark:// worker runs its own Python (the compose stack's Spark image has none at
+    # the Airflow image's path), and spark-submit's master (None here) is the submitter's to set.
+    import sys
+
+    from binlake.spark.job import executor_python
+
+    for master, want in (("spark://spark-master:7077", None), (None, None), ("local[2]", sys.executable)):
+        monkeypatch.delenv("PYSPARK_PYTHON", raising=False)
+        executor_python(master)
+        assert os.environ.get("PYSPARK_PYTHON") == want, master

@@ -450,12 +450,21 @@ def _counts(df: DataFrame, column: str) -> dict[str, int]:
     return {r[0]: r[1] for r in df.groupBy(column).count().collect()}
 
 
+def executor_python(master: str | None) -> None:
+    """The Python a local master's executors run: this one, which has binlake. A cluster's
+    executors run their workers' own (the worker's PYSPARK_PYTHON, or spark.pyspark.python):
+    never this interpreter's path, which need not exist there (the Airflow image's is not in the
+    Spark image)."""
+    import sys
+
+    if is_local(master):
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+
+
 def session(master: str | None = "local[*]", app: str = "binlake-assemble", conf: dict | None = None) -> SparkSession:
     """A SparkSession as the job wants it: UTC, Arrow on, local masters bound to loopback.
     `master=None` leaves the master to spark-submit."""
-    import sys
-
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    executor_python(master)
     b = SparkSession.builder.appName(app).config("spark.sql.execution.arrow.pyspark.enabled", "true")
     if master:
         b = b.master(master)
