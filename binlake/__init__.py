@@ -8,3 +8,18 @@ def pure_python() -> bool:
     import os
 
     return os.environ.get("BINLAKE_PURE_PYTHON", "") not in ("", "0")
+
+
+def compiled_paths() -> str:
+    """Which compiled loops this process runs, for its first log line: a container whose
+    extensions went missing (a bind mount over an editable install) says so instead of silently
+    running the reference paths, about ten times slower."""
+    from binlake.archive import loop
+    from binlake.binlog import fastrows
+
+    if pure_python():
+        return "pure Python (BINLAKE_PURE_PYTHON=1)"
+    found = {"row decoder _rowdecode": fastrows.enabled(), "copy loop _eventruns": loop() is not None}
+    missing = [name for name, ok in found.items() if not ok]
+    return "compiled (row decoder, copy loop)" if not missing else \
+        f"NOT BUILT: {', '.join(missing)}: the pure-Python reference paths run (pip install binlake builds them)"

@@ -8,6 +8,7 @@ import logging
 import sys
 from pathlib import Path
 
+from binlake import __version__, compiled_paths
 from binlake.errors import BinlakeError, BinlogError
 
 
@@ -275,6 +276,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if logging.getLogger("binlake").isEnabledFor(logging.INFO):
+        logging.getLogger("binlake").info("binlake %s: %s", __version__, compiled_paths())
     try:
         return args.func(args)
     except BinlogError as e:

@@ -236,7 +236,22 @@ def test_folders_are_in_the_repository_mount(env, services):
             assert (REPO / os.path.relpath(folder, target)).is_dir()
     for folder in ("dags", "plugins", "spark_jobs", "expectations"):
         assert (REPO / folder).is_dir(), f"the repository has no {folder}/"
-    assert _repo_mount(services["spark-worker"]) == _repo_mount(services["airflow-scheduler"])
+    # the suites the validate task loads are the mounted repository's
+    expectations = env["BINLAKE_EXPECTATIONS"]
+    assert os.path.relpath(expectations, _repo_mount(services["airflow-scheduler"])) == "expectations"
+
+
+def test_the_compiled_loops_are_not_hidden(services):
+    # binlake is installed as a package in every image, its compiled loops checked at build time;
+    # a bind mount over an editable install hid them, and containers ran the pure-Python paths
+    for stage in ("binlake", "airflow"):
+        text = _stages()[stage]
+        assert "-e " not in text and '-e "' not in text, f"the {stage} image installs binlake editable"
+        assert "import binlake.binlog._rowdecode, binlake.archive._eventruns" in text, stage
+    installed = "/opt/binlake"  # where the images copy binlake's sources and build it from
+    for name, service in services.items():
+        for v in service.get("volumes", ()):
+            assert v["target"].rstrip("/") != installed, f"{name} mounts {v['source']} over {installed}"
 
 
 def test_warehouse_volume_is_shared(settings, services):

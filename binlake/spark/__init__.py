@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
+
+log = logging.getLogger(__name__)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -29,9 +32,11 @@ def run(args: argparse.Namespace, spark=None) -> int:
     """Run the job with parsed arguments; prints the summary as one JSON line."""
     from dataclasses import asdict
 
+    from binlake import __version__, compiled_paths
     from binlake.assemble import Options
     from binlake.spark.job import assemble, session
 
+    log.info("binlake %s: %s", __version__, compiled_paths())
     spark = spark or session(getattr(args, "master", None), conf=_conf(getattr(args, "conf", None)))
     opts = Options(segment_rows=args.segment_rows, segment_bytes=args.segment_bytes)
     summary = assemble(spark, args.store, args.warehouse, args.start, args.end, args.sources, args.split_bytes,
