@@ -297,6 +297,12 @@ def test_cli_fails_with_a_readable_report(base):
     ok = run_cli("validate", "--warehouse", str(root / "lake"), *args)  # the store from the summaries
     assert ok.returncode == 0, ok.stdout[-2000:] + ok.stderr[-2000:]
     assert "PASSED" in ok.stdout
+    # quiet: no Spark INFO, no progress bars (GX's or Spark's) on stderr, where a task log shows
+    # every line as an error; every line left is a warning or worse
+    for done in (proc, ok):
+        noise = [line for line in done.stderr.splitlines()
+                 if " INFO " in line or "Calculating Metrics" in line or "[Stage " in line]
+        assert noise == [], noise[:5]
 
 
 def spark_session():

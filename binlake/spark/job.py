@@ -36,7 +36,7 @@ from binlake.errors import BinlakeError
 from binlake.pieces import Fixes, PieceRecord, place_block, place_record
 from binlake.schema.ddl import SchemaState
 from binlake.spark import schema
-from binlake.spark.settings import SESSION, is_local, local
+from binlake.spark.settings import LOGS, SESSION, is_local, local
 from binlake.splits import (
     DEFAULT_SPLIT_BYTES,
     Plan,
@@ -468,7 +468,7 @@ def session(master: str | None = "local[*]", app: str = "binlake-assemble", conf
     b = SparkSession.builder.appName(app).config("spark.sql.execution.arrow.pyspark.enabled", "true")
     if master:
         b = b.master(master)
-    for k, v in {**SESSION, **(local(conf) if is_local(master) else conf or {})}.items():
+    for k, v in {**SESSION, **LOGS, **(local(conf) if is_local(master) else conf or {})}.items():
         b = b.config(k, v)
     try:
         return b.getOrCreate()

@@ -13,6 +13,10 @@ SESSION = {
     # all its rows by date first (sorting wide row changes runs a small heap out).
     "spark.sql.maxConcurrentOutputFileWriters": "8",
 }
+# Spark's own log at WARN (its INFO is hundreds of lines a job) and no console progress bars
+# (drawn on stderr, which a task log shows as errors); binlake logs the job's progress as counts
+# itself. Set at start (static): `--conf spark.log.level=INFO` for more.
+LOGS = {"spark.log.level": "WARN", "spark.ui.showConsoleProgress": "false"}
 LOCAL_MEMORY = "3g"  # JVM heap of a local master unless spark.driver.memory says otherwise
 
 

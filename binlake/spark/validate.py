@@ -214,6 +214,7 @@ class Validation:
         log.info("validating %s..%s: %s", self.start, self.end, counts)
         quality = self.root / "quality"
         context = gx.get_context(mode="file", project_root_dir=str(quality))
+        quiet_gx(context)
         source = context.data_sources.add_or_update_spark(name="binlake")
         results: list[SuiteResult] = []
         raw: dict[str, dict] = {}
@@ -249,6 +250,19 @@ class Validation:
         (run_dir / "summary.txt").write_text(report.text() + "\n")
         txns.unpersist()
         return report
+
+
+def quiet_gx(context) -> None:
+    """GX at WARNING and without progress bars: its INFO chatter (a line per metric default) and
+    the bars it draws on stderr (which a task log shows as errors) bury the report's own lines.
+    A logger configured to a level already (`-v`, an Airflow logging config) keeps it."""
+    from great_expectations.data_context.types.base import ProgressBarsConfig
+
+    gx_log = logging.getLogger("great_expectations")
+    if gx_log.level == logging.NOTSET:
+        gx_log.setLevel(logging.WARNING)
+    context.variables.progress_bars = ProgressBarsConfig(globally=False, metric_calculations=False)
+    context.variables.save()
 
 
 def _asset(source, table: str):

@@ -18,7 +18,7 @@ FATAL = ("access denied", "missing privilege", "binary logging is off")
 
 @contextlib.contextmanager
 def _source_errors():
-    from airflow.exceptions import AirflowFailException
+    from airflow.sdk.exceptions import AirflowFailException
 
     from binlake.archive.sources import RefusedFile, SourceError
 
@@ -80,7 +80,7 @@ records the gap, and the validation of its range reports it. A file the server r
 fails this task at once with the server's reason and the remedy (docs/archive.md).
 """)
 def archive_file(item: dict) -> dict | None:
-    from airflow.exceptions import AirflowSkipException
+    from airflow.sdk.exceptions import AirflowSkipException
 
     from binlake.archive.run import archive_file as archive_one
     from binlake.archive.run import file_number

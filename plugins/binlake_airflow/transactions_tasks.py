@@ -75,7 +75,7 @@ class AssembleOperator(SparkSubmitOperator):
         aws = resources.aws_environment(cfg)
         # The driver runs here, with this interpreter (it has binlake); executors find theirs.
         env = {**aws, "PYSPARK_DRIVER_PYTHON": sys.executable}
-        conf = dict(self.conf or {})
+        conf = {**spark_settings.LOGS, **(self.conf or {})}
         if spark_settings.is_local(conn.host):
             env["PYSPARK_PYTHON"] = sys.executable
             conf = spark_settings.local({**conf, **cfg.spark_conf})
@@ -115,7 +115,7 @@ def validate(start: str, end: str) -> dict:
               "suites": {s.suite: "passed" if s.success else ("warned" if s.warn_only else "failed")
                          for s in report.suites}}
     if not report.success:
-        from airflow.exceptions import AirflowFailException
+        from airflow.sdk.exceptions import AirflowFailException
 
         # A failed suite is a fact about the data: retrying cannot change it.
         raise AirflowFailException(f"validation failed for {start} .. {end}; report: {report.docs}")
