@@ -68,3 +68,18 @@ def test_binlakes_own_imports_raise_no_deprecation_warning(tmp_path):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom):
                 assert node.module not in moved, f"{path.relative_to(REPO)}:{node.lineno} imports {node.module}"
+
+
+def test_an_archive_that_stopped_fails_the_interval_with_what_is_known(airflow, tmp_path):
+    # The source is down and nothing reached the archive: an interval that ended more than
+    # archive_wait_seconds ago fails at wait_for_archive on its first poke (not "running" for
+    # hours), the message naming the source, how far its archive got and the archive DAG.
+    settings = {"store": f"file://{tmp_path / 'archive'}", "warehouse": str(tmp_path / "warehouse"),
+                "sources": [{"name": "db1", "url": "mysql://root@127.0.0.1:9"}], "archive_wait_seconds": 60}
+    af = airflow({"AIRFLOW_VAR_BINLAKE": json.dumps(settings)})
+    run = af.dags_test("binlake_transactions", conf={"start": "2026-11-01T10:00:00Z", "end": "2026-11-01T11:00:00Z"})
+    assert run["state"] == "failed"
+    assert run["tasks"]["wait_for_archive"] == "failed" and run["tasks"]["assemble"] == "upstream_failed"
+    assert ("the archive has not reached the interval's end 2026-11-01T11:00:00.000000Z" in run["output"]
+            and "db1 (archived up to nothing yet)" in run["output"] and "binlake_archive" in run["output"]), \
+        run["output"][-3000:]

@@ -10,7 +10,7 @@
         {"name": "old", "url": "dir:///srv/binlogs", "final": true}
       ],
       "split_bytes": 67108864, "warn_only": [], "allowed_severities": [],
-      "xa_max_age_seconds": 3600, "archive_wait_seconds": 7200, "spark_conf": {}
+      "xa_max_age_seconds": 3600, "archive_wait_seconds": 1800, "spark_conf": {}
     }
 
 Without the Variable the defaults run the bundled sample binlogs into $AIRFLOW_HOME/binlake: the demo.
@@ -50,7 +50,7 @@ class Settings:
     warn_only: tuple[str, ...] = ()
     allowed_severities: tuple[str, ...] = ()
     xa_max_age_seconds: float = 3600.0
-    archive_wait_seconds: float = 7200.0
+    archive_wait_seconds: float = 1800.0  # after an interval's end: then waiting fails
     spark_conf: dict = field(default_factory=dict)
 
     def source(self, name: str) -> SourceSpec:

@@ -25,14 +25,20 @@ START = "{{ params.start or data_interval_start.isoformat() }}"
 END = "{{ params.end or data_interval_end.isoformat() }}"
 
 
-@task.sensor(poke_interval=60, timeout=2 * 3600, mode="reschedule", doc_md="""
+@task.sensor(poke_interval=60, timeout=24 * 3600, mode="reschedule", doc_md="""
 ### Wait for the archive
 An interval can be assembled once every transaction committed in it is archived: once each
 source's archive holds a file with an event at or after the interval's end (servers write in
 commit order). Sources marked `final` (old binlogs that get no more files) are always complete.
 Sources with `flush_binary_logs` reach this point at every archive run even when quiet.
+
+Fails (no retry) once the interval ended more than the Variable's `archive_wait_seconds` ago
+(1800 by default) and a source's archive is still behind it: the message names each source, how
+far its archive got, and the failed runs of `binlake_archive`.
 """)
 def wait_for_archive(end: str) -> PokeReturnValue:
+    import datetime as dt
+
     from binlake.splits import archived_until, parse_time
 
     cfg = settings.load()
@@ -43,9 +49,31 @@ def wait_for_archive(end: str) -> PokeReturnValue:
         until = None if spec.final else archived_until(store, spec.name)
         if not spec.final and (until is None or until < target):
             behind.append(f"{spec.name} (archived up to {until or 'nothing yet'})")
-    if behind:
-        log.info("waiting for the archive to reach %s: %s", target, ", ".join(behind))
-    return PokeReturnValue(is_done=not behind)
+    if not behind:
+        return PokeReturnValue(is_done=True)
+    waited = dt.datetime.now(dt.UTC) - dt.datetime.fromisoformat(target)
+    if waited.total_seconds() > cfg.archive_wait_seconds:
+        from airflow.sdk.exceptions import AirflowFailException
+
+        # Waiting longer cannot help: the archive stopped (a source down, wrong credentials, a
+        # refused file). Said here, not as a run that shows "running" for hours.
+        raise AirflowFailException(
+            f"the archive has not reached the interval's end {target} {waited.total_seconds():.0f} s after it "
+            f"(archive_wait_seconds {cfg.archive_wait_seconds:.0f}): {', '.join(behind)}; {_archive_failures()}")
+    log.info("waiting for the archive to reach %s: %s", target, ", ".join(behind))
+    return PokeReturnValue(is_done=False)
+
+
+def _archive_failures() -> str:
+    """What Airflow knows of the archive DAG's failures, for the message of a stalled interval."""
+    from airflow.sdk import get_current_context
+
+    try:
+        failed = get_current_context()["ti"].get_dr_count(dag_id="binlake_archive", states=["failed"])
+    except Exception as e:  # noqa: BLE001 - the message is still worth sending without the count
+        return f"binlake_archive's runs could not be counted ({type(e).__name__}): look at its last runs"
+    return (f"binlake_archive has {failed} failed run(s): its last failed task's log says why" if failed
+            else "binlake_archive has no failed run: is it scheduled and unpaused?")
 
 
 class AssembleOperator(SparkSubmitOperator):
