@@ -4,10 +4,13 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast install servers java browser compose lint bench clean
+.PHONY: airflow demo test test-fast install servers java browser compose lint bench clean
 
 demo: install  ## the whole pipeline on the bundled sample binlogs
 	$(BIN)/binlake demo
+
+airflow: install java  ## a local Airflow for binlake (127.0.0.1:8080, the demo's samples unless CONFIG=binlake.json), until Ctrl-C
+	$(BIN)/binlake airflow $(if $(CONFIG),--config $(CONFIG))
 
 test: install servers java browser compose lint  ## lint, then every test against real servers
 	$(BIN)/python -m pytest -q -rfEs

@@ -134,6 +134,12 @@ def _write_snapshot(snapshot, args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_airflow(args: argparse.Namespace) -> int:
+    from binlake.airflow_local import run
+
+    return run(Path(args.home), Path(args.config) if args.config else None, args.port, args.schedule)
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from binlake.demo import run
 
@@ -266,6 +272,16 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--conf", action="append", metavar="KEY=VALUE", help="a Spark setting (repeatable)")
     v.set_defaults(func=cmd_validate)
 
+    from binlake.airflow_local import DEFAULT_HOME, DEFAULT_SCHEDULE
+
+    af = sub.add_parser("airflow", help="a local Airflow for binlake (no Docker), until Ctrl-C")
+    af.add_argument("--home", default=str(DEFAULT_HOME), help=f"AIRFLOW_HOME (default {DEFAULT_HOME})")
+    af.add_argument("--config", metavar="JSON", help="the binlake Variable (docs/airflow.md); default: the demo's "
+                    "sample binlogs")
+    af.add_argument("--port", type=int, default=8080, help="the UI's port on 127.0.0.1 (default 8080; 0: any free)")
+    af.add_argument("--schedule", default=DEFAULT_SCHEDULE,
+                    help=f"binlake_transactions' cron schedule (default '{DEFAULT_SCHEDULE}')")
+    af.set_defaults(func=cmd_airflow)
     d = sub.add_parser("demo", help="run the pipeline on the bundled sample binlogs")
     d.add_argument("--home", help="the Airflow home to run in (default: a new temporary directory)")
     d.set_defaults(func=cmd_demo)

@@ -6,24 +6,13 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
-import signal
-import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from binlake.airflow_local import AIRFLOW, SERVICES, Services
 from binlake.demo import airflow_env
-
-AIRFLOW = str(Path(sys.executable).parent / "airflow")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Airflow:
@@ -34,7 +23,8 @@ class Airflow:
         if not keep_aws_env:  # the DAGs must reach S3 through their AWS connection, not the test's environment
             self.env = {k: v for k, v in self.env.items() if not k.startswith("AWS_")}
         self.env.update(env or {})
-        self.procs: list[tuple[subprocess.Popen, object]] = []
+        self.env["AIRFLOW__CORE__PARALLELISM"] = "2"
+        self.services = Services(home, self.env, SERVICES[:3])  # no triggerer: no DAG defers
         self.port = 0
         self.cli("db", "migrate")
 
@@ -75,64 +65,14 @@ class Airflow:
     # -- the running services ------------------------------------------------------------------
 
     def start(self) -> str:
-        """api-server, scheduler (no log server: logs are read from disk) and dag-processor on loopback.
-
-        The api-server's port must be known before it starts (the workers are told where it is):
-        it is chosen free, and when another process binds it first, the api-server says so and
-        exits, and the services start again on another. A restart keeps the address tests were given."""
-        given = self.port
-        for attempt in range(5):
-            self.port = given or free_port()
-            try:
-                return self._start()
-            except RuntimeError:
-                taken = "address already in use" in (self.home / "api-server.log").read_text(errors="replace").lower()
-                self.stop()
-                if given or not taken or attempt == 4:
-                    raise
-        raise AssertionError("unreachable")
-
-    def _start(self) -> str:
-        self.env.update({
-            "AIRFLOW__API__HOST": "127.0.0.1",
-            "AIRFLOW__API__PORT": str(self.port),
-            "AIRFLOW__API__BASE_URL": f"http://127.0.0.1:{self.port}",
-            "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{self.port}/execution/",
-            "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
-            "AIRFLOW__CORE__PARALLELISM": "2",
-            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "admin:admin",
-            "AIRFLOW__API_AUTH__JWT_SECRET": "binlake-tests-" + os.urandom(8).hex(),
-            "AIRFLOW__SCHEDULER__ENABLE_HEALTH_CHECK": "False",
-        })
-        for args in (["api-server"], ["scheduler", "--skip-serve-logs"], ["dag-processor"]):
-            log = open(self.home / f"{args[0]}.log", "ab")  # noqa: SIM115 - closed in stop()
-            proc = subprocess.Popen([AIRFLOW, *args], env=self.env, stdout=log, stderr=subprocess.STDOUT,
-                                    start_new_session=True)
-            self.procs.append((proc, log))
-        self._wait_listening()
-        return f"http://127.0.0.1:{self.port}"
-
-    def _wait_listening(self, timeout: float = 120) -> None:
-        """Until this api-server answers as Airflow on its port (not just anything listening there)."""
-        import urllib.error
-        import urllib.request
-
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for proc, _ in self.procs:
-                if proc.poll() is not None:
-                    raise RuntimeError(f"{proc.args[1]} exited {proc.returncode}: see {self.home}")
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/api/v2/version", timeout=5) as r:
-                    if "version" in json.loads(r.read()):
-                        return
-            except (OSError, ValueError):  # not up yet (refused, reset, not JSON)
-                pass
-            time.sleep(0.5)
-        raise RuntimeError(f"the api-server is not listening on {self.port} after {timeout:.0f} s")
+        """api-server, scheduler (no log server: logs are read from disk) and dag-processor on
+        loopback (binlake.airflow_local.Services); a restart keeps the address tests were given."""
+        url = self.services.start(self.port)
+        self.port = self.services.port
+        return url
 
     def password(self) -> str:
-        return json.loads((self.home / "simple_auth_manager_passwords.json.generated").read_text())["admin"]
+        return self.services.password()
 
     def wait_runs(self, dag_id: str, run_ids: set[str] | None = None, count: int = 0, timeout: float = 1200) -> list:
         """Wait until the named runs (or `count` runs) have ended; returns them."""
@@ -190,21 +130,4 @@ class Airflow:
             self.start()
 
     def stop(self) -> None:
-        for proc, _ in self.procs:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGTERM)
-        for proc, log in self.procs:
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-            with_group_gone(proc.pid)
-            log.close()
-        self.procs = []
-
-
-def with_group_gone(pgid: int) -> None:
-    """Task processes (spark-submit and its JVM) live in the service's group: none may outlive it."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pgid, signal.SIGKILL)
+        self.services.stop()
