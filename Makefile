@@ -51,6 +51,7 @@ bench: install servers java
 	$(BIN)/python bench/assemble.py
 	$(BIN)/python bench/memory.py
 	$(BIN)/python bench/schema.py
+	$(BIN)/python bench/shapes.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

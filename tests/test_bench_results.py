@@ -17,6 +17,7 @@ SECTIONS = [
     "bench/assemble.py",
     "bench/archive.py",
     "bench/schema.py",
+    "bench/shapes.py",
 ]
 
 
