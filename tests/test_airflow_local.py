@@ -27,14 +27,15 @@ def _api(url: str, path: str, token: str, body: dict | None = None) -> dict:
     req = urllib.request.Request(url + path, method="POST" if body is not None else "GET",
                                  data=json.dumps(body).encode() if body is not None else None,
                                  headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=30) as r:
+    # SQLite serialises the services' writes: on a busy machine an answer can take a while
+    with urllib.request.urlopen(req, timeout=180) as r:
         return json.loads(r.read())
 
 
 def _token(url: str, password: str) -> str:
     req = urllib.request.Request(url + "/auth/token", method="POST", headers={"Content-Type": "application/json"},
                                  data=json.dumps({"username": "admin", "password": password}).encode())
-    with urllib.request.urlopen(req, timeout=30) as r:
+    with urllib.request.urlopen(req, timeout=180) as r:
         return json.loads(r.read())["access_token"]
 
 
@@ -42,7 +43,10 @@ def _run(url: str, token: str, dag: str, conf: dict | None = None, timeout: floa
     run = _api(url, f"/api/v2/dags/{dag}/dagRuns", token, {"logical_date": None, "conf": conf or {}})
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        run = _api(url, f"/api/v2/dags/{dag}/dagRuns/{run['dag_run_id']}", token)
+        try:
+            run = _api(url, f"/api/v2/dags/{dag}/dagRuns/{run['dag_run_id']}", token)
+        except TimeoutError:  # a slow answer (see _api): ask again
+            continue
         if run["state"] in ("success", "failed"):
             return run
         time.sleep(3)
@@ -74,10 +78,11 @@ def test_make_airflow_starts_serves_runs_and_stops(tmp_path, spark_submit):
         start, end = commit_range(home / "binlake" / "archive")
         run = _run(url, token, "binlake_transactions", {"start": start, "end": end})
         assert run["state"] == "success", run
-        reports = [json.loads(p.read_text())["report"]
-                   for p in (home / "binlake" / "warehouse" / "quality" / "runs").glob("*/results.json")]
+        # the run's own report (the 5-minute schedule may have run an interval of its own beside it)
+        reports = [r for p in (home / "binlake" / "warehouse" / "quality" / "runs").glob("*/results.json")
+                   if (r := json.loads(p.read_text())["report"])["start"][:19] == start[:19]]
         assert [(r["success"], r["counts"]["transactions"]) for r in reports] == \
-            [(True, samples_truth()["transactions"])]  # the samples' own count (binlake.demo)
+            [(True, samples_truth()["transactions"])]  # the samples' own count (tests.support.truth)
         assert Path(reports[0]["docs"]).is_file()
         assert (home / "env.sh").read_text().count(f"AIRFLOW_HOME={home}") == 1
     finally:
