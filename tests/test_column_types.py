@@ -22,13 +22,15 @@ from binlake.binlog import constants as c
 from binlake.binlog import fastrows, rows
 
 # Every column type: mysql-replication's FIELD_TYPE (its names for MySQL's enum_field_types) and
-# the ones binlake adds (constants.VECTOR, MySQL 9).
-ALL = {getattr(FIELD_TYPE, n) for n in dir(FIELD_TYPE) if n.isupper()} | {c.VECTOR}
+# the ones binlake adds (constants.VECTOR, MySQL 9; MariaDB's COMPRESSED columns).
+ADDED = {c.VECTOR, c.BLOB_COMPRESSED, c.VARCHAR_COMPRESSED}
+ALL = {getattr(FIELD_TYPE, n) for n in dir(FIELD_TYPE) if n.isupper()} | ADDED
 
 
 def test_every_type_has_a_reference_conversion():
-    # VECTOR is read as a BLOB (AS_IS) and turned into floats by its column's index
-    homes = set(rows.CONVERSIONS) | rows.AS_IS | {c.VECTOR}
+    # VECTOR and the COMPRESSED columns are read as BLOB / VARCHAR (AS_IS) and turned into floats,
+    # or uncompressed, by their column's index
+    homes = set(rows.CONVERSIONS) | rows.AS_IS | ADDED
     missing = ALL - homes
     assert not missing, f"column types {sorted(missing)}: add them to rows.CONVERSIONS or rows.AS_IS"
     assert not set(rows.CONVERSIONS) & rows.AS_IS

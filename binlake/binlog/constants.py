@@ -144,6 +144,8 @@ LOG_EVENT_IGNORABLE_F = 0x80
 
 # Column types binlake knows beyond mysql-replication's FIELD_TYPE
 VECTOR = 242  # MySQL 9
+BLOB_COMPRESSED = 140  # MariaDB 10.3+: a BLOB/TEXT ... COMPRESSED column, logged compressed
+VARCHAR_COMPRESSED = 141  # MariaDB 10.3+: a VARCHAR/VARBINARY ... COMPRESSED column
 
 # Rows event flags
 STMT_END_F = 0x1

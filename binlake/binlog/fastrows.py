@@ -3,7 +3,7 @@
 The compiled decoder walks a rows event's images once and builds binlake's JSON-typed values
 directly. It covers the column types of ordinary tables (integers, floats, strings and BLOBs
 in any Python codec, DECIMAL, DATETIME2/TIMESTAMP2/TIME2/DATE, YEAR, ENUM, SET, BIT). Tables
-with JSON, GEOMETRY, VECTOR or pre-5.6 temporal columns, partial JSON updates and anything
+with JSON, GEOMETRY, VECTOR, MariaDB COMPRESSED or pre-5.6 temporal columns, partial JSON updates and anything
 unexpected go to the reference path in rows.py, which the tests compare this one with.
 `BINLAKE_PURE_PYTHON=1` turns the compiled path off.
 """
@@ -88,6 +88,7 @@ REFERENCE_ONLY: dict[int, str] = {
     FIELD_TYPE.JSON: "MySQL's binary JSON and partial JSON updates",
     FIELD_TYPE.GEOMETRY: "WKB turned into WKT",
     c.VECTOR: "float32 arrays (MySQL 9)",
+    c.BLOB_COMPRESSED: "MariaDB COMPRESSED columns: each value zlib's", c.VARCHAR_COMPRESSED: "as BLOB_COMPRESSED",
     FIELD_TYPE.DATETIME: "pre-5.6 temporal encoding", FIELD_TYPE.TIMESTAMP: "pre-5.6 temporal encoding",
     FIELD_TYPE.TIME: "pre-5.6 temporal encoding", FIELD_TYPE.NEWDATE: "never in a TABLE_MAP (DATE is)",
     FIELD_TYPE.DECIMAL: "pre-5.0 DECIMAL, never in a row-based binlog",
@@ -101,7 +102,7 @@ REFERENCE_ONLY: dict[int, str] = {
 def plan(table_map) -> tuple | None:
     """Per column (name, kind, a, b, extra) for the compiled decoder; None when a column needs
     the reference path. Built once per TABLE_MAP."""
-    if _rowdecode is None or table_map.vectors:
+    if _rowdecode is None or table_map.vectors or table_map.compressed:
         return None
     out = []
     for i, col in enumerate(table_map.table_obj.columns):

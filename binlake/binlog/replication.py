@@ -9,6 +9,7 @@ packet rebuilt from its bytes, and the package's classes only decode column valu
 
 from __future__ import annotations
 
+import base64
 import struct
 
 from pymysql.protocol import MysqlPacket
@@ -113,19 +114,31 @@ def read_pre_ga_rows(ev, nullable: tuple[bool, ...], filler: bool) -> None:
 _package_parse_opaque = json_binary.parse_opaque
 
 
+_DATES = frozenset({FIELD_TYPE.DATE, FIELD_TYPE.NEWDATE})
+_DATETIMES = frozenset({FIELD_TYPE.DATETIME, FIELD_TYPE.DATETIME2, FIELD_TYPE.TIMESTAMP, FIELD_TYPE.TIMESTAMP2})
+
+
 def _parse_opaque(data: bytes):
-    """JSON opaque TIME values: the package builds a datetime.time, which cannot hold a negative
-    time or one past 23:59:59 and raises; binlake gives MySQL's own text."""
-    if len(data) > 1 and data[0] in (FIELD_TYPE.TIME, FIELD_TYPE.TIME2):
-        length, n = json_binary.decode_variable_length(data[1:])
-        raw = data[1 + n:1 + n + length]
-        v = int.from_bytes(raw[:8].ljust(8, b"\0"), "little", signed=True)
-        sign = "-" if v < 0 else ""
-        v = abs(v)
-        whole, frac = v >> 24, v % (1 << 24)
-        h, m, sec = (whole >> 12) % (1 << 10), (whole >> 6) % 64, whole % 64
-        return f"{sign}{h:02d}:{m:02d}:{sec:02d}.{frac:06d}"
-    return _package_parse_opaque(data)
+    """A JSON opaque value as the server's JSON text writes it (`CAST(doc AS CHAR)`): TIME
+    `[-]HH:MM:SS.ffffff`, DATE `YYYY-MM-DD`, DATETIME and TIMESTAMP `YYYY-MM-DD HH:MM:SS.ffffff`
+    (the package builds datetime objects, which cannot hold a negative time or one past 23:59:59,
+    and loses which of DATE and DATETIME a value was), any other type but DECIMAL
+    `base64:type<n>:<its bytes>` (the package decodes those bytes as text, dropping what is not)."""
+    if len(data) < 2 or data[0] in (FIELD_TYPE.NEWDECIMAL, FIELD_TYPE.DECIMAL):
+        return _package_parse_opaque(data)
+    length, n = json_binary.decode_variable_length(data[1:])
+    raw = data[1 + n:1 + n + length]
+    if data[0] not in _DATES | _DATETIMES | {FIELD_TYPE.TIME, FIELD_TYPE.TIME2}:
+        return f"base64:type{data[0]}:{base64.b64encode(raw).decode('ascii')}"
+    v = int.from_bytes(raw[:8].ljust(8, b"\0"), "little", signed=True)  # MySQL's packed temporal
+    sign = "-" if v < 0 else ""
+    whole, frac = abs(v) >> 24, abs(v) % (1 << 24)
+    m, sec = (whole >> 6) % 64, whole % 64
+    if data[0] in (FIELD_TYPE.TIME, FIELD_TYPE.TIME2):
+        return f"{sign}{(whole >> 12) % (1 << 10):02d}:{m:02d}:{sec:02d}.{frac:06d}"
+    ymd, ym = whole >> 17, whole >> 22
+    date = f"{ym // 13:04d}-{ym % 13:02d}-{ymd % 32:02d}"
+    return date if data[0] in _DATES else f"{date} {(whole >> 12) % 32:02d}:{m:02d}:{sec:02d}.{frac:06d}"
 
 
 json_binary.parse_opaque = _parse_opaque  # parse_json looks it up in its module

@@ -4,7 +4,7 @@ binlake owns framing, so the package gets each event as a packet rebuilt from th
 (no server, no connection; binlake.binlog.replication is the adapter); its classes decode the
 column values. What it lacks is
 added here: MariaDB compressed rows (zlib), 4-byte table ids (MySQL 5.1), pre-GA row
-event ids, VECTOR columns, GEOMETRY as EWKT, partial JSON applied to the before image,
+event ids, VECTOR columns, MariaDB COMPRESSED columns, GEOMETRY as EWKT, partial JSON applied to the before image,
 and the JSON-typed value mapping of docs/row-values.md.
 """
 
@@ -14,6 +14,7 @@ import base64
 import datetime as dt
 import math
 import struct
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -23,8 +24,8 @@ from pymysql.charset import charset_by_name
 from pymysqlreplication.constants import FIELD_TYPE
 from pymysqlreplication.json_binary import JsonDiff, JsonDiffOperation
 
+from binlake.binlog import charsets, fastrows
 from binlake.binlog import constants as c
-from binlake.binlog import fastrows
 from binlake.binlog.events import uncompress_maria
 from binlake.binlog.replication import apply_unnamed_metadata, decode_event, read_pre_ga_rows
 from binlake.binlog.varlen import read_packed
@@ -87,6 +88,7 @@ class TableMap:
     json_keys: tuple | None = field(repr=False, default=None)  # its columns' JSON keys (fastrows.render)
     mismatch: str | None = None  # how it disagrees with the schema history's table (positional names)
     nullable: tuple[bool, ...] = ()  # per column, as the TABLE_MAP's null bitmap says
+    compressed: dict[int, str | None] = field(default_factory=dict)  # MariaDB COMPRESSED columns: their codec
 
 
 @dataclass
@@ -146,8 +148,10 @@ def _decode_table_map(body: bytes, post_header_len: int, flavor: str, table: Tab
         ncols, pos = read_packed(b, pos)
         types = list(b[pos:pos + ncols])
         vectors = frozenset(i for i, t in enumerate(types) if t == c.VECTOR)
-        if vectors:
-            b = b[:pos] + bytes(FIELD_TYPE.BLOB if t == c.VECTOR else t for t in types) + b[pos + ncols:]
+        squeezed = frozenset(i for i, t in enumerate(types) if t in _COMPRESSED_AS)
+        if vectors or squeezed:
+            b = b[:pos] + bytes(_COMPRESSED_AS.get(t, FIELD_TYPE.BLOB if t == c.VECTOR else t) for t in types) \
+                + b[pos + ncols:]
         if len(b) == pos + ncols:  # MySQL 5.1 before 5.1.16: no column metadata
             needing = [t for t in types if t in _NEEDS_METADATA]
             if needing:
@@ -178,15 +182,20 @@ def _decode_table_map(body: bytes, post_header_len: int, flavor: str, table: Tab
                     col.typed_text = mine.base  # its value is the server's text (typed_text)
     names = [col.name or f"col_{i + 1}" for i, col in enumerate(t.columns)]
     guessed = set()
+    compressed: dict[int, str | None] = {}
     for i, col in enumerate(t.columns):
         col.name = names[i]
+        col.character_set_name = charsets.codec(col.character_set_name)
+        if i in squeezed:  # the package reads the compressed bytes; _Converter uncompresses and decodes them
+            compressed[i] = None if col.character_set_name in (None, "binary") else col.character_set_name
+            col.character_set_name = "binary"
         if col.character_set_name is None and col.type in _STRING_TYPES:
             # No charset in the metadata: take the bytes, and decide per value (UTF-8 or base64).
             col.character_set_name = "binary"
             guessed.add(i)
     nullable = tuple(bool(ev.null_bitmask[i // 8] & (1 << (i % 8))) for i in range(len(t.columns)))
     tm = TableMap(ev.table_id, ev.schema, ev.table, names, types, t, vectors, frozenset(guessed), mismatch=mismatch,
-                  nullable=nullable)
+                  nullable=nullable, compressed=compressed)
     tm.fast = fastrows.plan(tm)
     tm.json_keys = fastrows.json_keys(tm.fast) if tm.fast is not None else None
     return tm
@@ -211,6 +220,8 @@ _NEEDS_METADATA = frozenset({
     FIELD_TYPE.FLOAT, FIELD_TYPE.DOUBLE, FIELD_TYPE.VARCHAR, FIELD_TYPE.VAR_STRING, FIELD_TYPE.STRING,
     FIELD_TYPE.BLOB, FIELD_TYPE.GEOMETRY, FIELD_TYPE.JSON, FIELD_TYPE.NEWDECIMAL, FIELD_TYPE.BIT,
     FIELD_TYPE.TIMESTAMP2, FIELD_TYPE.DATETIME2, FIELD_TYPE.TIME2, FIELD_TYPE.ENUM, FIELD_TYPE.SET})
+# MariaDB's compressed column types as the package reads their bytes: same metadata, same layout
+_COMPRESSED_AS = {c.BLOB_COMPRESSED: FIELD_TYPE.BLOB, c.VARCHAR_COMPRESSED: FIELD_TYPE.VARCHAR}
 _STRING_TYPES = frozenset({FIELD_TYPE.VARCHAR, FIELD_TYPE.VAR_STRING, FIELD_TYPE.STRING, FIELD_TYPE.BLOB})
 _KNOWN_METADATA = frozenset(range(1, 13))  # what the package's MetadataFieldType knows
 
@@ -272,6 +283,27 @@ def typed_text(kind: str, b: bytes) -> str:
     head = ":".join(f"{w:x}" for w in words[:at])
     tail = ":".join(f"{w:x}" for w in words[at + longest:])
     return f"{head}::{tail}"
+
+
+def uncompress_column(stored: bytes) -> bytes:
+    """A MariaDB COMPRESSED column's value as stored: empty, or a header byte and then the bytes
+    as they are (header bit 0x80 clear) or zlib's (set: the header's low 3 bits say how many
+    big-endian bytes of original length follow, bit 0x08 a raw deflate stream without zlib's
+    wrapper), as MariaDB's field_comp.cc writes them."""
+    if not stored:
+        return b""
+    head = stored[0]
+    if not head & 0x80:
+        return stored[1:]
+    n = head & 0x07
+    size = int.from_bytes(stored[1:1 + n], "big")
+    try:
+        out = zlib.decompress(stored[1 + n:], -zlib.MAX_WBITS if head & 0x08 else zlib.MAX_WBITS)
+    except zlib.error as e:
+        raise RowDecodeError(f"a COMPRESSED column's value does not uncompress: {e}") from None
+    if len(out) != size:
+        raise RowDecodeError(f"a COMPRESSED column's value uncompresses to {len(out)} bytes, its header says {size}")
+    return out
 
 
 def _record_filler(table_map: TableMap) -> bool:
@@ -337,7 +369,7 @@ def decode_rows(event_type: int, body, post_header_len: int, table_map: TableMap
     except Exception as e:  # noqa: BLE001 - as decode_table_map's
         raise RowDecodeError(f"{type(e).__name__}: {e}") from None
     columns = table_map.table_obj.columns
-    conv = _Converter(columns, table_map.vectors, table_map.charset_unknown)
+    conv = _Converter(columns, table_map.vectors, table_map.charset_unknown, table_map.compressed)
     out: list[tuple[dict | None, dict | None]] = []
     for r in raw:
         if op == "update":
@@ -354,10 +386,12 @@ def decode_rows(event_type: int, body, post_header_len: int, table_map: TableMap
 class _Converter:
     """The package's Python values -> binlake's JSON-typed values (docs/row-values.md)."""
 
-    def __init__(self, columns, vectors: frozenset[int], charset_unknown: frozenset[int]) -> None:
+    def __init__(self, columns, vectors: frozenset[int], charset_unknown: frozenset[int],
+                 compressed: dict[int, str | None]) -> None:
         self.columns = columns
         self.vectors = vectors
         self.charset_unknown = charset_unknown
+        self.compressed = compressed
 
     def row(self, values: dict, none_sources: dict, present: bytes, before: dict | None = None) -> dict:
         out: dict[str, Any] = {}
@@ -385,6 +419,10 @@ class _Converter:
         if i in self.vectors:  # presented to the package as BLOB (decode_table_map)
             n = len(v) // 4
             return list(struct.unpack(f"<{n}f", v[:4 * n]))
+        if i in self.compressed:
+            raw = uncompress_column(v.encode("latin-1") if isinstance(v, str) else bytes(v))
+            codec = self.compressed[i]
+            return raw.decode(codec) if codec else _b64(raw)
         if isinstance(v, JsonDiff):
             return _apply_json_diff(before_value, [v])
         if isinstance(v, list) and v and all(isinstance(d, JsonDiff) for d in v):
