@@ -1,0 +1,215 @@
+"""The type matrix: every column type at its limits, on both real servers, each decoded value held
+to the server's own rendering of what it stored, on both decoding paths.
+
+For each case of tests/support/type_matrix.py a table `(id, v)` gets one row per value (a single
+INSERT), then every row is deleted: each value is decoded twice, from an after and a before
+image. The expectation of each row is the server's answer to the case's oracle (`CAST(v AS
+CHAR)`, `HEX(v)`, `CONVERT(v USING utf8mb4)`, `ST_SRID(v)` and `ST_AsText`, `JSON_TYPE(v)`),
+spelt as docs/row-values.md documents it by the case's form; binlake is never asked. The range
+is scanned once by the compiled decoder and once with BINLAKE_PURE_PYTHON=1: both must give it.
+Which columns an image holds (NULL against absent in MINIMAL and NOBLOB images) is held to the
+server's own `mysqlbinlog -vv` / `mariadb-binlog -vv`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.support.scanning import lines_path, records_path, scan
+from tests.support.type_matrix import CASES, Case, b64
+from tests.test_rowdecode import _position, _range_copies
+
+SERVERS = ("mysql_server", "mariadb_server")  # as parameters, they mark each test with what it needs
+PARAMS = [pytest.param(s, case, id=f"{s.removesuffix('_server')}-{case.name}")
+          for s in SERVERS for case in CASES if s.removesuffix("_server") in case.flavors]
+
+
+def _scan_both(files: list[Path]) -> dict[str, dict]:
+    """The records of files by each decoding path."""
+    fast = scan(files)
+    saved = os.environ.get("BINLAKE_PURE_PYTHON")
+    os.environ["BINLAKE_PURE_PYTHON"] = "1"
+    try:
+        return {"compiled": fast, "reference": scan(files)}
+    finally:
+        if saved is None:
+            del os.environ["BINLAKE_PURE_PYTHON"]
+        else:
+            os.environ["BINLAKE_PURE_PYTHON"] = saved
+
+
+class Matrix:
+    """What one flavor's server stored for every case, and the binlog range that wrote it."""
+
+    def __init__(self, server, flavor: str, into: Path) -> None:
+        self.flavor = flavor
+        self.errors: dict[str, str] = {}
+        self.held: dict[str, list[dict]] = {}
+        db = f"matrix_{uuid.uuid4().hex[:12]}"
+        cases = [c for c in CASES if flavor in c.flavors]
+        with server.connect() as conn, conn.cursor() as cur:
+            # zero dates allowed (as on old servers), every time in UTC
+            cur.execute("SET SESSION sql_mode = '', time_zone = '+00:00'")
+            cur.execute(f"CREATE DATABASE {db} CHARACTER SET utf8mb4")
+            try:
+                for case in cases:
+                    cur.execute(f"CREATE TABLE {db}.{case.name} (id INT PRIMARY KEY, v {case.sql_type})")
+                start = _position(cur, flavor)
+                for case in cases:
+                    rows = ", ".join(f"({i}, {v})" for i, v in enumerate(case.values))
+                    try:
+                        cur.execute(f"INSERT INTO {db}.{case.name} VALUES {rows}")
+                    except Exception as e:  # noqa: BLE001 - the case fails with it, the others run
+                        self.errors[case.name] = f"the server took no row: {e}"
+                        continue
+                    cur.execute(f"SELECT id, {', '.join(case.oracle)} FROM {db}.{case.name} ORDER BY id")
+                    self.held[case.name] = [
+                        {"id": r[0], "v": None if r[1] is None else case.form(*map(_text, r[1:]))}
+                        for r in cur.fetchall()]
+                    cur.execute(f"DELETE FROM {db}.{case.name}")
+                end = _position(cur, flavor)
+                cur.execute("SHOW BINARY LOGS")
+                names = [r[0] for r in cur.fetchall()]
+            finally:
+                cur.execute(f"DROP DATABASE {db}")
+        self.files = _range_copies(server.binlog_dir, names, start, end, into)
+        self.records = _scan_both(self.files)
+
+
+def _text(v):
+    return v.decode() if isinstance(v, bytes) else v
+
+
+@pytest.fixture(scope="module")
+def matrix(request, tmp_path_factory):
+    made: dict[str, Matrix] = {}
+
+    def get(server: str) -> Matrix:
+        if server not in made:
+            flavor = server.removesuffix("_server")
+            made[server] = Matrix(request.getfixturevalue(server), flavor, tmp_path_factory.mktemp(f"matrix-{flavor}"))
+        return made[server]
+
+    return get
+
+
+def _json(v) -> str:
+    """A value as JSON text: an integer and a float differ, -0.0 and 0.0 differ."""
+    return json.dumps(v, ensure_ascii=False, sort_keys=True)
+
+
+@pytest.mark.parametrize(("server", "case"), PARAMS)
+def test_each_value_is_the_servers_own(server: str, case: Case, matrix):
+    m = matrix(server)
+    assert case.name not in m.errors, m.errors.get(case.name)
+    held = m.held[case.name]
+    assert len(held) == len(case.values)
+    want = [_json(r) for r in held]
+    for path, records in m.records.items():
+        changes = [r for r in records["row_change"] if r["table"] == case.name]
+        assert [r["op"] for r in changes] == ["insert"] * len(held) + ["delete"] * len(held), path
+        for side in ("after", "before"):
+            images = [r[side] for r in changes if r[side] is not None]
+            got = [_json(r) for r in images]
+            assert got == want, (f"{path} path, {side} images: " + "; ".join(
+                f"{case.values[n]}: got {g}, server {w}" for n, (g, w) in enumerate(zip(got, want, strict=True))
+                if g != w))
+
+
+@pytest.mark.parametrize("server", SERVERS)
+def test_both_paths_and_the_json_lines_agree(server: str, matrix, monkeypatch):
+    m = matrix(server)
+    for kind in ("transaction", "row_change", "anomaly"):
+        assert [_json(r) for r in m.records["compiled"][kind]] == [_json(r) for r in m.records["reference"][kind]]
+    assert m.records["compiled"]["anomaly"] == []
+    lines = lines_path(m.files)
+    monkeypatch.setenv("BINLAKE_PURE_PYTHON", "1")
+    assert lines == records_path(m.files)
+
+
+# -- which columns an image holds: NULL against absent ----------------------------------------
+
+IMAGE_COLUMNS = [  # name, definition: generated, invisible, and BLOB/TEXT columns NOBLOB leaves out
+    ("id", "INT PRIMARY KEY"), ("a", "INT NULL"), ("s", "VARCHAR(10) NULL"), ("t", "TEXT NULL"),
+    ("bl", "BLOB NULL"), ("gs", "INT AS (a + 1) STORED"), ("gv", "INT AS (a * 2) VIRTUAL"),
+    ("inv", "INT NULL INVISIBLE"),
+]
+IMAGE_STATEMENTS = [  # (binlog_row_image, statement)
+    ("FULL", "INSERT INTO {t} (id, a, s, t, bl, inv) VALUES (1, 1, 'x', 'text', 'ab', 5)"),
+    ("FULL", "UPDATE {t} SET a = NULL, inv = NULL WHERE id = 1"),
+    ("MINIMAL", "INSERT INTO {t} (id, s) VALUES (2, NULL)"),
+    ("MINIMAL", "UPDATE {t} SET a = NULL, s = 'y' WHERE id = 1"),
+    ("MINIMAL", "UPDATE {t} SET t = 'u', a = 4 WHERE id = 2"),
+    ("MINIMAL", "DELETE FROM {t} WHERE id = 2"),
+    ("NOBLOB", "INSERT INTO {t} (id, a, t) VALUES (3, 7, NULL)"),
+    ("NOBLOB", "UPDATE {t} SET a = 8 WHERE id = 3"),
+    ("NOBLOB", "UPDATE {t} SET bl = 'cd' WHERE id = 3"),
+    ("NOBLOB", "DELETE FROM {t} WHERE id = 3"),
+    ("FULL", "DELETE FROM {t} WHERE id = 1"),
+]
+_EVENT = re.compile(r"^### (INSERT INTO|UPDATE|DELETE FROM) ")
+_COLUMN = re.compile(r"^###   @(\d+)=(.*?)(?: /\* .* \*/)?$")
+
+
+def server_images(text: str, columns: list[tuple[str, str]]) -> list[tuple[str, dict | None, dict | None]]:
+    """The row changes `mysqlbinlog -vv` / `mariadb-binlog -vv` prints: (op, before, after), each
+    image the columns it shows, @n named by the table's n-th column; a value as binlake documents
+    it: NULL null, an integer the number, a quoted text the string (a BLOB's `base64:` of it)."""
+    out: list[list] = []
+    image: dict | None = None
+    for line in text.splitlines():
+        m = _EVENT.match(line)
+        if m:
+            out.append([{"INSERT INTO": "insert", "UPDATE": "update", "DELETE FROM": "delete"}[m[1]], None, None])
+        elif line in ("### WHERE", "### SET"):
+            image = {}
+            out[-1][1 if line == "### WHERE" else 2] = image
+        elif (m := _COLUMN.match(line)) and image is not None:
+            name, sql = columns[int(m[1]) - 1]
+            raw = m[2]
+            if raw == "NULL":
+                image[name] = None
+            elif raw.startswith("'"):
+                text_value = raw[1:-1]
+                image[name] = b64(text_value.encode().hex()) if sql.startswith("BLOB") else text_value
+            else:
+                image[name] = int(raw)
+    return [(op, before, after) for op, before, after in out]
+
+
+@pytest.mark.parametrize("server", SERVERS)
+def test_null_and_absent_are_the_servers_own(server: str, request, tmp_path):
+    """FULL, MINIMAL and NOBLOB images (binlog_row_image is a session setting: no global change),
+    with stored and virtual generated columns and an invisible one: every image holds the columns
+    the server's own binlog reader shows, with its values; a column it leaves out is absent."""
+    srv = request.getfixturevalue(server)
+    flavor = server.removesuffix("_server")
+    db = f"images_{uuid.uuid4().hex[:12]}"
+    with srv.connect() as conn, conn.cursor() as cur:
+        cur.execute(f"CREATE DATABASE {db}")
+        try:
+            cur.execute(f"CREATE TABLE {db}.t ({', '.join(f'{n} {d}' for n, d in IMAGE_COLUMNS)})")
+            start = _position(cur, flavor)
+            for image, statement in IMAGE_STATEMENTS:
+                cur.execute(f"SET SESSION binlog_row_image = '{image}'")
+                cur.execute(statement.format(t=f"{db}.t"))
+            end = _position(cur, flavor)
+            cur.execute("SHOW BINARY LOGS")
+            names = [r[0] for r in cur.fetchall()]
+        finally:
+            cur.execute(f"DROP DATABASE {db}")
+    files = _range_copies(srv.binlog_dir, names, start, end, tmp_path)
+    shown = subprocess.run([*srv.mysqlbinlog, "-vv", "--base64-output=DECODE-ROWS", *map(str, files)],
+                           capture_output=True, text=True, check=True).stdout
+    want = server_images(shown, IMAGE_COLUMNS)
+    assert len(want) == 11
+    for path, records in _scan_both(files).items():
+        got = [(r["op"], r["before"], r["after"]) for r in records["row_change"]]
+        assert [_json(g) for g in got] == [_json(w) for w in want], path
