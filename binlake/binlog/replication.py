@@ -18,6 +18,8 @@ from pymysqlreplication.constants import FIELD_TYPE
 from pymysqlreplication.packet import BinLogPacketWrapper
 from pymysqlreplication.row_event import find_charset
 
+from binlake.binlog.varlen import read_packed
+
 _ALLOWED = frozenset({row_event.TableMapEvent, row_event.WriteRowsEvent, row_event.UpdateRowsEvent,
                       row_event.DeleteRowsEvent, row_event.PartialUpdateRowsEvent})
 
@@ -142,3 +144,36 @@ def _parse_opaque(data: bytes):
 
 
 json_binary.parse_opaque = _parse_opaque  # parse_json looks it up in its module
+
+
+class JsonDiffs(list):
+    """The diffs of a partial JSON update (PARTIAL_UPDATE_ROWS), in the order they apply; empty
+    when the document did not change."""
+
+
+_package_read_binary_json = BinLogPacketWrapper.read_binary_json
+
+
+def _read_binary_json(self, size: int, is_partial: bool):
+    """A JSON value; a partial one as all its diffs (JsonDiffs): the package reads only the first
+    of the diffs a statement logs (`JSON_SET(doc, '$.a', 1, '$.b', 2)` logs two). Each diff is
+    MySQL's Json_diff: an operation byte, the path's length and text, and unless it removes, the
+    value's length and binary JSON."""
+    if not is_partial:
+        return _package_read_binary_json(self, size, is_partial)
+    data = self.read(self.read_uint_by_size(size))
+    diffs, pos = JsonDiffs(), 0
+    while pos < len(data):
+        op = json_binary.JsonDiffOperation.by_index(data[pos])
+        n, pos = read_packed(data, pos + 1)
+        path, pos = data[pos:pos + n], pos + n
+        if op == json_binary.JsonDiffOperation.Remove:
+            diffs.append(json_binary.JsonDiff(op, path))
+            continue
+        n, pos = read_packed(data, pos)
+        value, pos = data[pos:pos + n], pos + n
+        diffs.append(json_binary.JsonDiff(op, path, json_binary.parse_json(value[0], value[1:])))
+    return diffs
+
+
+BinLogPacketWrapper.read_binary_json = _read_binary_json  # the rows event reads JSON through it

@@ -22,12 +22,12 @@ from typing import Any
 
 from pymysql.charset import charset_by_name
 from pymysqlreplication.constants import FIELD_TYPE
-from pymysqlreplication.json_binary import JsonDiff, JsonDiffOperation
+from pymysqlreplication.json_binary import JsonDiffOperation
 
 from binlake.binlog import charsets, fastrows
 from binlake.binlog import constants as c
 from binlake.binlog.events import uncompress_maria
-from binlake.binlog.replication import apply_unnamed_metadata, decode_event, read_pre_ga_rows
+from binlake.binlog.replication import JsonDiffs, apply_unnamed_metadata, decode_event, read_pre_ga_rows
 from binlake.binlog.varlen import read_packed
 from binlake.errors import RowDecodeError
 from binlake.schema.check import MARIADB_BINARY_TYPES, disagreement
@@ -423,9 +423,7 @@ class _Converter:
             raw = uncompress_column(v.encode("latin-1") if isinstance(v, str) else bytes(v))
             codec = self.compressed[i]
             return raw.decode(codec) if codec else _b64(raw)
-        if isinstance(v, JsonDiff):
-            return _apply_json_diff(before_value, [v])
-        if isinstance(v, list) and v and all(isinstance(d, JsonDiff) for d in v):
+        if isinstance(v, JsonDiffs):
             return _apply_json_diff(before_value, v)
         convert = CONVERSIONS.get(t)
         if convert is not None:
