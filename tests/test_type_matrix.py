@@ -184,32 +184,86 @@ def server_images(text: str, columns: list[tuple[str, str]]) -> list[tuple[str, 
     return [(op, before, after) for op, before, after in out]
 
 
-@pytest.mark.parametrize("server", SERVERS)
-def test_null_and_absent_are_the_servers_own(server: str, request, tmp_path):
-    """FULL, MINIMAL and NOBLOB images (binlog_row_image is a session setting: no global change),
-    with stored and virtual generated columns and an invisible one: every image holds the columns
-    the server's own binlog reader shows, with its values; a column it leaves out is absent."""
-    srv = request.getfixturevalue(server)
-    flavor = server.removesuffix("_server")
-    db = f"images_{uuid.uuid4().hex[:12]}"
-    with srv.connect() as conn, conn.cursor() as cur:
+def _logged(server, create: str, write, into: Path) -> tuple[list[Path], str]:
+    """A database of the test's own with the table `create` makes (`{db}` its name), and what
+    write(cursor, db) logs: the binlog range (copies in `into`) and the server's own reading of it
+    (`mysqlbinlog -vv` / `mariadb-binlog -vv`)."""
+    flavor = server.flavor
+    db = f"logged_{uuid.uuid4().hex[:12]}"
+    with server.connect() as conn, conn.cursor() as cur:
         cur.execute(f"CREATE DATABASE {db}")
         try:
-            cur.execute(f"CREATE TABLE {db}.t ({', '.join(f'{n} {d}' for n, d in IMAGE_COLUMNS)})")
+            cur.execute(create.format(db=db))
             start = _position(cur, flavor)
-            for image, statement in IMAGE_STATEMENTS:
-                cur.execute(f"SET SESSION binlog_row_image = '{image}'")
-                cur.execute(statement.format(t=f"{db}.t"))
+            write(cur, db)
             end = _position(cur, flavor)
             cur.execute("SHOW BINARY LOGS")
             names = [r[0] for r in cur.fetchall()]
         finally:
             cur.execute(f"DROP DATABASE {db}")
-    files = _range_copies(srv.binlog_dir, names, start, end, tmp_path)
-    shown = subprocess.run([*srv.mysqlbinlog, "-vv", "--base64-output=DECODE-ROWS", *map(str, files)],
+    files = _range_copies(server.binlog_dir, names, start, end, into)
+    shown = subprocess.run([*server.mysqlbinlog, "-vv", "--base64-output=DECODE-ROWS", *map(str, files)],
                            capture_output=True, text=True, check=True).stdout
+    return files, shown
+
+
+@pytest.mark.parametrize("server", SERVERS)
+def test_null_and_absent_are_the_servers_own(server: str, request, tmp_path):
+    """FULL, MINIMAL and NOBLOB images (binlog_row_image is a session setting: no global change),
+    with stored and virtual generated columns and an invisible one: every image holds the columns
+    the server's own binlog reader shows, with its values; a column it leaves out is absent."""
+    def write(cur, db: str) -> None:
+        for image, statement in IMAGE_STATEMENTS:
+            cur.execute(f"SET SESSION binlog_row_image = '{image}'")
+            cur.execute(statement.format(t=f"{db}.t"))
+
+    columns = ", ".join(f"{n} {d}" for n, d in IMAGE_COLUMNS)
+    files, shown = _logged(request.getfixturevalue(server), f"CREATE TABLE {{db}}.t ({columns})", write, tmp_path)
     want = server_images(shown, IMAGE_COLUMNS)
     assert len(want) == 11
     for path, records in _scan_both(files).items():
         got = [(r["op"], r["before"], r["after"]) for r in records["row_change"]]
         assert [_json(g) for g in got] == [_json(w) for w in want], path
+
+
+# -- partial JSON updates ----------------------------------------------------------------------
+
+PARTIAL_UPDATES = [  # each logged as a diff (binlog_row_value_options=PARTIAL_JSON): every operation
+    "JSON_SET(doc, '$.a', 2)",  # replace a member
+    "JSON_SET(doc, '$.new', 'v')",  # insert a member
+    "JSON_REPLACE(doc, '$.arr[1]', JSON_OBJECT('x', 1))",  # replace an element
+    "JSON_REMOVE(doc, '$.arr[0]')",  # remove an element
+    "JSON_REMOVE(doc, '$.obj.k')",  # remove a nested member
+    "JSON_SET(doc, '$.arr[9]', 'appended')",  # insert past an array's end: appended
+    "JSON_SET(doc, '$.\"a b\".c', true)",  # a quoted key
+    "JSON_SET(doc, '$.s', 'ü😀', '$.a', 3, '$.n', NULL)",  # several in one
+    "JSON_SET(doc, '$.d', CAST('2026-01-02' AS DATE), '$.t', CAST('-01:02:03.5' AS TIME))",  # opaque values
+    "JSON_REPLACE(doc, '$.deep[0][0]', JSON_ARRAY(1, 2))",
+    "JSON_SET(doc, '$.a', 3), x = 1",  # the document unchanged: an empty diff, another column changed
+]
+
+
+def test_partial_json_updates_are_the_servers_documents(mysql_server, tmp_path):
+    """Every partial update, applied to the before image's document, gives the document the
+    server holds after it (`CAST(doc AS CHAR)`); that each was logged as a diff, and of every
+    operation, the server's `mysqlbinlog -vv` shows (`@2=JSON_REPLACE(@2, …)` and so on)."""
+    held = []
+
+    def write(cur, db: str) -> None:
+        doc = {"a": 1, "arr": [1, 2, 3], "obj": {"k": 1, "l": 2}, "a b": {}, "s": "x", "n": 0, "deep": [[0]]}
+        cur.execute(f"INSERT INTO {db}.t (id, doc) VALUES (1, %s)", (json.dumps(doc),))
+        cur.execute("SET SESSION binlog_row_value_options = 'PARTIAL_JSON', binlog_row_image = 'FULL'")
+        for update in PARTIAL_UPDATES:
+            cur.execute(f"UPDATE {db}.t SET doc = {update} WHERE id = 1")
+            cur.execute(f"SELECT CAST(doc AS CHAR) FROM {db}.t WHERE id = 1")
+            held.append(json.loads(cur.fetchone()[0]))
+
+    files, shown = _logged(mysql_server, "CREATE TABLE {db}.t (id INT PRIMARY KEY, doc JSON, x INT)", write, tmp_path)
+    # each diff's operation as mysqlbinlog names it; `@2=@2` the empty diff of an unchanged document
+    diffs = re.findall(r"^###   @2=(JSON_\w+(?=\(@2)|@2(?= ))", shown, re.M)
+    assert len(diffs) == len(PARTIAL_UPDATES)
+    assert set(diffs) == {"JSON_REPLACE", "JSON_INSERT", "JSON_ARRAY_INSERT", "JSON_REMOVE", "@2"}
+    for path, records in _scan_both(files).items():
+        got = [r["after"]["doc"] for r in records["row_change"]][1:]  # the insert is before the updates
+        assert [_json(g) for g in got] == [_json(h) for h in held], path
+        assert [r["before"]["doc"] for r in records["row_change"][2:]] == got[:-1], path
