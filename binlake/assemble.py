@@ -24,7 +24,7 @@ from binlake.binlog import events as ev_codec
 from binlake.binlog import rows as rows_codec
 from binlake.binlog.framing import BinlogReader, Frame
 from binlake.binlog.payload import inner_frames
-from binlake.boundary import Boundary, BoundaryParser, Opener
+from binlake.boundary import Boundary, BoundaryParser, Kind, Opener, event_kind
 from binlake.describe import Event, describe
 from binlake.errors import BinlogError, FatalBinlogError, RowDecodeError
 from binlake.records import Facts, Txn, open_txn, transaction_record, ts_from_seconds
@@ -219,6 +219,11 @@ class FileAssembler:
         if b is Boundary.IGNORE:
             self._ignored(e)
             return
+        if event_kind(frame.type) is Kind.INCIDENT:
+            said = e.incident or "its body unreadable"
+            self._cut_at(frame, "INCIDENT", f"{self._where(frame.pos)}: INCIDENT event, {said}: "
+                                            "the source marks events lost here; a replica stops at it")
+            return
         if not self.parser.feed(b, e.opener):
             detail = f"{self._where(frame.pos)}: {self.parser.error_text(b)}"
             if self.txn:
@@ -253,6 +258,17 @@ class FileAssembler:
                               f"({e.frame.size} bytes) carried as opaque", "warning")
         if self.txn:
             self.txn.event_count += 1
+
+    def _cut_at(self, frame: Frame, code: str, detail: str) -> None:
+        """An event no transaction goes on past, and that is none itself: an anomaly over it and
+        over the transaction open there (reported incomplete); the parser resets, as at an error."""
+        self._flush_orphans()
+        if self.txn:
+            self._break(frame.pos, code, f"{detail}; the transaction open there cannot be whole",
+                        range_end=frame.end)
+        else:
+            self._anomaly(frame.pos, frame.end, code, detail)
+        self.parser.reset()
 
     def _orphan(self, frame: Frame, detail: str) -> None:
         if self.orphans is None:

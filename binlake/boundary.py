@@ -77,7 +77,8 @@ class Kind(enum.Enum):
     GTID = "gtid"                    # starts a transaction (MySQL GTID, ANONYMOUS_GTID, GTID_TAGGED)
     MARIA_GTID = "maria_gtid"        # starts one; without FL_STANDALONE it is also the BEGIN
     QUERY = "query"                  # typed by its text: BEGIN, COMMIT, XA …, or a statement
-    STATEMENT = "statement"          # a statement that is not a QUERY (LOAD DATA, INCIDENT)
+    STATEMENT = "statement"          # a statement that is not a QUERY (LOAD DATA)
+    INCIDENT = "incident"            # events lost at the source: self-contained, and never a transaction
     PRE_STATEMENT = "pre_statement"  # INTVAR, RAND, USER_VAR, LOAD DATA blocks: before their statement
     END = "end"                      # XID, XA_PREPARE
     TABLE_MAP = "table_map"          # inside; with no transaction open, starts one (rows without BEGIN)
@@ -100,7 +101,7 @@ EVENT_KINDS: dict[int, Kind] = {
     c.MARIA_GTID_EVENT: _K.MARIA_GTID,
     c.QUERY_EVENT: _K.QUERY, c.QUERY_COMPRESSED_EVENT: _K.QUERY,
     c.LOAD_EVENT: _K.STATEMENT, c.NEW_LOAD_EVENT: _K.STATEMENT, c.EXEC_LOAD_EVENT: _K.STATEMENT,
-    c.EXECUTE_LOAD_QUERY_EVENT: _K.STATEMENT, c.DELETE_FILE_EVENT: _K.STATEMENT, c.INCIDENT_EVENT: _K.STATEMENT,
+    c.EXECUTE_LOAD_QUERY_EVENT: _K.STATEMENT, c.DELETE_FILE_EVENT: _K.STATEMENT, c.INCIDENT_EVENT: _K.INCIDENT,
     c.INTVAR_EVENT: _K.PRE_STATEMENT, c.RAND_EVENT: _K.PRE_STATEMENT, c.USER_VAR_EVENT: _K.PRE_STATEMENT,
     c.CREATE_FILE_EVENT: _K.PRE_STATEMENT, c.APPEND_BLOCK_EVENT: _K.PRE_STATEMENT,
     c.BEGIN_LOAD_QUERY_EVENT: _K.PRE_STATEMENT,
@@ -166,7 +167,7 @@ class BoundaryParser:
                 return Boundary.END if stmt_end and self.opener is Opener.ROWS else Boundary.INSIDE
             case Kind.INSIDE:
                 return Boundary.INSIDE
-        return Boundary.SELF_CONTAINED  # Kind.OPAQUE
+        return Boundary.SELF_CONTAINED  # Kind.OPAQUE; Kind.INCIDENT, as WL#4162 types Incident_log_event
 
     def _statement(self, in_trx: bool) -> Boundary:
         if not in_trx:

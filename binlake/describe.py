@@ -28,6 +28,7 @@ class Event:
     role: str | None = None
     xid: int | None = None
     xa: ev_codec.XaPrepare | None = None
+    incident: ev_codec.Incident | None = None
     error: str | None = None
 
 
@@ -56,6 +57,8 @@ def describe(parser: BoundaryParser, frame: Frame, inner: int, fde) -> Event:
                 e.xid = ev_codec.decode_xid(frame.body)
             case Kind.END:
                 e.xa = ev_codec.decode_xa_prepare(frame.body)
+            case Kind.INCIDENT:
+                e.incident = ev_codec.decode_incident(frame.body, fde.post_header_len(t) or 2)
             case Kind.PRE_STATEMENT:
                 e.opener = Opener.PRE_STATEMENT
             case Kind.TABLE_MAP:

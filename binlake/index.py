@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from binlake.binlog import constants as c
 from binlake.binlog import events as ev_codec
 from binlake.binlog.framing import BinlogReader
-from binlake.boundary import Boundary, BoundaryParser
+from binlake.boundary import Boundary, BoundaryParser, Kind, event_kind
 from binlake.describe import describe
 from binlake.errors import BinlogError
 from binlake.records import derived_txn_id, ts_from_micros, ts_from_seconds
@@ -94,6 +94,8 @@ class Indexer:
             self.parser.reset()
             if not self.parser.feed(b, e.opener):
                 return out
+        if event_kind(frame.type) is Kind.INCIDENT:
+            return out  # events lost at the source: no transaction (binlake.assemble reports it)
         if b is Boundary.START:
             self.open = (frame.pos, e.gtid, frame.server_id)
             if e.gtid and e.gtid.gtid:

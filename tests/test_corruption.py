@@ -29,7 +29,7 @@ REAL_FILES = [
     PUBLIC / "blackbeam__rust_mysql_common/transaction_compression.000001",      # payload
     PUBLIC / "blackbeam__rust_mysql_common/mariadb-bin.000001",                  # MariaDB
 ]
-FORMAT_DESCRIPTION, XID, WRITE_ROWS, PREVIOUS_GTIDS = 15, 16, 30, 35
+FORMAT_DESCRIPTION, XID, INCIDENT, WRITE_ROWS, PREVIOUS_GTIDS = 15, 16, 26, 30, 35
 MAGIC = "fe 62 69 6e"  # a binlog file's first four bytes
 
 
@@ -230,3 +230,25 @@ def test_a_damaged_event_typed_start_encryption_is_a_checksum_anomaly(tmp_path):
     proc = run_cli("scan", str(whole))
     assert (proc.returncode, proc.stderr.strip()) == (
         1, f"{whole}:{pos}: encrypted binlog: not supported (MariaDB encrypt_binlog)")
+
+
+def test_an_incident_inside_a_transaction_cuts_it(tmp_path):
+    """An INCIDENT event (here a WRITE_ROWS event retyped, CRC32 made good) where a transaction is
+    open: events were lost there, so that transaction cannot be whole. The incident is one anomaly
+    over the transaction's bytes up to it; the parser resets, as at any error, so the transaction's
+    events after it belong to none; every other transaction is read as before."""
+    path = REAL_FILES[0]
+    pos, _, size = next(e for e in headers(path.read_bytes()) if e[1] == WRITE_ROWS)
+    number = int.from_bytes(path.read_bytes()[pos + 19:pos + 21], "little")  # what its body reads as
+    out = scan(copy_as(tmp_path, path, _retype(path, pos, size, INCIDENT, False), "incident"))
+    full = scan(path)["transaction"]
+    (holder,) = [t for t in full if t["start_pos"] < pos < t["end_pos"]]
+    incident, rest = out["anomaly"]
+    assert (incident["code"], incident["start_pos"], incident["end_pos"]) == \
+        ("INCIDENT", holder["start_pos"], pos + size)
+    assert incident["detail"].startswith(f"{path.name}:{pos}: INCIDENT event, incident {number} ")
+    assert incident["detail"].endswith("; the transaction open there cannot be whole")
+    assert (rest["code"], rest["start_pos"], rest["end_pos"]) == ("BOUNDARY_TRANSITION", pos + size, holder["end_pos"])
+    cut = [t for t in out["transaction"] if t["start_pos"] == holder["start_pos"]]
+    assert [(t["outcome"], t["end_pos"]) for t in cut] == [("incomplete", pos)]
+    assert [t for t in out["transaction"] if t not in cut] == [t for t in full if t is not holder]

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.scanning import run_cli, scan
+from tests.support.scanning import headers, run_cli, scan
+
+INCIDENT = 26  # MySQL's Log_event_type INCIDENT_EVENT
 
 # file -> (transactions, {kind: n}, {outcome: n}, anomaly codes)
 READABLE = {
@@ -72,9 +74,9 @@ READABLE = {
     "enhancedformysql__mysql-8.0.40/bug16266.000001": (4, {"ddl": 4}, {"committed": 4}, []),
     "enhancedformysql__mysql-8.0.40/bug32407.001": (2, {"ddl": 1, "dml": 1}, {"committed": 2}, []),
     "enhancedformysql__mysql-8.0.40/bug33029-slave-relay-bin.000001": (28, {"ddl": 28}, {"committed": 28}, []),
-    # neither tool reads past its INCIDENT event (the README: FORMAT_DESCRIPTION, INCIDENT, ROTATE);
-    # MySQL's boundary parser takes an incident as self-contained
-    "enhancedformysql__mysql-8.0.40/bug40482-bin.000001": (1, {"ddl": 1}, {"committed": 1}, []),
+    # neither tool reads past its INCIDENT event (the README: FORMAT_DESCRIPTION, INCIDENT, ROTATE):
+    # no transaction, the incident an anomaly (test_incident below)
+    "enhancedformysql__mysql-8.0.40/bug40482-bin.000001": (0, {}, {}, ["INCIDENT"]),
     "enhancedformysql__mysql-8.0.40/master-bin.000001": (0, {}, {}, []),
     "enhancedformysql__mysql-8.0.40/rpl_binlog_with_gipk_info_full_metadata.000001":
         (4, {"ddl": 2, "dml": 2}, {"committed": 4}, []),
@@ -187,6 +189,44 @@ def test_corrupt_relay_log(public_binlogs):
     txns = out["transaction"]
     assert (count(txns, "kind"), count(txns, "outcome")) == ({"dml": 172, "ddl": 57},
                                                              {"committed": 228, "incomplete": 1})
+
+
+INCIDENT_FILE = "enhancedformysql__mysql-8.0.40/bug40482-bin.000001"
+
+
+def test_incident(public_binlogs):
+    """An INCIDENT event says the source lost events there: a replica stops at it (MySQL 9.7's
+    mysqlbinlog: "ERROR: Could not read entry at offset 106", mariadb-binlog 10.11: "'Found invalid
+    event in binary log', data_len: 22, event_type: 26"). It is an anomaly, never a transaction.
+    Its number and message, from its body (the FORMAT_DESCRIPTION gives INCIDENT a 2-byte
+    post-header: the number; then a length byte and the message): 0x0042 = 66, no message."""
+    path = public_binlogs / INCIDENT_FILE
+    data = path.read_bytes()
+    ((pos, _, size),) = [e for e in headers(data) if e[1] == INCIDENT]
+    assert (pos, data[pos + 19:pos + size]) == (106, b"\x42\x00\x00")
+    out = scan(path)
+    assert out["transaction"] == []
+    (a,) = out["anomaly"]
+    assert (a["code"], a["severity"], a["start_pos"], a["end_pos"]) == ("INCIDENT", "error", 106, 128)
+    assert a["detail"] == ("bug40482-bin.000001:106: INCIDENT event, incident 66 (a number no server defines), "
+                           "no message: the source marks events lost here; a replica stops at it")
+
+
+def test_incident_lost_events(public_binlogs, tmp_path):
+    """The same event made LOST_EVENTS (1), the one incident servers write, with a message: the
+    anomaly names both."""
+    data = bytearray((public_binlogs / INCIDENT_FILE).read_bytes())
+    body = b"\x01\x00" + bytes([5]) + b"oops!"
+    data[106 + 9:106 + 13] = (19 + len(body)).to_bytes(4, "little")
+    rotate = data[106 + 22:]  # the ROTATE after it: its end position moves with it
+    data[106 + 19:] = body + rotate
+    end = 106 + 19 + len(body)
+    data[end + 13:end + 17] = (end + len(rotate)).to_bytes(4, "little")
+    f = tmp_path / "bug40482-bin.000001"
+    f.write_bytes(bytes(data))
+    (a,) = scan(f)["anomaly"]
+    assert (a["code"], a["start_pos"], a["end_pos"]) == ("INCIDENT", 106, end)
+    assert a["detail"].startswith('bug40482-bin.000001:106: INCIDENT event, incident 1 (LOST_EVENTS), message "oops!"')
 
 
 def test_tagged_gtid(public_binlogs):

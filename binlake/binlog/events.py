@@ -276,8 +276,24 @@ def decode_annotate_rows(body: bytes | memoryview) -> str:
     return bytes(body).decode("utf-8", "replace")
 
 
-def decode_incident(body: bytes | memoryview) -> str:
+# Incident numbers the servers define (MySQL's and MariaDB's Incident_log_event::Incident)
+INCIDENTS = {1: "LOST_EVENTS"}
+
+
+@dataclass(slots=True)
+class Incident:
+    number: int
+    message: str
+
+    def __str__(self) -> str:
+        name = INCIDENTS.get(self.number, "a number no server defines")
+        said = f'message "{self.message}"' if self.message else "no message"
+        return f"incident {self.number} ({name}), {said}"
+
+
+def decode_incident(body: bytes | memoryview, post_header_len: int) -> Incident:
+    """The incident number (the post-header), then the message: a length byte and its text."""
     b = bytes(body)
-    kind = struct.unpack_from("<H", b, 0)[0]
-    msg = b[3:3 + b[2]].decode("utf-8", "replace") if len(b) > 2 else ""
-    return f"incident {kind}: {msg}" if msg else f"incident {kind}"
+    number = struct.unpack_from("<H", b, 0)[0]
+    n = b[post_header_len] if len(b) > post_header_len else 0
+    return Incident(number, b[post_header_len + 1:post_header_len + 1 + n].decode("utf-8", "replace"))
