@@ -211,11 +211,14 @@ class FileAssembler:
             if self.txn:
                 self.txn.broken = True
         e = describe(self.parser, frame, inner, self.fde)
+        b = e.boundary
+        if b is Boundary.NOT_DEFINED:  # a QUERY that cannot be read: where its transaction ends is not known
+            self._cut_at(frame, "DECODE_ERROR", f"{self._where(frame.pos)}: {e.error}")
+            return
         if e.error:
             self._anomaly(frame.pos, frame.end, "DECODE_ERROR", f"{self._where(frame.pos)}: {e.error}")
             if self.txn:
                 self.txn.broken = True
-        b = e.boundary
         if b is Boundary.IGNORE:
             self._ignored(e)
             return

@@ -44,8 +44,10 @@ _LABELS = {
 _N, _S, _ST, _I, _E = (Boundary.NOT_DEFINED, Boundary.SELF_CONTAINED, Boundary.START,
                        Boundary.INSIDE, Boundary.END)
 
-# WL#4162 transition table: TRANSITIONS[to][from] is True where the move is allowed.
+# WL#4162 transition table: TRANSITIONS[to][from] is True where the move is allowed. Not Defined
+# is binlake's row: an event whose boundary cannot be known (a QUERY that cannot be read) follows nothing.
 TRANSITIONS: dict[Boundary, dict[Boundary, bool]] = {
+    _N:  {_N: False, _S: False, _ST: False, _I: False, _E: False},
     _S:  {_N: True,  _S: True,  _ST: False, _I: False, _E: True},
     _ST: {_N: True,  _S: True,  _ST: False, _I: False, _E: True},
     _I:  {_N: False, _S: False, _ST: True,  _I: True,  _E: False},
@@ -138,7 +140,8 @@ class BoundaryParser:
         self.opener = Opener.NONE
 
     def classify(self, type_code: int, *, query_role: str | None = None, stmt_end: bool = False) -> Boundary:
-        """The boundary type of an event in the parser's current context."""
+        """The boundary type of an event in the parser's current context (`query_role` of a QUERY:
+        binlake.boundary.query_role of its text, None when it cannot be read)."""
         in_trx = self.state in (Boundary.START, Boundary.INSIDE)
         match event_kind(type_code):
             case Kind.IGNORED:
@@ -146,13 +149,14 @@ class BoundaryParser:
             case Kind.GTID | Kind.MARIA_GTID:
                 return Boundary.START
             case Kind.QUERY:
-                role = query_role or "statement"
-                if role == "begin":
+                if query_role is None:  # its text cannot be read: nor can its boundary
+                    return Boundary.NOT_DEFINED
+                if query_role == "begin":
                     after_gtid = self.opener in (Opener.GTID, Opener.MARIA_GTID)
                     return Boundary.INSIDE if in_trx and after_gtid else Boundary.START
-                if role == "end":
+                if query_role == "end":
                     return Boundary.END
-                if role == "xa_complete":
+                if query_role == "xa_complete":
                     return Boundary.END if in_trx else Boundary.SELF_CONTAINED
                 return self._statement(in_trx)
             case Kind.STATEMENT:

@@ -49,6 +49,7 @@ def describe(parser: BoundaryParser, frame: Frame, inner: int, fde) -> Event:
                 e.opener = Opener.GTID if alone else Opener.MARIA_GTID
             case Kind.QUERY:
                 phl = fde.post_header_len(t) or fde.post_header_len(c.QUERY_EVENT)
+                ev_codec.check_query(frame.body, phl)
                 e.query = ev_codec.decode_query(frame.body, phl, t == c.QUERY_COMPRESSED_EVENT)
                 e.role = query_role(e.query.text)
                 if e.role == "begin":

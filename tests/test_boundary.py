@@ -88,6 +88,14 @@ def test_orphan_inside_event():
     assert errors == ["Unable to change boundary parser from Not Defined to Inside Transaction"]
 
 
+def test_an_unreadable_query_has_no_boundary_and_follows_nothing():
+    p = BoundaryParser()
+    assert p.classify(Q, query_role=None) is B.NOT_DEFINED
+    for state in FROM:
+        p.state = state
+        assert not p.feed(B.NOT_DEFINED)
+
+
 def test_rows_without_begin_end_at_statement_end():
     p = BoundaryParser()
     assert p.classify(c.TABLE_MAP_EVENT) is B.START

@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import pytest
 
+from binlake.assemble import Options
+from binlake.scan import scan_files
 from tests.support.scanning import headers, run_cli, scan
 
-INCIDENT = 26  # MySQL's Log_event_type INCIDENT_EVENT
+QUERY, ROTATE, INCIDENT = 2, 4, 26  # MySQL's Log_event_type codes
 
 # file -> (transactions, {kind: n}, {outcome: n}, anomaly codes)
 READABLE = {
@@ -177,15 +179,14 @@ def test_rejected_with_one_clear_line(public_binlogs, name):
 
 def test_corrupt_relay_log(public_binlogs):
     """MySQL 9.7's mysqlbinlog prints 172 BEGIN, 183 XID and 57 statements outside any BEGIN, and
-    stops at 91204, inside the last event. Walked as WL#4162 walks them: 171 BEGIN … XID, the
-    last BEGIN cut by the file's end (91418 B, the corpus README), 57 self-contained statements,
-    and 12 events that cannot follow the state before them (11 of them XIDs whose BEGIN was lost)."""
+    stops at 91204, an invalid event. Walked as WL#4162 walks them: 171 BEGIN … XID, the last
+    BEGIN cut by the invalid event (test below), 57 self-contained statements, and 12 events that
+    cannot follow the state before them (11 of them XIDs whose BEGIN was lost)."""
     out = scan(public_binlogs / CORRUPT_RELAY)
     anomalies = out["anomaly"]
-    assert count(anomalies, "code") == {"BOUNDARY_TRANSITION": 12, "TRUNCATED": 1}
+    assert count(anomalies, "code") == {"BOUNDARY_TRANSITION": 12, "DECODE_ERROR": 1}
     assert all("Unable to change boundary parser from" in a["detail"] for a in anomalies
                if a["code"] == "BOUNDARY_TRANSITION")
-    assert [a["end_pos"] for a in anomalies if a["code"] == "TRUNCATED"] == [91418]
     txns = out["transaction"]
     assert (count(txns, "kind"), count(txns, "outcome")) == ({"dml": 172, "ddl": 57},
                                                              {"committed": 228, "incomplete": 1})
@@ -227,6 +228,32 @@ def test_incident_lost_events(public_binlogs, tmp_path):
     (a,) = scan(f)["anomaly"]
     assert (a["code"], a["start_pos"], a["end_pos"]) == ("INCIDENT", 106, end)
     assert a["detail"].startswith('bug40482-bin.000001:106: INCIDENT event, incident 1 (LOST_EVENTS), message "oops!"')
+
+
+def test_corrupt_relay_log_invalid_event(public_binlogs):
+    """Both servers' decoders stop at the QUERY event at 91204 (mysqlbinlog 9.7: "ERROR: Could not
+    read entry at offset 91204: Error in log format or read error 1. ERROR: Found invalid event in
+    binary log", after "# at 91117 … BEGIN" and "# at 91176", then "ROLLBACK /* added by
+    mysqlbinlog */"): its header says 171 bytes, its post-header status_vars_len 16949 and db_len 67
+    (read below from its bytes), far more than the event holds. The file goes on with a valid
+    ROTATE at 91375 (the corpus README: 874 events whose headers walk cleanly)."""
+    path = public_binlogs / CORRUPT_RELAY
+    data = path.read_bytes()
+    events = headers(data)
+    (pos, type_code, size), rotate = events[-2], events[-1]
+    assert (pos, type_code, size, rotate[:2], len(events)) == (91204, QUERY, 171, (91375, ROTATE), 874)
+    assert (int.from_bytes(data[pos + 19 + 11:pos + 19 + 13], "little"), data[pos + 19 + 8]) == (16949, 67)
+    out: dict[str, list[dict]] = {"transaction": [], "row_change": [], "anomaly": []}
+    summary = scan_files([path], Options(), lambda kind, rec: out[kind].append(rec))
+    # One anomaly says where and why, over the transaction the event is in (from its BEGIN); that
+    # transaction is incomplete, cut where the invalid event starts; and every event was read.
+    (bad,) = [a for a in out["anomaly"] if a["code"] not in ("BOUNDARY_TRANSITION",)]
+    assert (bad["code"], bad["start_pos"], bad["end_pos"]) == ("DECODE_ERROR", 91117, 91375)
+    assert bad["detail"].startswith("corrupt-relay-bin.000624:91204: cannot decode QUERY event: "
+                                    "status_vars_len 16949 and db_len 67 run past the event")
+    (cut,) = [t for t in out["transaction"] if t["start_pos"] == 91117]
+    assert (cut["end_pos"], cut["outcome"]) == (91204, "incomplete")
+    assert summary.events == len(events)
 
 
 def test_tagged_gtid(public_binlogs):

@@ -231,6 +231,17 @@ def _status_vars(status: bytes) -> tuple[int | None, int | None]:
     return xid, collation
 
 
+def check_query(body: bytes | memoryview, post_header_len: int) -> None:
+    """Raise ValueError where the servers find a QUERY event invalid ("Found invalid event in binary
+    log"): its status variables and database name run past its end. decode_query itself reads
+    what it can."""
+    status_len = struct.unpack_from("<H", body, 11)[0] if post_header_len >= 13 else 0
+    db_len, room = body[8], len(body) - post_header_len
+    if status_len + db_len + 1 > room:
+        raise ValueError(f"status_vars_len {status_len} and db_len {db_len} run past the event: "
+                         f"{room} bytes follow its post-header")
+
+
 def decode_query(body: bytes | memoryview, post_header_len: int, compressed: bool = False) -> Query:
     b = bytes(body)
     thread_id, exec_time, db_len, error_code = struct.unpack_from("<IIBH", b, 0)
