@@ -210,7 +210,7 @@ class FileAssembler:
                           f"{c.event_name(frame.type)} event")
             if self.txn:
                 self.txn.broken = True
-        e = describe(self.parser, frame, inner, self.fde)
+        e = describe(self.parser, frame, inner, self.fde, self._next_type(frame, inner))
         b = e.boundary
         if b is Boundary.NOT_DEFINED:  # a QUERY that cannot be read: where its transaction ends is not known
             self._cut_at(frame, "DECODE_ERROR", f"{self._where(frame.pos)}: {e.error}")
@@ -311,7 +311,7 @@ class FileAssembler:
                     continue
                 if not frame.crc_ok:
                     facts.broken = True
-                e = describe(p, frame, inner, self.fde)
+                e = describe(p, frame, inner, self.fde, self._next_type(frame, inner))
                 if e.error:
                     facts.broken = True
                 if e.boundary is Boundary.IGNORE:
@@ -330,6 +330,10 @@ class FileAssembler:
             return facts
         facts.end_pos = self.reader.end
         return facts
+
+    def _next_type(self, frame: Frame, inner: int) -> int | None:
+        """The type of the event after a real one (an XID after a statement ends its group)."""
+        return self.reader.type_at(frame.end) if inner < 0 else None
 
     def _payload_pos(self, inner_frame: Frame) -> int:
         # Inner events sit at their payload's end; find that payload's start.

@@ -6,8 +6,11 @@ Defined"), so, as WL#4162 note *1 says, the type is inferred "based on the same
 assumptions the master does for marking": a GTID turns the following BEGIN or
 pre-statement event into INSIDE and the following self-contained statement into END
 (binlog.cc M1a/M1b); an INTVAR/RAND/USER_VAR with no open transaction START s one
-that its statement ENDs (M2). The parser then walks the transition table below,
-kept here as data; a transition marked Err is reported as
+that its statement ENDs (M2). MySQL 5.0, which WL#4162 never met, wrote BEGIN only for
+explicit transactions: an autocommit statement on a transactional table is logged
+`[INTVAR…] statement XID`, so a statement outside BEGIN that an XID follows right
+away STARTs (or is INSIDE) a transaction the XID ENDs. The parser then walks the
+transition table below, kept here as data; a transition marked Err is reported as
 "Unable to change boundary parser from X to Y" and the parser resets.
 """
 
@@ -65,6 +68,7 @@ class Opener(enum.Enum):
     MARIA_GTID = "maria"     # a MariaDB GTID without FL_STANDALONE: it is the BEGIN
     ROWS = "rows"            # a TABLE_MAP with no BEGIN (MySQL 5.1 NDB / pre-GA rows):
                              # the statement's last rows event (STMT_END_F) ends it
+    AUTOCOMMIT = "autocommit"  # a statement with no BEGIN that its XID follows (MySQL 5.0)
 
 
 # Query texts that move boundaries (MySQL's Query_log_event::starts_group/ends_group).
@@ -139,9 +143,11 @@ class BoundaryParser:
         self.state = Boundary.NOT_DEFINED
         self.opener = Opener.NONE
 
-    def classify(self, type_code: int, *, query_role: str | None = None, stmt_end: bool = False) -> Boundary:
+    def classify(self, type_code: int, *, query_role: str | None = None, stmt_end: bool = False,
+                 xid_next: bool = False) -> Boundary:
         """The boundary type of an event in the parser's current context (`query_role` of a QUERY:
-        binlake.boundary.query_role of its text, None when it cannot be read)."""
+        binlake.boundary.query_role of its text, None when it cannot be read; `xid_next`: the
+        next event is an XID)."""
         in_trx = self.state in (Boundary.START, Boundary.INSIDE)
         match event_kind(type_code):
             case Kind.IGNORED:
@@ -158,9 +164,9 @@ class BoundaryParser:
                     return Boundary.END
                 if query_role == "xa_complete":
                     return Boundary.END if in_trx else Boundary.SELF_CONTAINED
-                return self._statement(in_trx)
+                return self._statement(in_trx, xid_next)
             case Kind.STATEMENT:
-                return self._statement(in_trx)
+                return self._statement(in_trx, xid_next)
             case Kind.PRE_STATEMENT:
                 return Boundary.INSIDE if in_trx else Boundary.START
             case Kind.END:
@@ -173,11 +179,12 @@ class BoundaryParser:
                 return Boundary.INSIDE
         return Boundary.SELF_CONTAINED  # Kind.OPAQUE; Kind.INCIDENT, as WL#4162 types Incident_log_event
 
-    def _statement(self, in_trx: bool) -> Boundary:
-        if not in_trx:
-            return Boundary.SELF_CONTAINED
-        inside = self.opener in (Opener.BEGIN, Opener.MARIA_GTID)
-        return Boundary.INSIDE if inside else Boundary.END
+    def _statement(self, in_trx: bool, xid_next: bool) -> Boundary:
+        if in_trx and self.opener in (Opener.BEGIN, Opener.MARIA_GTID):
+            return Boundary.INSIDE
+        if xid_next:  # MySQL 5.0 autocommit: its XID ends the transaction
+            return Boundary.INSIDE if in_trx else Boundary.START
+        return Boundary.END if in_trx else Boundary.SELF_CONTAINED
 
     def feed(self, boundary: Boundary, opener: Opener | None = None) -> bool:
         """Move to `boundary`; False (state unchanged) when WL#4162 forbids the move."""

@@ -32,8 +32,9 @@ class Event:
     error: str | None = None
 
 
-def describe(parser: BoundaryParser, frame: Frame, inner: int, fde) -> Event:
-    """Decode what boundaries need of an event and type it in the parser's context."""
+def describe(parser: BoundaryParser, frame: Frame, inner: int, fde, next_type: int | None = None) -> Event:
+    """Decode what boundaries need of an event and type it in the parser's context. `next_type`:
+    the type of the event right after it, where known (an XID after a statement ends its group)."""
     e = Event(frame, inner)
     t = frame.type
     stmt_end = False
@@ -54,6 +55,10 @@ def describe(parser: BoundaryParser, frame: Frame, inner: int, fde) -> Event:
                 e.role = query_role(e.query.text)
                 if e.role == "begin":
                     e.opener = Opener.BEGIN
+                elif e.role == "statement" and next_type == c.XID_EVENT:
+                    e.opener = Opener.AUTOCOMMIT
+            case Kind.STATEMENT if next_type == c.XID_EVENT:
+                e.opener = Opener.AUTOCOMMIT
             case Kind.END if t == c.XID_EVENT:
                 e.xid = ev_codec.decode_xid(frame.body)
             case Kind.END:
@@ -68,7 +73,7 @@ def describe(parser: BoundaryParser, frame: Frame, inner: int, fde) -> Event:
                 stmt_end = stmt_ends(frame, fde)
     except (ValueError, struct.error, IndexError, UnicodeDecodeError) as exc:
         e.error = f"cannot decode {c.event_name(t)} event: {exc}"
-    e.boundary = parser.classify(t, query_role=e.role, stmt_end=stmt_end)
+    e.boundary = parser.classify(t, query_role=e.role, stmt_end=stmt_end, xid_next=e.opener is Opener.AUTOCOMMIT)
     return e
 
 

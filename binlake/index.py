@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from binlake.binlog import constants as c
 from binlake.binlog import events as ev_codec
-from binlake.binlog.framing import BinlogReader
+from binlake.binlog.framing import BinlogReader, Frame
 from binlake.boundary import Boundary, BoundaryParser, Kind, event_kind
 from binlake.describe import describe
 from binlake.errors import BinlogError
@@ -49,13 +49,14 @@ def vouched_entry(frame, binlog_file: str) -> IndexEntry | None:
 
 
 class Indexer:
-    """The boundary walk, one event at a time: `feed` returns the entry a frame completes.
+    """The boundary walk, one event at a time: `feed` returns the entries a frame completes.
 
     Shared by the random-access index below and the archive's streaming copy. An invalid
     transition closes the open transaction as incomplete and the walk goes on. With
     `trust_lengths`, a transaction whose GTID gives its length is not walked: its events
     are only counted off to that length (a caller that sees every event, as the archive's
-    copy does, skips decoding them).
+    copy does, skips decoding them). A statement is typed once the next frame comes: an XID
+    right after it ends its group (binlake.boundary, MySQL 5.0 autocommit).
     """
 
     def __init__(self, binlog_file: str, fde, trust_lengths: bool = False) -> None:
@@ -65,47 +66,69 @@ class Indexer:
         self.parser = BoundaryParser()
         self.open: tuple | None = None  # (start, GtidInfo | None, server_id)
         self.vouched: IndexEntry | None = None  # the transaction being counted off to its length
+        self.held: Frame | None = None  # a statement's frame, waiting for the type of the next
         self.gtids: list[str] = []
         self.last_ts = 0  # of the open transaction's last typed event: an unfinished one's commit time
 
-    def feed(self, frame) -> IndexEntry | None:
+    @property
+    def idle(self) -> bool:
+        """No transaction open and no statement waiting: the next frame starts afresh."""
+        return self.open is None and self.held is None
+
+    def feed(self, frame) -> list[IndexEntry]:
+        """The entries of the transactions the frame completes (a statement held before it
+        included), in order: mostly none."""
+        out: list[IndexEntry] = []
+        if self.held is not None:
+            self._walk(self.held, frame.type, out)
+            self.held = None
         if self.vouched is not None:
-            return self.reached(frame.end)
+            v = self.reached(frame.end)
+            if v is not None:
+                out.append(v)
+            return out
         if self.trust_lengths and self.open is None:
             v = vouched_entry(frame, self.file)
             if v is not None:
                 self.vouched = v
                 if v.gtid:
                     self.gtids.append(v.gtid)
-                return None
+                return out
+        if event_kind(frame.type) in (Kind.QUERY, Kind.STATEMENT):
+            self.held = frame
+        else:
+            self._walk(frame, None, out)
+        return out
+
+    def _walk(self, frame, next_type: int | None, out: list[IndexEntry]) -> None:
+        """Type one frame through the parser; the entry it completes goes to `out`."""
         if frame.type == c.TRANSACTION_PAYLOAD_EVENT and self.open is not None:
             # A payload holds the whole rest of its transaction, BEGIN to XID.
             self.parser.reset()
-            return self._close(frame.end, frame.timestamp, True)
-        e = describe(self.parser, frame, -1, self.fde)
+            out.append(self._close(frame.end, frame.timestamp, True))
+            return
+        e = describe(self.parser, frame, -1, self.fde, next_type)
         b = e.boundary
         if b is Boundary.IGNORE:
-            return None
+            return
         self.last_ts = frame.timestamp
-        out = None
         if not self.parser.feed(b, e.opener):
             if self.open is not None:
-                out = self._close(frame.pos, frame.timestamp, False)
+                out.append(self._close(frame.pos, frame.timestamp, False))
             self.parser.reset()
             if not self.parser.feed(b, e.opener):
-                return out
+                return
         if event_kind(frame.type) is Kind.INCIDENT:
-            return out  # events lost at the source: no transaction (binlake.assemble reports it)
+            return  # events lost at the source: no transaction (binlake.assemble reports it)
         if b is Boundary.START:
             self.open = (frame.pos, e.gtid, frame.server_id)
             if e.gtid and e.gtid.gtid:
                 self.gtids.append(e.gtid.gtid)
         elif b is Boundary.SELF_CONTAINED:
             self.open = (frame.pos, None, frame.server_id)
-            return self._close(frame.end, frame.timestamp, True)
+            out.append(self._close(frame.end, frame.timestamp, True))
         elif b is Boundary.END and self.open is not None:
-            return self._close(frame.end, frame.timestamp, True)
-        return out
+            out.append(self._close(frame.end, frame.timestamp, True))
 
     def counted(self, found: list[tuple[int, int, str | None, str, int]]) -> list[IndexEntry]:
         """The entries of whole transactions the archive's compiled loop counted off by their GTID
@@ -130,13 +153,20 @@ class Indexer:
             v.length, v.complete = length, False
         return v
 
-    def finish(self, end: int) -> IndexEntry | None:
-        """The transaction still open where the file ends, as incomplete."""
+    def finish(self, end: int, next_type: int | None = None) -> list[IndexEntry]:
+        """Where the file ends: the entry of a statement still held (`next_type`: the type of an
+        event cut short after it), then the transaction still open, as incomplete."""
+        out: list[IndexEntry] = []
+        if self.held is not None:
+            self._walk(self.held, next_type, out)
+            self.held = None
         v, self.vouched = self.vouched, None
         if v is not None:
             v.length, v.complete = end - v.start, False
-            return v
-        return self._close(end, self.last_ts, False) if self.open is not None else None
+            out.append(v)
+        elif self.open is not None:
+            out.append(self._close(end, self.last_ts, False))
+        return out
 
     def _close(self, end: int, end_ts: int, complete: bool) -> IndexEntry:
         assert self.open is not None
@@ -154,20 +184,20 @@ def index_transactions(reader: BinlogReader, binlog_file: str, *, jump: bool = T
     indexer = Indexer(binlog_file, reader.fde)
     end = reader.end
     frames = reader.frames(reader.first_event_pos, verify=verify)
+    cut = None  # the type of an event cut short at the tail
     while True:
         try:
             frame = next(frames)
-        except (StopIteration, BinlogError):
+        except StopIteration:
             break
-        if jump and indexer.open is None:
+        except BinlogError as exc:
+            cut = reader.type_at(exc.offset)
+            break
+        if jump and indexer.idle:
             v = vouched_entry(frame, binlog_file)
             if v is not None and frame.pos + v.length <= end:
                 yield v
                 frames = reader.frames(frame.pos + v.length, verify=verify)
                 continue
-        entry = indexer.feed(frame)
-        if entry is not None:
-            yield entry
-    last = indexer.finish(end)
-    if last is not None:
-        yield last
+        yield from indexer.feed(frame)
+    yield from indexer.finish(end, cut)

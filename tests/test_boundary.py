@@ -72,6 +72,20 @@ def test_ddl_without_gtid_is_self_contained():
     assert walk([(Q, "statement"), (Q, "statement")]) == ([B.SELF_CONTAINED] * 2, [])
 
 
+def test_mysql_5_0_autocommit_statement_ends_at_its_xid():
+    # [INTVAR] statement XID, no BEGIN: the XID right after the statement ends its group
+    p = BoundaryParser()
+    assert p.classify(c.INTVAR_EVENT) is B.START and p.feed(B.START, Opener.PRE_STATEMENT)
+    assert p.classify(Q, query_role="statement", xid_next=True) is B.INSIDE and p.feed(B.INSIDE)
+    assert p.classify(c.XID_EVENT) is B.END and p.feed(B.END)
+    assert p.classify(Q, query_role="statement", xid_next=True) is B.START and p.feed(B.START, Opener.AUTOCOMMIT)
+    assert p.classify(c.XID_EVENT) is B.END and p.feed(B.END)
+    # a LOAD DATA's last event, likewise; inside BEGIN the XID changes nothing
+    assert p.classify(c.EXECUTE_LOAD_QUERY_EVENT, xid_next=True) is B.START
+    p.feed(B.START, Opener.BEGIN)
+    assert p.classify(Q, query_role="statement", xid_next=True) is B.INSIDE
+
+
 def test_statement_inside_begin_is_inside():
     seq = [(Q, "begin"), (c.INTVAR_EVENT, None), (Q, "statement"), (Q, "end")]
     assert walk(seq) == ([B.START, B.INSIDE, B.INSIDE, B.END], [])

@@ -6,8 +6,10 @@ MySQL files older than 5.0 that only it reads), and its events grouped as WL#416
 BEGIN (or a transactional MariaDB GTID) … XID / COMMIT / ROLLBACK / XA PREPARE is one
 transaction (`dml`; `xa_prepare` when it ends prepared), a statement outside any (with the GTID,
 INTVAR, RAND or USER_VAR events before it) is one (`ddl`, binlake's kind of a self-contained
-QUERY), a rows statement without BEGIN (TABLE_MAP … rows flagged STMT_END_F) is one `dml`, and
-the file's end inside one leaves it `incomplete`. Where neither tool reads a file whole, the
+QUERY), and with the XID right after it, where there is one (MySQL 5.0 logged autocommit
+statements without BEGIN: mysqlbinlog prints that XID as their COMMIT) a `dml` one; a rows
+statement without BEGIN (TABLE_MAP … rows flagged STMT_END_F) is one `dml`, and the file's end
+inside one leaves it `incomplete`. Where neither tool reads a file whole, the
 note above its entry says where its counts come from (the corpus README's histograms, or a
 mysql-test `.result`).
 """
@@ -178,18 +180,30 @@ def test_rejected_with_one_clear_line(public_binlogs, name):
 
 
 def test_corrupt_relay_log(public_binlogs):
-    """MySQL 9.7's mysqlbinlog prints 172 BEGIN, 183 XID and 57 statements outside any BEGIN, and
-    stops at 91204, an invalid event. Walked as WL#4162 walks them: 171 BEGIN … XID, the last
-    BEGIN cut by the invalid event (test below), 57 self-contained statements, and 12 events that
-    cannot follow the state before them (11 of them XIDs whose BEGIN was lost)."""
+    """A MySQL 5.0 relay log. MySQL 9.7's mysqlbinlog prints 172 BEGIN, 183 XID and 57 statements
+    outside any BEGIN (all INSERTs), and stops at 91204, an invalid event. Grouped from its output:
+    171 BEGIN … XID, the last BEGIN (91117) cut by the invalid event (test below); of the 57
+    statements, 12 are followed right away by an XID, which mysqlbinlog prints as their COMMIT
+    (MySQL 5.0 logged an autocommit statement on a transactional table without BEGIN), and 45 by
+    no XID (non-transactional tables). Every XID ends a transaction: no boundary anomaly."""
     out = scan(public_binlogs / CORRUPT_RELAY)
-    anomalies = out["anomaly"]
-    assert count(anomalies, "code") == {"BOUNDARY_TRANSITION": 12, "DECODE_ERROR": 1}
-    assert all("Unable to change boundary parser from" in a["detail"] for a in anomalies
-               if a["code"] == "BOUNDARY_TRANSITION")
+    assert count(out["anomaly"], "code") == {"DECODE_ERROR": 1}
     txns = out["transaction"]
-    assert (count(txns, "kind"), count(txns, "outcome")) == ({"dml": 172, "ddl": 57},
+    assert (count(txns, "kind"), count(txns, "outcome")) == ({"dml": 184, "ddl": 45},
                                                              {"committed": 228, "incomplete": 1})
+    assert count(txns, "end_event") == {"XID": 183, "SELF_CONTAINED": 45, None: 1}
+
+
+def test_autocommit_statement_ends_at_its_xid(public_binlogs):
+    """mysqlbinlog 9.7 prints, with no BEGIN before them:
+        # at 3961 / # at 3989 / … Intvar / SET INSERT_ID=144100157 / … Query … insert into CLICK(…)
+        # at 4264 / … end_log_pos 234240  Xid = 8208303284 / COMMIT
+        # at 4291 / … Query … BEGIN
+    one transaction, INTVAR to XID."""
+    (t,) = [t for t in scan(public_binlogs / CORRUPT_RELAY)["transaction"] if t["start_pos"] == 3961]
+    assert (t["end_pos"], t["xid"], t["end_event"], t["outcome"], t["event_count"]) == \
+        (4291, 8208303284, "XID", "committed", 3)
+    assert t["synthetic_boundary"] is False
 
 
 INCIDENT_FILE = "enhancedformysql__mysql-8.0.40/bug40482-bin.000001"

@@ -91,7 +91,7 @@ class Verifier:
         found = None
         if vouched is not None:
             stop, pos, ts, type_code = loop.checked(run, off, n, self.pos, checksum, vouched.start + vouched.length)
-        elif indexer.open is None and self.fde.header_len == 19:
+        elif indexer.idle and self.fde.header_len == 19:
             stop, pos, ts, type_code, found = loop.txns(run, off, n, self.pos, checksum)
         else:
             return off
@@ -154,15 +154,12 @@ class Verifier:
                 self.previous_gtids = ",".join(decode_gtid_list(frame.body))
         except _DECODE_ERRORS as e:
             raise BinlogError(self.name, frame.pos, f"cannot decode {c.event_name(t)} event: {e}") from None
-        entry = indexer.feed(frame)
-        if entry is not None:
-            self.index.append(entry)
+        self.index += indexer.feed(frame)
 
     def finish(self) -> None:
         """At the end of the file: a transaction still open is indexed as incomplete."""
-        entry = self._indexer.finish(self.size) if self._indexer else None
-        if entry is not None:
-            self.index.append(entry)
+        if self._indexer is not None:
+            self.index += self._indexer.finish(self.size)
 
     @property
     def gtids(self) -> list[str]:

@@ -290,6 +290,16 @@ class BinlogReader:
 
     # -- the walk ----------------------------------------------------------------------
 
+    def type_at(self, pos: int) -> int | None:
+        """The type of the event whose header starts at file offset `pos`, as frames() gives it;
+        None where no whole header lies in the data."""
+        i = pos - self.base
+        if i < 0 or pos + self.fde.header_len > self.end or i + self.fde.header_len > len(self.data):
+            return None
+        t = self.data[i + 4]
+        type_map = self.fde.type_map
+        return type_map[t] if type_map is not None and t < len(type_map) else t
+
     def frames(self, start: int | None = None, end: int | None = None,
                verify: bool = True, only: frozenset[int] | None = None) -> Iterator[Frame]:
         """Yield frames from `start` (default: the first event) up to `end`; with `only`, the
