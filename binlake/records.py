@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import re
 import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -20,6 +21,9 @@ from binlake.binlog.events import parse_xa_xid
 if TYPE_CHECKING:
     from binlake.describe import Event
 
+# A statement that changes rows (MySQL's DML commands), past any leading comments: logged with no
+# BEGIN around it (a non-transactional table's, MySQL 5.0's autocommit ones) it is still `dml`.
+_DML_RE = re.compile(r"\s*(?:/\*.*?\*/\s*)*(INSERT|REPLACE|UPDATE|DELETE|LOAD\s+(DATA|XML))\b", re.I | re.S)
 TXN_NAMESPACE = uuid.UUID("6b1f3c2e-8d4a-5b7e-9c1d-0a2b3c4d5e6f")
 
 TRANSACTION_FIELDS = (
@@ -187,8 +191,8 @@ def classify_end(start: Event, end: Event | None) -> tuple[str, str, str | None]
         return "xa_prepare", "prepared", "XA_PREPARE"
     if t in c.ROWS_EVENTS:  # rows with no BEGIN around them (MySQL 5.1 NDB / pre-GA)
         return "dml", "committed", "SELF_CONTAINED"
-    if end.query is None:
-        return "ddl", "committed", "SELF_CONTAINED"
+    if end.query is None:  # a LOAD DATA's last event, or an opaque one
+        return "dml" if t in c.LOAD_DATA_EVENTS else "ddl", "committed", "SELF_CONTAINED"
     text = end.query.text.lstrip().upper()
     if end.role == "xa_complete":
         if text[2:].lstrip().startswith("COMMIT"):
@@ -200,4 +204,4 @@ def classify_end(start: Event, end: Event | None) -> tuple[str, str, str | None]
         if text.startswith("ROLLBACK"):
             return "dml", "rolled_back", "QUERY_ROLLBACK"
         return "xa_prepare", "prepared", "XA_PREPARE"  # MariaDB's QUERY 'XA PREPARE'
-    return "ddl", "committed", "SELF_CONTAINED"
+    return "dml" if _DML_RE.match(end.query.text) else "ddl", "committed", "SELF_CONTAINED"

@@ -5,11 +5,11 @@ Where the expected counts come from: the servers' own mysqlbinlog. Each file was
 MySQL files older than 5.0 that only it reads), and its events grouped as WL#4162 groups them:
 BEGIN (or a transactional MariaDB GTID) … XID / COMMIT / ROLLBACK / XA PREPARE is one
 transaction (`dml`; `xa_prepare` when it ends prepared), a statement outside any (with the GTID,
-INTVAR, RAND or USER_VAR events before it) is one (`ddl`, binlake's kind of a self-contained
-QUERY), and with the XID right after it, where there is one (MySQL 5.0 logged autocommit
-statements without BEGIN: mysqlbinlog prints that XID as their COMMIT) a `dml` one; a rows
-statement without BEGIN (TABLE_MAP … rows flagged STMT_END_F) is one `dml`, and the file's end
-inside one leaves it `incomplete`. Where neither tool reads a file whole, the
+INTVAR, RAND or USER_VAR events before it, and the XID right after it where there is one: MySQL
+5.0 logged autocommit statements without BEGIN, and mysqlbinlog prints that XID as their COMMIT)
+is one: `dml` when the statement the tool prints is an INSERT, REPLACE, UPDATE, DELETE or LOAD
+DATA, `ddl` otherwise; a rows statement without BEGIN (TABLE_MAP … rows flagged STMT_END_F) is
+one `dml`, and the file's end inside one leaves it `incomplete`. Where neither tool reads a file whole, the
 note above its entry says where its counts come from (the corpus README's histograms, or a
 mysql-test `.result`).
 """
@@ -27,15 +27,17 @@ QUERY, ROTATE, INCIDENT = 2, 4, 26  # MySQL's Log_event_type codes
 # file -> (transactions, {kind: n}, {outcome: n}, anomaly codes)
 READABLE = {
     "EasyPost__rust-mysql-binlog/bin-log.000001": (3, {"ddl": 1, "dml": 2}, {"committed": 3}, []),
-    # 5 QUERY events and one LOAD DATA (CREATE_FILE, APPEND_BLOCK, EXEC_LOAD), all statements
-    "Longhui__mysql-5.5.30/binlog_old_version_4_1.000001": (6, {"ddl": 6}, {"committed": 6}, []),
+    # mariadb-binlog: CREATE TABLE t1, CREATE TABLE t3, 3 INSERT INTO t1 and one LOAD DATA
+    # (CREATE_FILE, APPEND_BLOCK, EXEC_LOAD), all statements outside BEGIN
+    "Longhui__mysql-5.5.30/binlog_old_version_4_1.000001": (6, {"ddl": 2, "dml": 4}, {"committed": 6}, []),
     # the README: cut inside a 64 KiB rows event (both tools stop there, warning of the cut)
     "Longhui__mysql-5.5.30/bug11747416_32228_binlog.000001":
         (2, {"ddl": 1, "dml": 1}, {"committed": 1, "incomplete": 1}, ["TRUNCATED"]),
     # the README's histogram: QUERY 1 (CREATE TABLE), two TABLE_MAP + PRE_GA_WRITE_ROWS statements
     # (MyISAM, no BEGIN), which mariadb-binlog prints without their flags
     "Longhui__mysql-5.5.30/bug32407.001": (3, {"ddl": 1, "dml": 2}, {"committed": 3}, []),
-    "Longhui__mysql-5.5.30/bug47142_master-bin.000001": (4, {"ddl": 4}, {"committed": 4}, []),
+    # mariadb-binlog: create table, insert, update, drop table; no BEGIN
+    "Longhui__mysql-5.5.30/bug47142_master-bin.000001": (4, {"ddl": 2, "dml": 2}, {"committed": 4}, []),
     "Longhui__mysql-5.5.30/master-bin.000001": (0, {}, {}, []),
     "Longhui__mysql-5.5.30/trunc_binlog.000001": (1, {"dml": 1}, {"incomplete": 1}, ["TRUNCATED"]),
     # 3 CREATE TABLE, 3 rows statements, BEGIN … XID, 3 INSERT statements, a LOAD DATA (the same
@@ -43,7 +45,7 @@ READABLE = {
     # column metadata: rows of VARCHAR tables cannot be decoded without the table definition, so
     # the 3 rows statements are reported incomplete, with the reason (binlake's, not the server's).
     "Longhui__mysql-5.5.30/ver_5_1-telco.001":
-        (11, {"ddl": 7, "dml": 4}, {"committed": 8, "incomplete": 3}, ["DECODE_ERROR"]),
+        (11, {"ddl": 3, "dml": 8}, {"committed": 8, "incomplete": 3}, ["DECODE_ERROR"]),
     "Percona-Lab__percona-binlog-server/data_80045_gtid/binlog.000001":
         (4, {"ddl": 1, "dml": 3}, {"committed": 4}, []),
     "Percona-Lab__percona-binlog-server/data_80045_gtid/binlog.000002":
@@ -75,9 +77,13 @@ READABLE = {
     # the README: deliberately broken (a cut PREVIOUS_GTIDS event); mysqlbinlog warns of the cut
     "enhancedformysql__mysql-8.0.40/binlog_truncated_prev_gtid_event.000001": (0, {}, {}, ["TRUNCATED"]),
     "enhancedformysql__mysql-8.0.40/bug11747887-bin.000003": (4, {"ddl": 3, "dml": 1}, {"committed": 4}, []),
-    "enhancedformysql__mysql-8.0.40/bug16266.000001": (4, {"ddl": 4}, {"committed": 4}, []),
+    # mysqlbinlog: CREATE TABLE t1, CREATE TABLE t2, CREATE TRIGGER, INSERT INTO t1; no BEGIN
+    "enhancedformysql__mysql-8.0.40/bug16266.000001": (4, {"ddl": 3, "dml": 1}, {"committed": 4}, []),
     "enhancedformysql__mysql-8.0.40/bug32407.001": (2, {"ddl": 1, "dml": 1}, {"committed": 2}, []),
-    "enhancedformysql__mysql-8.0.40/bug33029-slave-relay-bin.000001": (28, {"ddl": 28}, {"committed": 28}, []),
+    # mysqlbinlog: 28 statements, no BEGIN: DROP TABLE, DROP TRIGGER, 2 CREATE TABLE, 2 procedures,
+    # a trigger, a function, a DROP TRIGGER; 11 INSERT and 8 DELETE
+    "enhancedformysql__mysql-8.0.40/bug33029-slave-relay-bin.000001":
+        (28, {"ddl": 9, "dml": 19}, {"committed": 28}, []),
     # neither tool reads past its INCIDENT event (the README: FORMAT_DESCRIPTION, INCIDENT, ROTATE):
     # no transaction, the incident an anomaly (test_incident below)
     "enhancedformysql__mysql-8.0.40/bug40482-bin.000001": (0, {}, {}, ["INCIDENT"]),
@@ -94,8 +100,10 @@ READABLE = {
     # does). The README's histogram read through MySQL's permutation (log_event.cc: old 20, 21, 22
     # are XID, BEGIN_LOAD_QUERY, EXECUTE_LOAD_QUERY): QUERY 6, XID 1, a LOAD DATA, INTVAR, RAND,
     # USER_VAR: BEGIN + 2 INSERTs … XID, 3 INSERT statements, the LOAD DATA.
-    "enhancedformysql__mysql-8.0.40/ver_5_1-wl2325_s.001": (5, {"ddl": 4, "dml": 1}, {"committed": 5}, []),
-    "enhancedformysql__mysql-8.0.40/ver_5_1_23.001": (11, {"ddl": 7, "dml": 4}, {"committed": 11}, []),
+    "enhancedformysql__mysql-8.0.40/ver_5_1-wl2325_s.001": (5, {"dml": 5}, {"committed": 5}, []),
+    # mariadb-binlog: 3 CREATE TABLE, 3 rows statements (TABLE_MAP, v1 rows), BEGIN … XID, 3 INSERT
+    # statements and a LOAD DATA (BEGIN_LOAD_QUERY, APPEND_BLOCK, EXECUTE_LOAD_QUERY)
+    "enhancedformysql__mysql-8.0.40/ver_5_1_23.001": (11, {"ddl": 3, "dml": 8}, {"committed": 11}, []),
     "enhancedformysql__mysql-8.0.40/ver_trunk_row_v2.001": (12, {"ddl": 3, "dml": 9}, {"committed": 12}, []),
     "go-mysql-org__go-mysql/tcb-eval002c-bin.003320": (1, {"dml": 1}, {"committed": 1}, []),
     # GTID events 4433, XID 4431
@@ -105,10 +113,11 @@ READABLE = {
         (12, {"ddl": 12}, {"committed": 12}, []),
     "ottok__mariadb-10.3/mariadb-5.5-binlog.000001": (4, {"ddl": 1, "dml": 3}, {"committed": 4}, []),
     "ottok__mariadb-10.3/master-bin-seq_10.3.36.000001": (4, {"ddl": 2, "dml": 2}, {"committed": 4}, []),
-    "ottok__mariadb-10.3/mdev-4645-binlog_checksum.binlog": (3, {"ddl": 3}, {"committed": 3}, []),
-    "ottok__mariadb-10.3/mdev-4645-binlog_group_id.binlog": (3, {"ddl": 3}, {"committed": 3}, []),
-    "ottok__mariadb-10.3/mdev-4645-binlog_group_id_checksum.binlog": (3, {"ddl": 3}, {"committed": 3}, []),
-    "ottok__mariadb-10.3/mdev-4645-binlog_none.binlog": (3, {"ddl": 3}, {"committed": 3}, []),
+    # each: create table test.t1, insert into test.t1, drop table test.t1; no BEGIN
+    "ottok__mariadb-10.3/mdev-4645-binlog_checksum.binlog": (3, {"ddl": 2, "dml": 1}, {"committed": 3}, []),
+    "ottok__mariadb-10.3/mdev-4645-binlog_group_id.binlog": (3, {"ddl": 2, "dml": 1}, {"committed": 3}, []),
+    "ottok__mariadb-10.3/mdev-4645-binlog_group_id_checksum.binlog": (3, {"ddl": 2, "dml": 1}, {"committed": 3}, []),
+    "ottok__mariadb-10.3/mdev-4645-binlog_none.binlog": (3, {"ddl": 2, "dml": 1}, {"committed": 3}, []),
     # GTID events 1381 (10.0.11's carry no ddl/trans flag), XID 1340
     "ottok__mariadb-10.3/mdev6020-mysql-bin.000001":
         (1381, {"ddl": 41, "dml": 1340}, {"committed": 1381}, []),
@@ -189,8 +198,7 @@ def test_corrupt_relay_log(public_binlogs):
     out = scan(public_binlogs / CORRUPT_RELAY)
     assert count(out["anomaly"], "code") == {"DECODE_ERROR": 1}
     txns = out["transaction"]
-    assert (count(txns, "kind"), count(txns, "outcome")) == ({"dml": 184, "ddl": 45},
-                                                             {"committed": 228, "incomplete": 1})
+    assert (count(txns, "kind"), count(txns, "outcome")) == ({"dml": 229}, {"committed": 228, "incomplete": 1})
     assert count(txns, "end_event") == {"XID": 183, "SELF_CONTAINED": 45, None: 1}
 
 
@@ -201,8 +209,8 @@ def test_autocommit_statement_ends_at_its_xid(public_binlogs):
         # at 4291 / … Query … BEGIN
     one transaction, INTVAR to XID."""
     (t,) = [t for t in scan(public_binlogs / CORRUPT_RELAY)["transaction"] if t["start_pos"] == 3961]
-    assert (t["end_pos"], t["xid"], t["end_event"], t["outcome"], t["event_count"]) == \
-        (4291, 8208303284, "XID", "committed", 3)
+    assert (t["end_pos"], t["xid"], t["kind"], t["end_event"], t["outcome"], t["event_count"]) == \
+        (4291, 8208303284, "dml", "XID", "committed", 3)
     assert t["synthetic_boundary"] is False
 
 
