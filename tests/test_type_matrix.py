@@ -267,3 +267,100 @@ def test_partial_json_updates_are_the_servers_documents(mysql_server, tmp_path):
         got = [r["after"]["doc"] for r in records["row_change"]][1:]  # the insert is before the updates
         assert [_json(g) for g in got] == [_json(h) for h in held], path
         assert [r["before"]["doc"] for r in records["row_change"][2:]] == got[:-1], path
+
+
+# -- DECIMALs inside JSON documents --------------------------------------------------------------
+
+def _dec(text: str, ps: str = "65,30") -> str:
+    return f"CAST('{text}' AS DECIMAL({ps}))"
+
+
+_D65_30 = "9" * 35 + "." + "9" * 30
+_TINY = "0." + "0" * 29 + "1"
+_LIMITS = (_dec(_D65_30), _dec("-" + _D65_30), _dec("0"), _dec("-0.0"), _dec(_TINY), _dec("-" + _TINY))
+
+
+def _nested(depth: int) -> str:
+    """The largest DECIMAL(65,30) at the bottom of `depth` levels, objects and arrays in turn."""
+    expr = _dec("-" + _D65_30)
+    for i in range(depth):
+        expr = f"JSON_OBJECT('k{i}', {expr}, 'n', {i})" if i % 2 else f"JSON_ARRAY({i}, {expr})"
+    return expr
+
+
+NESTED_DECIMALS = [  # documents with opaque DECIMALs in objects and arrays, at several depths
+    "JSON_OBJECT('max', {}, 'min', {}, 'zero', {}, 'negzero', {}, 'tiny', {}, 'ntiny', {})".format(*_LIMITS),
+    "JSON_ARRAY({}, {}, {}, {}, {}, {})".format(*_LIMITS),
+    f"JSON_OBJECT('a', JSON_ARRAY(1, JSON_OBJECT('b', JSON_ARRAY({_dec('-12.5')}, 2.5e0, {_dec('2.5', '2,1')}))))",
+    _nested(3), _nested(30),
+    # other precisions and scales beside integers and doubles of the same digits
+    f"JSON_ARRAY({_dec('0.0000001', '10,7')}, {_dec('-0', '10,2')}, {_dec('15', '2,0')}, {_dec('-9.9', '2,1')}, "
+    f"{_dec('-0.000001', '20,6')}, {_dec('123456789012345678901234567890', '30,0')}, 15, 1.5e0, -0.0e0)",
+    # a large document (4-byte offsets) holding them
+    f"JSON_OBJECT('pad', REPEAT('x', 70000), 'd', JSON_ARRAY({_LIMITS[1]}, JSON_OBJECT('t', {_LIMITS[4]})))",
+]
+
+
+class _Number(str):
+    """A number's text in the server's JSON text, as the server wrote it."""
+
+
+def _numbers(v, path: str = "$"):
+    """(path, text) of every number in a document read with _Number leaves."""
+    if isinstance(v, dict):
+        for k, x in v.items():
+            yield from _numbers(x, f"{path}.{json.dumps(k)}")
+    elif isinstance(v, list):
+        for i, x in enumerate(v):
+            yield from _numbers(x, f"{path}[{i}]")
+    elif isinstance(v, _Number):
+        yield path, v
+
+
+def _typed_document(cur, table: str, row: int, text: str):
+    """The server's JSON text of a document as binlake documents it: each number typed by the
+    server's JSON_TYPE at its path, a DECIMAL the string of the digits the server wrote, an
+    INTEGER the integer, a DOUBLE the float."""
+    doc = json.loads(text, parse_float=_Number, parse_int=_Number)
+    kinds = {}
+    for path, _ in _numbers(doc):
+        cur.execute(f"SELECT JSON_TYPE(JSON_EXTRACT(v, %s)) FROM {table} WHERE id = %s", (path, row))
+        kinds[path] = cur.fetchone()[0]
+
+    def typed(v, path: str = "$"):
+        if isinstance(v, dict):
+            return {k: typed(x, f"{path}.{json.dumps(k)}") for k, x in v.items()}
+        if isinstance(v, list):
+            return [typed(x, f"{path}[{i}]") for i, x in enumerate(v)]
+        if isinstance(v, _Number):
+            return {"DECIMAL": str, "INTEGER": int, "UNSIGNED INTEGER": int, "DOUBLE": float}[kinds[path]](v)
+        return v
+
+    return typed(doc)
+
+
+def test_decimals_inside_json_documents_are_the_servers_text(mysql_server, tmp_path):
+    """An opaque DECIMAL inside a document, in objects and arrays, 30 levels down, in a large
+    document, at DECIMAL(65,30)'s limits, negative and negative zero: each the digits the server's
+    JSON text (`CAST(v AS CHAR)`) writes at its place, a string (JSON_TYPE at its path says it is a
+    DECIMAL), on both paths, from the insert's after image and the delete's before image."""
+    held = []
+
+    def write(cur, db: str) -> None:
+        for i, doc in enumerate(NESTED_DECIMALS):
+            cur.execute(f"INSERT INTO {db}.t VALUES ({i}, {doc})")
+        cur.execute(f"SELECT id, CAST(v AS CHAR) FROM {db}.t ORDER BY id")
+        held.extend({"id": i, "v": _typed_document(cur, f"{db}.t", i, text)} for i, text in cur.fetchall())
+        cur.execute(f"DELETE FROM {db}.t")
+
+    files, _ = _logged(mysql_server, "CREATE TABLE {db}.t (id INT PRIMARY KEY, v JSON)", write, tmp_path)
+    assert len(held) == len(NESTED_DECIMALS)
+    # the server's own spelling of the limits, 30 decimals each (JSON_OBJECT sorts its keys)
+    assert held[0]["v"]["max"] == _D65_30 and held[0]["v"]["zero"] == "0." + "0" * 30
+    assert held[1]["v"][5] == "-" + _TINY
+    for path, records in _scan_both(files).items():
+        changes = records["row_change"]
+        assert [r["op"] for r in changes] == ["insert"] * len(held) + ["delete"] * len(held), path
+        for side in ("after", "before"):
+            got = [_json(r[side]) for r in changes if r[side] is not None]
+            assert got == [_json(h) for h in held], f"{path} path, {side} images"

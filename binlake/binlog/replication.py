@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import struct
+from decimal import Decimal
 
 from pymysql.protocol import MysqlPacket
 from pymysqlreplication import json_binary, row_event
@@ -124,10 +125,12 @@ def _parse_opaque(data: bytes):
     """A JSON opaque value as the server's JSON text writes it (`CAST(doc AS CHAR)`): TIME
     `[-]HH:MM:SS.ffffff`, DATE `YYYY-MM-DD`, DATETIME and TIMESTAMP `YYYY-MM-DD HH:MM:SS.ffffff`
     (the package builds datetime objects, which cannot hold a negative time or one past 23:59:59,
-    and loses which of DATE and DATETIME a value was), any other type but DECIMAL
-    `base64:type<n>:<its bytes>` (the package decodes those bytes as text, dropping what is not)."""
+    and loses which of DATE and DATETIME a value was), a DECIMAL its digits with all its scale's
+    decimals, never an exponent (`0.000000`, where the package's Decimal prints `0E-6`), any other
+    type `base64:type<n>:<its bytes>` (the package decodes those bytes as text, dropping what is not)."""
     if len(data) < 2 or data[0] in (FIELD_TYPE.NEWDECIMAL, FIELD_TYPE.DECIMAL):
-        return _package_parse_opaque(data)
+        v = _package_parse_opaque(data)
+        return f"{v:f}" if isinstance(v, Decimal) else v
     length, n = json_binary.decode_variable_length(data[1:])
     raw = data[1 + n:1 + n + length]
     if data[0] not in _DATES | _DATETIMES | {FIELD_TYPE.TIME, FIELD_TYPE.TIME2}:

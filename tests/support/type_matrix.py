@@ -195,6 +195,8 @@ JSONS = [
         "'18446744073709551615'", "'1.5e300'", "'-0.0'", "'0.1'", "'\"text ü😀\\\\n\\\\\"\"'", "'\"\"'", "'[]'",
         "'{}'", "'{\"a\": [1, 2.5, {\"b\": null}], \"\": true}'", f"'{_DEEP}'",
         "CAST(CAST(12.50 AS DECIMAL(5,2)) AS JSON)", "CAST(CAST(-0.000001 AS DECIMAL(20,6)) AS JSON)",
+        "CAST(CAST(0 AS DECIMAL(65,30)) AS JSON)", "CAST(CAST('-0.0000001' AS DECIMAL(65,30)) AS JSON)",
+        f"CAST(CAST('-{_D65}' AS DECIMAL(65,30)) AS JSON)",
         "CAST(DATE'2026-01-02' AS JSON)", "CAST(TIME'12:34:56.789' AS JSON)", "CAST(TIME'-838:59:59' AS JSON)",
         "CAST(TIMESTAMP'2026-01-02 03:04:05.678901' AS JSON)", "CAST(CAST('2026-01-02 03:04:05' AS DATETIME) AS JSON)",
         "JSON_ARRAY(REPEAT('y', 70000), JSON_OBJECT('k', REPEAT('z', 70000)))", _LARGE, "NULL"),
