@@ -364,3 +364,112 @@ def test_decimals_inside_json_documents_are_the_servers_text(mysql_server, tmp_p
         for side in ("after", "before"):
             got = [_json(r[side]) for r in changes if r[side] is not None]
             assert got == [_json(h) for h in held], f"{path} path, {side} images"
+
+
+# -- partial JSON updates without a before image: every diff, as the server logged it ------------
+
+PARTIAL_CHAINS = [  # each statement logs several diffs of the one column (binlog_row_image=MINIMAL)
+    "JSON_SET(v, '$.a', 2, '$.s', 'it''s \"q\" \\\\ ü😀', '$.new', 3)",  # several paths: replaced, inserted
+    "JSON_REMOVE(JSON_REPLACE(v, '$.a', JSON_OBJECT('k', JSON_ARRAY(1, 'x', NULL, true))), '$.new', '$.arr[0]')",
+    "JSON_REPLACE(JSON_SET(v, '$.q', 'a'), '$.obj.k', 'b', '$.n', NULL)",
+    "JSON_SET(JSON_REMOVE(v, '$.q'), '$.arr[9]', 7, '$.arr[9]', 8)",  # appended: logged as array inserts
+    "JSON_SET(v, '$.arr[1]', CAST(CAST('-0.000000000000000000000000000001' AS DECIMAL(65,30)) AS JSON), "
+    "'$.e', 1e300, '$.f', -2.5e0, '$.g', CAST(CAST(-0.0 AS DECIMAL(3,1)) AS JSON))",  # DECIMALs, doubles
+    "JSON_SET(v, '$.obj.l', NULL, '$.\"a b\".c', false, '$.deep[0][0]', JSON_ARRAY(1, 2))",  # a quoted key
+    "JSON_REMOVE(JSON_SET(JSON_REPLACE(v, '$.a', 5), '$.z', 'last'), '$.obj', '$.deep[0]')",  # three operations
+]
+_OPS = {"JSON_REPLACE": "Replace", "JSON_INSERT": "Insert", "JSON_ARRAY_INSERT": "Insert", "JSON_REMOVE": "Remove"}
+_TOKEN = re.compile(r"\s*(?:(?P<call>JSON_\w+)\(|CAST\('(?P<json>(?:[^'\\]|\\.)*)' AS JSON\)|(?P<column>@2)|"
+                    r"(?P<close>\))|(?P<comma>,)|'(?P<text>(?:[^'\\]|\\.)*)'|(?P<bare>[^\s,()]+))")
+
+
+def _unquote(text: str) -> str:
+    """A string as mysqlbinlog quotes it: `\\'`, `\\\\` and `\\xNN` escapes."""
+    out = bytearray()
+    for m in re.finditer(rb"\\x([0-9a-fA-F]{2})|\\(.)|(.)", text.encode(), re.S):
+        out += bytes.fromhex(m[1].decode()) if m[1] else (m[2] or m[3])
+    return out.decode()
+
+
+def _at(doc, path: str):
+    """The value at a JSON path (`$.a[1]."b c"`) of a document."""
+    for key, index in re.findall(r'\.("(?:[^"\\]|\\.)*"|[^.\[]+)|\[(\d+)\]', path[1:]):
+        doc = doc[int(index)] if index else doc[json.loads(key) if key.startswith('"') else key]
+    return doc
+
+
+def server_diffs(text: str, after) -> list[dict]:
+    """The diffs `mysqlbinlog -vv` shows for a partial update (`JSON_REMOVE(JSON_REPLACE(@2, '$.a',
+    2), '$.z')`: the innermost first), as binlake documents them: the operation, the path, the
+    value (a string as quoted, `CAST('…' AS JSON)` its JSON text, true, false, null, an integer);
+    a number with a fraction, which mysqlbinlog writes alike for a DOUBLE and a DECIMAL, is the
+    one at its path in the document the server held after the statement (`after`, typed by
+    _typed_document)."""
+    tokens = [(m.lastgroup, m[m.lastgroup]) for m in _TOKEN.finditer(text.strip())]
+    pos = 0
+
+    def value(kind: str, v: str, path: str):
+        if kind == "text":
+            return _unquote(v)
+        if kind == "json":
+            return json.loads(_unquote(v))
+        if v in ("null", "true", "false"):
+            return json.loads(v)
+        return int(v) if re.fullmatch(r"-?\d+", v) else _at(after, path)
+
+    def expr() -> list[dict]:
+        nonlocal pos
+        kind, v = tokens[pos]
+        pos += 1
+        if kind == "column":
+            return []
+        assert kind == "call", tokens[pos - 1]
+        diffs = expr()
+        while tokens[pos][0] == "comma":
+            path = _unquote(tokens[pos + 1][1])
+            if v == "JSON_REMOVE":
+                diffs.append({"op": "Remove", "path": path, "value": None})
+                pos += 2
+            else:
+                diffs.append({"op": _OPS[v], "path": path, "value": value(*tokens[pos + 3], path)})
+                pos += 4
+        assert tokens[pos][0] == "close", tokens[pos]
+        pos += 1
+        return diffs
+
+    diffs = expr()
+    assert pos == len(tokens), tokens[pos:]
+    return diffs
+
+
+def test_partial_json_updates_without_a_before_image_keep_every_diff(mysql_server, tmp_path):
+    """binlog_row_image=MINIMAL with PARTIAL_JSON (both session settings): the before image has
+    only the key, so the document's value is `{"$partial": [...]}`, every diff the statement
+    logged, in the order they apply, each with the operation, path and value the server's own
+    `mysqlbinlog -vv` shows for it, on both decoding paths."""
+    after = []
+
+    def write(cur, db: str) -> None:
+        doc = {"a": 1, "arr": [1, 2, 3], "obj": {"k": 1, "l": 2}, "a b": {}, "s": "x", "n": 0, "deep": [[0]],
+               "pad": "p" * 4000}  # large enough that the server logs diffs rather than the document
+        cur.execute(f"INSERT INTO {db}.t VALUES (1, %s)", (json.dumps(doc),))
+        cur.execute("SET SESSION binlog_row_value_options = 'PARTIAL_JSON', binlog_row_image = 'MINIMAL'")
+        for update in PARTIAL_CHAINS:
+            cur.execute(f"UPDATE {db}.t SET v = {update} WHERE id = 1")
+            cur.execute(f"SELECT CAST(v AS CHAR) FROM {db}.t WHERE id = 1")
+            after.append(_typed_document(cur, f"{db}.t", 1, cur.fetchone()[0]))
+
+    files, shown = _logged(mysql_server, "CREATE TABLE {db}.t (id INT PRIMARY KEY, v JSON)", write, tmp_path)
+    # each update's @2, its lines joined, up to mysqlbinlog's type comment
+    logged = [re.sub(r"\n###\s+", " ", m) for m in
+              re.findall(r"^###   @2=(.*?) /\* JSON meta", shown, re.M | re.S)][1:]  # [0]: the insert's
+    assert len(logged) == len(PARTIAL_CHAINS)
+    want = [{"$partial": server_diffs(text, doc)} for text, doc in zip(logged, after, strict=True)]
+    assert all(len(w["$partial"]) > 1 for w in want)  # each logged as several diffs, not a document
+    assert {d["op"] for w in want for d in w["$partial"]} == {"Replace", "Insert", "Remove"}
+    assert "JSON_ARRAY_INSERT" in shown and "JSON_INSERT" in shown
+    assert want[4]["$partial"][0]["value"] == "-0.000000000000000000000000000001"  # JSON_TYPE: a DECIMAL
+    for path, records in _scan_both(files).items():
+        updates = [r for r in records["row_change"] if r["op"] == "update"]
+        assert [r["before"] for r in updates] == [{"id": 1}] * len(PARTIAL_CHAINS), path
+        assert [_json(r["after"]["v"]) for r in updates] == [_json(w) for w in want], path
