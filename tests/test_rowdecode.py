@@ -4,21 +4,30 @@ Every file the tests know (the recorded real-server workloads of both flavors, t
 samples, the public corpus of many MySQL and MariaDB versions) is scanned twice in-process,
 once with BINLAKE_PURE_PYTHON=1, and every record is compared, JSON types included. The random
 rows of every column type written to the live servers are also held to what was written: each
-image equals the row the test wrote and the row the server returned for it (SELECT).
+image equals the row the test wrote and the row the server returned for it (SELECT). MySQL's
+binary JSON is held to the reference on documents of every kind made here (tests.support.
+json_binary, and each with bytes changed: the reference's value or a fall back, never another)
+and on seeded documents written to a live server.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import random
+import struct
 import uuid
 from decimal import Decimal
 from pathlib import Path
 
+import orjson
 import pytest
+from pymysqlreplication import json_binary
+from pymysqlreplication.constants import FIELD_TYPE
 
-from binlake.binlog import fastrows
+from binlake.binlog import _rowdecode, fastrows, rows
+from tests.support import json_binary as jb
 from tests.support.scanning import DATA, PUBLIC, REPO, headers, lines_path, records_path, scan
 from tests.support.workload import binlake_value, from_pymysql, sql_arg
 from tests.test_public_fixtures import READABLE
@@ -258,3 +267,235 @@ def test_same_records_for_every_column_type_on_a_live_server(flavor, request, mo
     values = {k for r in fast["row_change"] if r["table"] == "plain" and r["after"] for k, v in r["after"].items()
               if v is not None}
     assert values == set(NAMES)
+
+
+# -- MySQL's binary JSON ------------------------------------------------------------------------
+
+JSON_PLAN = (("doc", _rowdecode.K_JSON, 4, 0, None),)
+JSON_KEYS = fastrows.json_keys(JSON_PLAN)
+JSON_DEPTH = 100  # MySQL's deepest document (JSON_DOCUMENT_MAX_DEPTH)
+OPAQUE_TYPES = (1, 3, 8, 13, 15, 16, 252, 253, 254, 255)  # other MySQL types: "base64:type<n>:..."
+TEMPORAL_TYPES = (7, 10, 11, 12, 14, 17, 18, 19)  # TIMESTAMP, DATE, TIME, DATETIME and their twins
+
+
+def _reference_json(doc: bytes):
+    """A JSON column's value as the reference path reads it (rows.CONVERSIONS, after the package's
+    read_binary_json): an error is an exception."""
+    return None if not doc else rows.CONVERSIONS[FIELD_TYPE.JSON](None, json_binary.parse_json(doc[0], doc[1:]))
+
+
+def _compiled_json(doc: bytes) -> tuple[bytes, bytes, bytes] | None:
+    """An insert of one JSON column holding doc, through the three compiled writers: the value
+    (as orjson's text), the line render() writes and the after image columns() writes; None when
+    any of them falls back (they must agree on that)."""
+    body = b"\x00" + len(doc).to_bytes(4, "little") + doc
+    outs = []
+    for call in (lambda: _rowdecode.decode(body, 0, JSON_PLAN, b"\x01", b"", 0),
+                 lambda: _rowdecode.render(body, 0, JSON_PLAN, JSON_KEYS, b"\x01", b"", 0, b'{"seq":', 0,
+                                           b',"before":', b"}\n"),
+                 lambda: _rowdecode.columns(body, 0, JSON_PLAN, JSON_KEYS, b"\x01", b"", 0)):
+        try:
+            outs.append(call())
+        except _rowdecode.Fallback:
+            outs.append(None)
+    assert (outs[0] is None) == (outs[1] is None) == (outs[2] is None), doc.hex()
+    if outs[0] is None:
+        return None
+    (decoded,), (_, line), (_, _, (_, image)) = outs
+    assert decoded[0] is None
+    return orjson.dumps(decoded[1]["doc"]), line, image
+
+
+def _assert_json_alike(doc: bytes, fall_back: bool = False) -> None:
+    """The compiled writers give the reference's value (or fall back: fall_back says which is due)."""
+    try:
+        want = _reference_json(doc)
+    except Exception:  # noqa: BLE001 - the reference words its error: the compiled path must decline
+        want = ValueError
+    got = _compiled_json(doc)
+    if fall_back or want is ValueError:
+        assert got is None, doc.hex()
+        return
+    if got is None:
+        return
+    value, line, image = got
+    assert value == orjson.dumps(want), doc.hex()
+    assert line == orjson.dumps({"seq": 0, "before": None, "after": {"doc": want}}) + b"\n"
+    assert image == orjson.dumps({"doc": want})
+
+
+def _random_json(rnd: random.Random, depth: int = 0):
+    """A value of every kind binary JSON holds, nested a few levels."""
+    r = rnd.random()
+    if depth < 5 and r < 0.2:
+        keys = ["", "a", "b", "ab", "ä", "😀", "k\"\\\n", "long key " * 3, "Z", "\x00", "id", "aa"]
+        return {rnd.choice(keys) + rnd.choice(["", str(rnd.randrange(50))]): _random_json(rnd, depth + 1)
+                for _ in range(rnd.randint(0, 8))}
+    if depth < 5 and r < 0.4:
+        return [_random_json(rnd, depth + 1) for _ in range(rnd.randint(0, 8))]
+    return rnd.choice([
+        lambda: None, lambda: True, lambda: False,
+        lambda: rnd.randint(-2**15, 2**15 - 1), lambda: rnd.randint(-2**31, 2**31 - 1),
+        lambda: rnd.randint(-2**63, 2**63 - 1), lambda: jb.Unsigned(rnd.randrange(2**16)),
+        lambda: jb.Unsigned(rnd.randrange(2**32)), lambda: jb.Unsigned(rnd.randrange(2**64)),
+        lambda: rnd.choice([0.0, -0.0, 1.5, 0.1, 3.0, 1e16, 1e-7, -2.5e-300, 1.7976931348623157e308]),
+        lambda: rnd.uniform(-1e9, 1e9), lambda: struct.unpack("<d", rnd.randbytes(8))[0] * 0 + rnd.random(),
+        lambda: "".join(rnd.choices("abc xyzÄÖüé€😀中文'\"\\\n\t\x01\x1f\x7f/", k=rnd.randint(0, 30))),
+        lambda: rnd.randbytes(rnd.randint(0, 12)),  # not always UTF-8: "base64:..."
+        lambda: "x" * rnd.choice([127, 128, 16383, 16384]),  # the length's 1-, 2- and 3-byte forms
+        lambda: _random_decimal(rnd),
+        lambda: jb.temporal(rnd.choice((11, 19)), jb.packed_time(
+            rnd.random() < 0.5, rnd.randrange(839), rnd.randrange(60), rnd.randrange(60), rnd.randrange(10**6))),
+        lambda: jb.temporal(rnd.choice((7, 10, 12, 14, 17, 18)), jb.packed_datetime(
+            rnd.randrange(10000), rnd.randrange(13), rnd.randrange(32), rnd.randrange(24), rnd.randrange(60),
+            rnd.randrange(60), rnd.randrange(10**6))),
+        lambda: jb.Opaque(rnd.choice(TEMPORAL_TYPES), rnd.randbytes(rnd.choice([8, 8, 3, 0, 9]))),
+        lambda: jb.Opaque(rnd.choice(OPAQUE_TYPES), rnd.randbytes(rnd.randint(0, 20))),
+    ])()
+
+
+def _random_decimal(rnd: random.Random) -> jb.Opaque:
+    precision = rnd.randint(1, 65)
+    scale = rnd.randint(0, min(30, precision))
+    digits = rnd.choice([0, 1, rnd.randint(0, precision)])
+    value = Decimal(rnd.randrange(10 ** digits)).scaleb(-scale)
+    return jb.decimal(str(-value if rnd.random() < 0.3 else value), precision, scale)
+
+
+def test_json_documents_of_every_kind_as_the_reference_reads_them():
+    rnd = random.Random(20261125)
+    docs = [jb.document(_random_json(rnd), large=rnd.random() < 0.2) for _ in range(3000)]
+    docs += [
+        b"",  # an empty value: None
+        jb.document({"big": "x" * 70_000, "n": [1, 2, jb.Unsigned(3)]}),  # past 64 KiB: the large form
+        jb.document([{"k": i, "v": [i] * 3} for i in range(5000)]),
+        jb.document(functools.reduce(lambda doc, _: [doc], range(JSON_DEPTH - 1), [])),  # as deep as MySQL's
+        *(jb.document(v) for v in (None, True, False, 0, -1, jb.Unsigned(2**64 - 1), -2**63, 0.5, "", "ü")),
+        *(jb.document(jb.decimal(t, p, s)) for t, p, s in (
+            ("0.0000001", 7, 7), ("0.000001", 6, 6), ("-0.00", 3, 2), ("0", 1, 0), ("12.50", 4, 2),
+            ("123456789012345678901234567890.123456789012345678901234567890", 65, 30), ("0.0000000", 10, 7))),
+    ]
+    for doc in docs:
+        _assert_json_alike(doc)
+    assert sum(_compiled_json(doc) is not None for doc in docs) == len(docs)  # none fell back
+    # what MySQL never writes falls back: a document deeper than it allows, keys out of its order
+    # or not UTF-8 (the reference would merge or base64 them)
+    _assert_json_alike(jb.document(functools.reduce(lambda doc, _: [doc], range(JSON_DEPTH), [])), fall_back=True)
+    unordered = bytearray(jb.document({"a": 1, "b": 2}))
+    key_at = unordered.index(b"ab")
+    unordered[key_at:key_at + 2] = b"ba"
+    _assert_json_alike(bytes(unordered), fall_back=True)
+    _assert_json_alike(jb.document({b"\xff": 1}), fall_back=True)
+    # any byte changed: the reference's value or a fall back, never another value
+    for doc in docs[:1500]:
+        for _ in range(3):
+            bad = bytearray(doc)
+            if not bad:
+                continue
+            at = rnd.randrange(len(bad))
+            if rnd.random() < 0.2:
+                bad = bad[:at]
+            else:
+                bad[at] = rnd.randrange(256)
+            _assert_json_alike(bytes(bad))
+
+
+JSON_SCALARS = ["null", "true", "false", "0", "-1", "32767", "-32768", "65535", "2147483647", "-2147483648",
+                "4294967295", "9223372036854775807", "-9223372036854775808", "18446744073709551615", "0.5",
+                "-0.0", "1e300", "3.0", '""', '"ü😀\\"\\\\\\n\\t\\u0001"']
+JSON_OPAQUES = [  # SQL expressions MySQL keeps as opaque values (or unsigned integers) in a document
+    "CAST({n} / 7 AS DECIMAL(30,10))", "CAST('-0.0000001' AS DECIMAL(20,10))", "CAST({n} AS DECIMAL(5,0))",
+    "CAST('2026-01-{d:02d}' AS DATE)", "CAST('-{n}:02:03.5' AS TIME(1))", "CAST('12:00:00' AS TIME)",
+    "CAST('2026-11-25 01:02:{d:02d}.123456' AS DATETIME(6))", "ts", "yr", "bt", "CAST(x'00ff{d:02x}' AS BINARY)",
+    "CAST({n} AS UNSIGNED)", "CAST({n} * 100000 AS UNSIGNED)", "CAST(18446744073709551615 AS UNSIGNED)",
+]
+
+
+def _random_json_text(rnd: random.Random, depth: int = 0) -> str:
+    """A JSON document's text of every kind the server parses into its binary form."""
+    r = rnd.random()
+    if depth < 4 and r < 0.25:
+        keys = ["a", "b", "ab", "", "ä", "😀", "key", "a long key of some length", 'q"\\', "Z"]
+        members = {rnd.choice(keys) + str(rnd.randrange(30)) * rnd.randint(0, 1): _random_json_text(rnd, depth + 1)
+                   for _ in range(rnd.randint(0, 7))}
+        return "{" + ",".join(f"{json.dumps(k)}:{v}" for k, v in members.items()) + "}"
+    if depth < 4 and r < 0.45:
+        return "[" + ",".join(_random_json_text(rnd, depth + 1) for _ in range(rnd.randint(0, 7))) + "]"
+    if r < 0.6:
+        return json.dumps(rnd.choice([rnd.randint(-2**63, 2**63 - 1), rnd.randint(-40000, 40000),
+                                      rnd.uniform(-1e6, 1e6), rnd.random() * 10 ** rnd.randint(-20, 20)]))
+    if r < 0.75:
+        return json.dumps("".join(rnd.choices("abc xyzÄÖüé€😀中文'\"\\\n\t\x01/", k=rnd.randint(0, 40))),
+                          ensure_ascii=rnd.random() < 0.5)
+    return rnd.choice(JSON_SCALARS)
+
+
+def _json_statements(rnd: random.Random, db: str) -> list[str]:
+    """Seeded statements on {db}.j (id, doc JSON, doc2 JSON, ts, yr, bt): inserts of documents
+    of every kind (text parsed by the server, and opaque values built in SQL), large and deep ones,
+    full updates of both documents, deletes."""
+    def opaque(i: int) -> str:
+        return rnd.choice(JSON_OPAQUES).format(n=rnd.randrange(1, 800), d=rnd.randrange(1, 29))
+
+    def literal(text: str) -> str:
+        return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+    out = []
+    for i in range(1, 301):
+        doc = literal(_random_json_text(rnd))
+        if i % 3 == 0:  # opaque values inside an object, an array, or as the document
+            doc = rnd.choice([f"JSON_OBJECT('o', {opaque(i)}, 'p', JSON_ARRAY({opaque(i)}, {opaque(i)}), "
+                              f"'d', CAST({doc} AS JSON))", f"JSON_ARRAY({opaque(i)}, CAST({doc} AS JSON))",
+                              f"CAST({opaque(i)} AS JSON)"])
+        doc2 = "NULL" if i % 5 == 0 else literal(_random_json_text(rnd))
+        out.append(f"INSERT INTO {db}.j VALUES ({i}, {doc}, {doc2}, "
+                   f"'2026-11-25 10:{i % 60:02d}:00.{i:06d}', {1901 + i % 255}, {i % 256})")
+    big = {"text": "x" * 70_000, "n": list(range(100))}  # past 64 KiB: large objects and arrays
+    deep = '{"k":' * (JSON_DEPTH - 2) + '[1.5,"s"]' + "}" * (JSON_DEPTH - 2)  # as deep as MySQL allows
+    out += [
+        f"INSERT INTO {db}.j (id, doc) VALUES (1001, {literal(json.dumps(big))})",
+        f"INSERT INTO {db}.j (id, doc) VALUES (1002, {literal(json.dumps(list(range(20_000))))})",
+        f"INSERT INTO {db}.j (id, doc) VALUES (1003, '{'[' * JSON_DEPTH}{']' * JSON_DEPTH}')",
+        f"INSERT INTO {db}.j (id, doc) VALUES (1004, JSON_OBJECT('deep', CAST('{deep}' AS JSON)))",
+    ]
+    for i in range(1, 301, 3):
+        out.append(f"UPDATE {db}.j SET doc = {literal(_random_json_text(rnd))}, doc2 = JSON_ARRAY({opaque(i)}, doc) "
+                   f"WHERE id = {i}")
+    out.append(f"UPDATE {db}.j SET doc = JSON_SET(doc, '$.n[0]', 'first') WHERE id = 1001")
+    out.append(f"DELETE FROM {db}.j WHERE id % 7 = 0 OR id > 1000")
+    return out
+
+
+JSON_PARTIAL = ["JSON_SET(doc, '$.a', 2)", "JSON_REPLACE(doc, '$.b[0]', 'x')", "JSON_REMOVE(doc, '$.b')"]
+
+
+def test_same_records_for_json_documents_on_a_live_server(mysql_server, monkeypatch, tmp_path):
+    """Seeded JSON documents of every kind written to a real MySQL server (scalars, small and large
+    objects and arrays, deep ones, opaque DECIMAL/DATE/TIME/DATETIME/TIMESTAMP/YEAR/BIT/BINARY
+    values, unsigned integers): the compiled decoder takes every rows event of the table but the
+    partial JSON updates, and gives the reference's records and lines."""
+    db = f"jsondocs_{uuid.uuid4().hex[:12]}"
+    with mysql_server.connect() as conn, conn.cursor() as cur:
+        cur.execute("SET SESSION sql_mode = 'STRICT_ALL_TABLES', time_zone = '+00:00'")
+        cur.execute(f"CREATE DATABASE {db} CHARACTER SET utf8mb4")
+        try:
+            cur.execute(f"CREATE TABLE {db}.j (id INT PRIMARY KEY, doc JSON, doc2 JSON, ts TIMESTAMP(6) NULL, "
+                        "yr YEAR, bt BIT(8))")
+            start = _position(cur, "mysql")
+            for sql in _json_statements(random.Random(20261125), db):
+                cur.execute(sql)
+            cur.execute(f"INSERT INTO {db}.j (id, doc) VALUES (2000, '{{\"a\": 1, \"b\": [1, 2, 3]}}')")
+            cur.execute("SET SESSION binlog_row_value_options = 'PARTIAL_JSON'")
+            for expr in JSON_PARTIAL:  # logged as diffs (PARTIAL_UPDATE_ROWS): the reference applies them
+                cur.execute(f"UPDATE {db}.j SET doc = {expr} WHERE id = 2000")
+            end = _position(cur, "mysql")
+            cur.execute("SHOW BINARY LOGS")
+            names = [r[0] for r in cur.fetchall()]
+        finally:
+            cur.execute(f"DROP DATABASE {db}")
+    files = _range_copies(mysql_server.binlog_dir, names, start, end, tmp_path)
+    fast, used = decoded_alike(files, monkeypatch)
+    assert used["reference"] == len(JSON_PARTIAL) and used["compiled"] > 400, used
+    docs = [r["after"]["doc"] for r in fast["row_change"] if r["after"]]
+    assert {type(d) for d in docs} >= {dict, list, int, float, str, bool, type(None)}
+    assert fast["row_change"][-1]["after"]["doc"] == {"a": 2}

@@ -26,6 +26,7 @@ enum kind {
     K_DATE,
     K_ENUM, K_SET, /* a = size in bytes, extra = list of names (ENUM: [""] + names), None when unnamed */
     K_BIT,         /* a = bytes, b = bits */
+    K_JSON,        /* a = length bytes (1..4): MySQL's binary JSON (json_binary.cc) */
 };
 
 typedef struct {
@@ -154,13 +155,15 @@ static PyObject *base64_str(const unsigned char *p, Py_ssize_t n) {
 }
 
 /* NEWDECIMAL: sign, integer digits without leading zeros, exactly `scale` fraction digits,
- * into out (>= 110 bytes); its length, or -1 for "fall back". */
+ * into out (>= 110 bytes); its length, or -1 for "fall back". precision and scale may come from a
+ * JSON document's bytes: checked before they are used. */
 static int decimal_text(cursor_t *c, int precision, int scale, char *out) {
+    if (precision < 1 || precision > 65 || scale < 0 || scale > 30 || scale > precision) return -1;
     int intg = precision - scale;
     int intg0 = intg / 9, frac0 = scale / 9;
     int intg0x = intg - intg0 * 9, frac0x = scale - frac0 * 9;
     int size = intg0 * 4 + DIG2BYTES[intg0x] + frac0 * 4 + DIG2BYTES[frac0x];
-    if (precision < 1 || precision > 65 || scale > 30 || scale > precision || size < 1) return -1;
+    if (size < 1) return -1;
     if (c->end - c->p < size) return -1;
     unsigned char b[40];
     memcpy(b, c->p, size);
@@ -291,6 +294,10 @@ typedef enum {
     V_CODEC,  /* s[0..n) in the Python codec `codec` */
     V_PYSTR,  /* obj: a str of the plan (an ENUM member), borrowed */
     V_SET,    /* u: the members' bitmask; obj: their names (a list) */
+    V_NULL,   /* JSON's null */
+    V_BOOL,   /* i: JSON's true (1) or false (0) */
+    V_OPAQUE, /* u: the MySQL type of an opaque JSON value, s[0..n): its bytes, "base64:type<u>:..." */
+    V_JSON,   /* a JSON object or array: i its type (JSONB_*), u its count, s[0..n) its bytes */
 } vtype_t;
 
 typedef struct {
@@ -304,7 +311,156 @@ typedef struct {
     PyObject *obj;
     int len;
     char text[112];
+    int depth;            /* V_JSON: how many containers hold it */
+    Py_ssize_t *budget;   /* JSON: how many more values the document may visit (shared) */
+    Py_ssize_t room;      /* the document's budget, held by its top value */
 } value_t;
+
+/* ---- MySQL's binary JSON ----------------------------------------------------------------------
+ * A document is a type byte and the value (sql-common/json_binary.cc): objects and arrays (small:
+ * 2-byte counts and offsets, large: 4-byte) with an entry per member, scalars, and opaque values
+ * of other MySQL types. The reference reads it with mysql-replication's json_binary (opaque
+ * temporals by binlake.binlog.replication._parse_opaque) and maps it with rows._jsonable; every
+ * value here is what those give. What MySQL never writes (a value past its container's end, keys
+ * out of MySQL's order or not UTF-8, a document deeper than MySQL allows) falls back. */
+
+enum { J_SMALL_OBJECT, J_LARGE_OBJECT, J_SMALL_ARRAY, J_LARGE_ARRAY, J_LITERAL, J_INT16, J_UINT16, J_INT32,
+       J_UINT32, J_INT64, J_UINT64, J_DOUBLE, J_STRING, J_OPAQUE = 15 };
+#define JSON_MAX_DEPTH 100  /* MySQL's JSON_DOCUMENT_MAX_DEPTH: containers inside containers */
+
+/* json_binary's variable length (7 bits a byte, at most 5 bytes): its byte count, or 0. */
+static int json_varlen(const unsigned char *p, Py_ssize_t n, uint64_t *len) {
+    uint64_t v = 0;
+    for (int i = 0; i < 5 && i < n; i++) {
+        v |= (uint64_t)(p[i] & 0x7F) << (7 * i);
+        if (!(p[i] & 0x80)) { *len = v; return i + 1; }
+    }
+    return 0;
+}
+
+/* An opaque DATE, TIME, DATETIME or TIMESTAMP (MySQL's packed temporal, little-endian) as
+ * _parse_opaque writes it, into out; its length. */
+static int json_temporal(int type, const unsigned char *raw, Py_ssize_t n, char *out) {
+    int64_t packed = (int64_t)le(raw, n < 8 ? (int)n : 8);
+    uint64_t a = packed < 0 ? (uint64_t)0 - (uint64_t)packed : (uint64_t)packed;
+    uint64_t whole = a >> 24, frac = a & 0xFFFFFF;
+    int o = 0;
+    if (type == 11 || type == 19) {  /* TIME, TIME2: [-]HH:MM:SS.ffffff */
+        if (packed < 0) out[o++] = '-';
+        o += digits_into(out + o, (whole >> 12) % 1024, 2);
+    } else {
+        uint64_t ym = whole >> 22;
+        o += digits_into(out + o, ym / 13, 4);
+        out[o++] = '-';
+        o += digits_into(out + o, ym % 13, 2);
+        out[o++] = '-';
+        o += digits_into(out + o, (whole >> 17) % 32, 2);
+        if (type == 10 || type == 14) return o;  /* DATE, NEWDATE */
+        out[o++] = ' ';
+        o += digits_into(out + o, (whole >> 12) % 32, 2);
+    }
+    out[o++] = ':';
+    o += digits_into(out + o, (whole >> 6) % 64, 2);
+    out[o++] = ':';
+    o += digits_into(out + o, whole % 64, 2);
+    out[o++] = '.';
+    return o + digits_into(out + o, frac, 6);
+}
+
+/* A JSON value of type t, its bytes from p (n: up to its container's end), into v (whose depth
+ * and budget are set): 0, or 1 fall back. An object or array is only checked here; json_entry
+ * reads its members. */
+static int json_value(int t, const unsigned char *p, Py_ssize_t n, value_t *v) {
+    if (--*v->budget < 0) return 1;  /* more values than bytes: entries that point back */
+    uint64_t len;
+    int k;
+    switch (t) {
+    case J_SMALL_OBJECT: case J_LARGE_OBJECT: case J_SMALL_ARRAY: case J_LARGE_ARRAY: {
+        int os = t == J_SMALL_OBJECT || t == J_SMALL_ARRAY ? 2 : 4;
+        if (v->depth >= JSON_MAX_DEPTH || n < 2 * os) return 1;
+        uint64_t count = le(p, os), size = le(p + os, os);
+        uint64_t entry = (t <= J_LARGE_OBJECT ? os + 2 : 0) + 1 + os;  /* key entry + value entry */
+        if (size > (uint64_t)n || 2 * os + count * entry > size) return 1;
+        v->type = V_JSON; v->i = t; v->u = count; v->s = p; v->n = (Py_ssize_t)size;
+        return 0;
+    }
+    case J_LITERAL:
+        if (n < 1 || p[0] > 2) return 1;
+        v->type = p[0] ? V_BOOL : V_NULL;
+        v->i = p[0] == 1;
+        return 0;
+    case J_INT16: if (n < 2) return 1; v->type = V_INT; v->i = (int16_t)le(p, 2); return 0;
+    case J_UINT16: if (n < 2) return 1; v->type = V_INT; v->i = (int64_t)le(p, 2); return 0;
+    case J_INT32: if (n < 4) return 1; v->type = V_INT; v->i = (int32_t)le(p, 4); return 0;
+    case J_UINT32: if (n < 4) return 1; v->type = V_INT; v->i = (int64_t)le(p, 4); return 0;
+    case J_INT64: if (n < 8) return 1; v->type = V_INT; v->i = (int64_t)le(p, 8); return 0;
+    case J_UINT64: if (n < 8) return 1; v->type = V_UINT; v->u = le(p, 8); return 0;
+    case J_DOUBLE: {
+        if (n < 8) return 1;
+        uint64_t u = le(p, 8);
+        memcpy(&v->d, &u, 8);
+        v->type = V_DOUBLE;
+        return 0;
+    }
+    case J_STRING:  /* bytes: UTF-8 text when they are, else "base64:..." (_jsonable) */
+        if (!(k = json_varlen(p, n, &len)) || len > (uint64_t)(n - k)) return 1;
+        v->type = V_GUESS; v->s = p + k; v->n = (Py_ssize_t)len; v->len = 0;
+        return 0;
+    case J_OPAQUE: {
+        if (n < 2 || !(k = json_varlen(p + 1, n - 1, &len)) || len > (uint64_t)(n - 1 - k)) return 1;
+        const unsigned char *raw = p + 1 + k;
+        switch (p[0]) {
+        case 0: case 246: {  /* DECIMAL, NEWDECIMAL: precision, scale, the binary decimal */
+            if (len < 2) return 1;
+            cursor_t dc = {raw + 2, raw + len};
+            v->type = V_TEXT;
+            v->len = decimal_text(&dc, raw[0], raw[1], v->text);  /* all its scale's decimals, no exponent */
+            return v->len < 0;
+        }
+        case 7: case 10: case 11: case 12: case 14: case 17: case 18: case 19:  /* the temporal types */
+            v->type = V_TEXT;
+            v->len = json_temporal(p[0], raw, (Py_ssize_t)len, v->text);
+            return 0;
+        }
+        v->type = V_OPAQUE; v->u = p[0]; v->s = raw; v->n = (Py_ssize_t)len;
+        return 0;
+    }
+    }
+    return 1;
+}
+
+/* Member i of the object or array v: its key (objects: UTF-8 checked by the writers, in MySQL's
+ * order by the caller) and its value into child. 0, or 1 fall back. */
+static int json_entry(const value_t *v, Py_ssize_t i, const unsigned char **key, Py_ssize_t *klen, value_t *child) {
+    int small = v->i == J_SMALL_OBJECT || v->i == J_SMALL_ARRAY, object = v->i <= J_LARGE_OBJECT;
+    int os = small ? 2 : 4;
+    const unsigned char *p = v->s;
+    uint64_t size = (uint64_t)v->n, count = v->u;
+    if (object) {
+        const unsigned char *e = p + 2 * os + (os + 2) * i;
+        uint64_t at = le(e, os), n = le(e + os, 2);
+        if (at + n > size) return 1;
+        *key = p + at;
+        *klen = (Py_ssize_t)n;
+    }
+    const unsigned char *e = p + 2 * os + (object ? (os + 2) * count : 0) + (1 + os) * i;
+    int t = e[0];
+    child->depth = v->depth + 1;
+    child->budget = v->budget;
+    if (t == J_LITERAL || t == J_INT16 || t == J_UINT16 || (!small && (t == J_INT32 || t == J_UINT32)))
+        return json_value(t, e + 1, os, child);  /* inlined in its entry */
+    uint64_t at = le(e + 1, os);
+    if (at >= size) return 1;
+    return json_value(t, p + at, (Py_ssize_t)(size - at), child);
+}
+
+/* Whether key b comes after key a in MySQL's order of an object's keys (length, then bytes):
+ * MySQL writes them so, each once. */
+static int json_key_after(const unsigned char *a, Py_ssize_t alen, const unsigned char *b, Py_ssize_t blen) {
+    if (!a) return 1;
+    if (alen != blen) return alen < blen;
+    return memcmp(a, b, (size_t)alen) < 0;
+}
 
 #define SNEED(c, n) do { if ((c)->end - (c)->p < (Py_ssize_t)(n)) return 1; } while (0)
 
@@ -379,6 +535,17 @@ static inline int scan_value(cursor_t *c, const col_t *col, value_t *v) {
         if (col->a > 8) return 1;
         v->type = V_UINT; v->u = bit_value(p, col->a, col->b);
         return 0;
+    case K_JSON: {
+        SNEED(c, col->a);
+        uint64_t n = le(p, col->a);
+        if ((uint64_t)(left - col->a) < n) return 1;
+        c->p = p + col->a + n;
+        if (n == 0) { v->type = V_NULL; return 0; }  /* an empty document: the reference's None */
+        v->depth = 0;
+        v->room = (Py_ssize_t)n;
+        v->budget = &v->room;
+        return json_value(p[col->a], p + col->a + 1, (Py_ssize_t)n - 1, v);
+    }
     }
     return 1;
 }
@@ -393,6 +560,48 @@ static const unsigned char *binary_bytes(const value_t *v, unsigned char tmp[256
     memset(tmp + v->n, 0, (size_t)(v->len - v->n));
     *n = v->len;
     return tmp;
+}
+
+static PyObject *to_py(const value_t *v);
+
+/* "base64:type<n>:" of an opaque JSON value into o (<= 16 bytes); its length. Its bytes follow as base64. */
+static int opaque_head(const value_t *v, char *o) {
+    memcpy(o, "base64:type", 11);
+    int k = 11 + digits_into(o + 11, v->u, 1);
+    o[k++] = ':';
+    return k;
+}
+
+/* A JSON object (a dict, keys in the document's order) or array (a list); NULL with no exception
+ * set: fall back. */
+static PyObject *json_py(const value_t *v) {
+    int object = v->i <= J_LARGE_OBJECT;
+    Py_ssize_t count = (Py_ssize_t)v->u;
+    PyObject *r = object ? PyDict_New() : PyList_New(count);
+    const unsigned char *prev = NULL;
+    Py_ssize_t prevlen = 0;
+    if (!r) return NULL;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        value_t child;
+        const unsigned char *key = NULL;
+        Py_ssize_t klen = 0;
+        if (json_entry(v, i, &key, &klen, &child) || (object && !json_key_after(prev, prevlen, key, klen))) goto fail;
+        PyObject *x = to_py(&child);
+        if (!x) goto fail;
+        if (!object) { PyList_SET_ITEM(r, i, x); continue; }
+        prev = key;
+        prevlen = klen;
+        PyObject *name = PyUnicode_DecodeUTF8((const char *)key, klen, "strict");
+        if (!name) { PyErr_Clear(); Py_DECREF(x); goto fail; }  /* not UTF-8: the reference's base64 key */
+        int rc = PyDict_SetItem(r, name, x);
+        Py_DECREF(name);
+        Py_DECREF(x);
+        if (rc < 0) goto fail;
+    }
+    return r;
+fail:
+    Py_DECREF(r);
+    return NULL;
 }
 
 static PyObject *to_py(const value_t *v) {
@@ -426,6 +635,18 @@ static PyObject *to_py(const value_t *v) {
         }
         return r;
     }
+    case V_NULL: Py_RETURN_NONE;
+    case V_BOOL: return PyBool_FromLong((long)v->i);
+    case V_OPAQUE: {
+        char head[16];
+        int k = opaque_head(v, head);
+        PyObject *s = PyUnicode_New(k + 4 * ((v->n + 2) / 3), 127);
+        if (!s) return NULL;
+        memcpy(PyUnicode_DATA(s), head, k);
+        base64_into((char *)PyUnicode_DATA(s) + k, v->s, v->n);
+        return s;
+    }
+    case V_JSON: return json_py(v);
     }
     return NULL;
 }
@@ -681,6 +902,32 @@ static int put_double(out_t *o, double d) {
 
 #define TRY(x) do { int rc_ = (x); if (rc_) return rc_; } while (0)
 
+static int to_json(out_t *o, const value_t *v);
+
+/* A JSON object or array as orjson writes what json_py gives: 0, 1 fall back, -1 error. */
+static int json_put(out_t *o, const value_t *v) {
+    int object = v->i <= J_LARGE_OBJECT;
+    const unsigned char *prev = NULL;
+    Py_ssize_t prevlen = 0;
+    TRY(put(o, object ? "{" : "[", 1));
+    for (Py_ssize_t i = 0; i < (Py_ssize_t)v->u; i++) {
+        value_t child;
+        const unsigned char *key = NULL;
+        Py_ssize_t klen = 0;
+        if (json_entry(v, i, &key, &klen, &child)) return 1;
+        if (i) TRY(put(o, ",", 1));
+        if (object) {
+            if (!json_key_after(prev, prevlen, key, klen)) return 1;
+            prev = key;
+            prevlen = klen;
+            TRY(put_str(o, key, klen, 1));  /* 1 when not UTF-8: the reference's base64 key */
+            TRY(put(o, ":", 1));
+        }
+        TRY(to_json(o, &child));
+    }
+    return put(o, object ? "}" : "]", 1);
+}
+
 /* A value as JSON: what to_py gives, as orjson writes it. */
 static int to_json(out_t *o, const value_t *v) {
     switch (v->type) {
@@ -736,6 +983,17 @@ static int to_json(out_t *o, const value_t *v) {
         }
         return put(o, "]", 1);
     }
+    case V_NULL: return put(o, "null", 4);
+    case V_BOOL: return v->i ? put(o, "true", 4) : put(o, "false", 5);
+    case V_OPAQUE:
+        if (reserve(o, 4 * ((v->n + 2) / 3) + 18) < 0) return -1;
+        o->p[o->len++] = '"';
+        o->len += opaque_head(v, o->p + o->len);
+        base64_into(o->p + o->len, v->s, v->n);
+        o->len += 4 * ((v->n + 2) / 3);
+        o->p[o->len++] = '"';
+        return 0;
+    case V_JSON: return json_put(o, v);
     }
     return 1;
 }
@@ -968,7 +1226,7 @@ PyMODINIT_FUNC PyInit__rowdecode(void) {
     K(K_INT8); K(K_UINT8); K(K_INT16); K(K_UINT16); K(K_INT24); K(K_UINT24); K(K_INT32); K(K_UINT32);
     K(K_INT64); K(K_UINT64); K(K_FLOAT); K(K_DOUBLE); K(K_YEAR); K(K_STR_UTF8); K(K_STR_BINARY);
     K(K_STR_GUESS); K(K_STR_CODEC); K(K_DECIMAL); K(K_DATETIME2); K(K_TIMESTAMP2); K(K_TIME2); K(K_DATE);
-    K(K_ENUM); K(K_SET); K(K_BIT);
+    K(K_ENUM); K(K_SET); K(K_BIT); K(K_JSON);
 #undef K
     return m;
 }

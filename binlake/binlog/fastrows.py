@@ -2,9 +2,10 @@
 
 The compiled decoder walks a rows event's images once and builds binlake's JSON-typed values
 directly. It covers the column types of ordinary tables (integers, floats, strings and BLOBs
-in any Python codec, DECIMAL, DATETIME2/TIMESTAMP2/TIME2/DATE, YEAR, ENUM, SET, BIT). Tables
-with JSON, GEOMETRY, VECTOR, MariaDB COMPRESSED or pre-5.6 temporal columns, partial JSON updates and anything
-unexpected go to the reference path in rows.py, which the tests compare this one with.
+in any Python codec, DECIMAL, DATETIME2/TIMESTAMP2/TIME2/DATE, YEAR, ENUM, SET, BIT) and MySQL's
+binary JSON. Tables with GEOMETRY, VECTOR, MariaDB COMPRESSED or pre-5.6 temporal columns,
+partial JSON updates (PARTIAL_UPDATE_ROWS events) and anything unexpected go to the reference
+path in rows.py, which the tests compare this one with.
 `BINLAKE_PURE_PYTHON=1` turns the compiled path off.
 """
 
@@ -82,10 +83,11 @@ PLANS: dict[int, Callable] = {
     FIELD_TYPE.DATE: lambda k, col, guessed: (k.K_DATE, 0, 0, None),
     FIELD_TYPE.ENUM: _members("K_ENUM", "enum_values"), FIELD_TYPE.SET: _members("K_SET", "set_values"),
     FIELD_TYPE.BIT: lambda k, col, guessed: (k.K_BIT, col.bytes, col.bits, None),
+    FIELD_TYPE.JSON: lambda k, col, guessed: (k.K_JSON, col.length_size, 0, None) if 1 <= col.length_size <= 4
+    else None,
 }
 # The types the compiled decoder leaves to the reference path (rows.py), and why.
 REFERENCE_ONLY: dict[int, str] = {
-    FIELD_TYPE.JSON: "MySQL's binary JSON and partial JSON updates",
     FIELD_TYPE.GEOMETRY: "WKB turned into WKT",
     c.VECTOR: "float32 arrays (MySQL 9)",
     c.BLOB_COMPRESSED: "MariaDB COMPRESSED columns: each value zlib's", c.VARCHAR_COMPRESSED: "as BLOB_COMPRESSED",
