@@ -39,8 +39,21 @@ STRING_TYPES = frozenset({"char", "varchar", "tinytext", "text", "mediumtext", "
 Shape = tuple  # (type code, metadata...)
 
 
+# MariaDB's COMPRESSED columns: logged with their own type codes, a VARCHAR's length one byte more
+# (the compression header's)
+_COMPRESSED = {FIELD_TYPE.VARCHAR: (c.VARCHAR_COMPRESSED, 1), FIELD_TYPE.BLOB: (c.BLOB_COMPRESSED, 0)}
+
+
 def expected(col: Column, flavor: str) -> Shape | None:
     """The shape the server logs for col; None when it cannot be known (an unknown charset)."""
+    shape = _expected(col, flavor)
+    if shape is None or flavor != "mariadb" or not col.type.endswith(" compressed*/"):
+        return shape
+    code, header = _COMPRESSED.get(shape[0], (None, 0))
+    return None if code is None else (code, shape[1] + header)
+
+
+def _expected(col: Column, flavor: str) -> Shape | None:
     base, p = col.base, col.params
     if base in _INTS:
         return (_INTS[base],)
@@ -84,6 +97,8 @@ def expected(col: Column, flavor: str) -> Shape | None:
 def observed(col, type_code: int) -> Shape:
     """The shape a TABLE_MAP gives a column: the package's Column and the logged type code."""
     t = col.type
+    if type_code in (c.VARCHAR_COMPRESSED, c.BLOB_COMPRESSED):  # read as the VARCHAR or BLOB it holds
+        return (type_code, *observed(col, t)[1:])
     if type_code == c.VECTOR:
         return (c.VECTOR,)
     if t in (FIELD_TYPE.FLOAT, FIELD_TYPE.DOUBLE):

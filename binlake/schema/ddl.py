@@ -56,6 +56,43 @@ _TYPES = {
     "TIMESTAMP": "timestamp", "TIMESTAMPTZ": "timestamp", "TIME": "time", "YEAR": "year", "ENUM": "enum",
     "SET": "set", "BIT": "bit", "JSON": "json", "GEOMETRY": "geometry", "VECTOR": "vector",
 }
+# MariaDB's COMPRESSED column attribute (`VARCHAR(n) COMPRESSED[=zlib]`, anywhere among a column's
+# attributes), which sqlglot does not read: replayed as a comment of this text, which _column turns
+# into the type the server's COLUMN_TYPE gives (`varchar(n) /*m!100301 compressed*/`).
+COMPRESSED_MARK = "binlake:compressed"
+COMPRESSED_TYPE = " /*m!100301 compressed*/"
+_WORDS = re.compile(r"'(?:[^'\\]|\\.|'')*'|\"(?:[^\"\\]|\\.|\"\")*\"|`(?:[^`]|``)*`|[\w$]+|\S", re.S)
+# the word COMPRESSED is a column's name, not its attribute, after these (a definition's start,
+# ADD COLUMN, CHANGE a, AFTER, TO) and is a table option's value after = and ROW_FORMAT
+_NAME_AFTER = frozenset({"(", ",", "ADD", "COLUMN", "CHANGE", "MODIFY", "AFTER", "DROP", "TO", "=", "ROW_FORMAT"})
+# and an attribute is followed by the end of the definition or another attribute, never a type
+_ATTRIBUTE_BEFORE = frozenset({
+    "=", ",", ")", ";", "NOT", "NULL", "DEFAULT", "COMMENT", "CHARACTER", "CHARSET", "COLLATE", "BINARY",
+    "ASCII", "UNICODE", "INVISIBLE", "GENERATED", "AS", "PERSISTENT", "STORED", "VIRTUAL", "PRIMARY", "UNIQUE",
+    "KEY", "CHECK", "REFERENCES", "AUTO_INCREMENT", "ON", "FIRST", "AFTER", "COLUMN_FORMAT", "STORAGE", "WITH",
+    "CONSTRAINT", "SERIAL",
+})
+
+
+def mark_compressed(sql: str) -> str:
+    """A MariaDB statement with each column's COMPRESSED attribute as a COMMENT sqlglot reads."""
+    if "compressed" not in sql.lower():
+        return sql
+    words = [(m.start(), m.end(), m[0].upper()) for m in _WORDS.finditer(sql)]
+    out, at, skip = [], 0, 0
+    for i, (start, end, word) in enumerate(words):
+        if i < skip or word != "COMPRESSED" or i == 0 or words[i - 1][2] in _NAME_AFTER:
+            continue
+        after = words[i + 1][2] if i + 1 < len(words) else ";"
+        if after not in _ATTRIBUTE_BEFORE:
+            continue
+        if after == "=" and i + 2 < len(words):  # COMPRESSED=zlib: the method too
+            end, skip = words[i + 2][1], i + 3
+        out.append(f"{sql[at:start]}COMMENT '{COMPRESSED_MARK}'")
+        at = end
+    return "".join(out) + sql[at:]
+
+
 _NATIONAL = frozenset({"NCHAR", "NVARCHAR"})  # MySQL's national character set: utf8mb3
 _TEXT_BY_BYTES = ((255, "tiny"), (65535, ""), (16777215, "medium"))
 _TEXT_BYTES = {"tinytext": 255, "text": 65535, "mediumtext": 16777215, "longtext": 4294967295}
@@ -120,7 +157,7 @@ class SchemaState:
             self.replayed += 1
             return
         try:
-            statement = _parse(sql)
+            statement = _parse(mark_compressed(sql) if self.flavor == "mariadb" else sql)
             self._statement(db, statement, server_charset)
             self.replayed += 1
         except Unfollowable as e:
@@ -308,10 +345,12 @@ class SchemaState:
             raise Unfollowable(f"column `{d.name}` of type {kind.sql(dialect='mysql')} is not known")
         params = [p.this if isinstance(p, exp.DataTypeParam) else p for p in kind.expressions]
         charset = collation = generated = None
-        invisible = zerofill = binary_attr = False
+        invisible = zerofill = binary_attr = compressed = False
         for constraint in d.constraints:
             k = constraint.args.get("kind")
-            if isinstance(k, exp.CharacterSetColumnConstraint):
+            if isinstance(k, exp.CommentColumnConstraint) and k.this.name == COMPRESSED_MARK:
+                compressed = True
+            elif isinstance(k, exp.CharacterSetColumnConstraint):
                 charset = charset_of(k.this.name)
             elif isinstance(k, exp.CollateColumnConstraint):
                 collation = k.this.name.lower()
@@ -351,6 +390,8 @@ class SchemaState:
         text = name + (f"({inner})" if inner else "") + base[len(name):]
         if zerofill:
             text += " zerofill" if " unsigned" in text else " unsigned zerofill"
+        if compressed:
+            text += COMPRESSED_TYPE
         return Column(d.name, text, charset, collation, generated, invisible)
 
 
