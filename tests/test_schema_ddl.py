@@ -112,3 +112,51 @@ def test_a_snapshot_is_placed_only_against_the_file_it_was_taken_in(tmp_path):
     usable = lambda s: of_archived_file(store, "s", s)  # noqa: E731
     assert choose([after, during], "binlog.000001", usable) is during
     assert choose([after], "binlog.000001", usable) is None
+
+
+COMPRESSED_DDL = [  # MariaDB's COMPRESSED attribute anywhere among a column's, and the word as a name
+    "CREATE TABLE t (compressed INT, a TEXT COMPRESSED CHARACTER SET latin1, b VARCHAR(5) COMPRESSED=zlib NOT NULL, "
+    "c BLOB COMPRESSED DEFAULT NULL COMMENT 'COMPRESSED', d VARCHAR(9) NOT NULL COMPRESSED, "
+    "e TEXT COLLATE utf8mb4_bin COMPRESSED, f VARBINARY(7) COMPRESSED) ROW_FORMAT=COMPRESSED",
+    "ALTER TABLE t ADD COLUMN g TINYTEXT CHARACTER SET utf16 COMPRESSED AFTER compressed",
+    "ALTER TABLE t CHANGE compressed h VARCHAR(3) COMPRESSED, ADD compressed LONGBLOB COMPRESSED FIRST",
+    "ALTER TABLE t MODIFY a MEDIUMTEXT COMPRESSED, RENAME COLUMN b TO x",
+    "CREATE TABLE u (id INT(11), compressed VARCHAR(4) COMPRESSED NULL)",  # MariaDB shows int(11)
+]
+
+
+def test_mariadb_compressed_columns_replay_as_the_server_types_them(mariadb_server):
+    """Each statement run on a real MariaDB and replayed: every column's name, type and charset as
+    the server's information_schema has them (`binlake schema capture`); the same for the
+    statements SHOW CREATE TABLE gives back (`/*M!100301 COMPRESSED*/`)."""
+    import uuid
+
+    from binlake.schema.capture import capture
+
+    db = f"cmpddl_{uuid.uuid4().hex[:12]}"
+    replayed, shown = SchemaState(flavor="mariadb"), SchemaState(flavor="mariadb")
+    with mariadb_server.connect() as conn, conn.cursor() as cur:
+        create = f"CREATE DATABASE {db} CHARACTER SET utf8mb4"
+        cur.execute(create)
+        replayed.apply(db, create)
+        shown.apply(db, create)
+        try:
+            cur.execute(f"USE {db}")
+            for sql in COMPRESSED_DDL:
+                cur.execute(sql)
+                replayed.apply(db, sql)
+            server = capture(conn)
+            for table in ("t", "u"):
+                cur.execute(f"SHOW CREATE TABLE {table}")
+                shown.apply(db, cur.fetchone()[1])
+        finally:
+            cur.execute(f"DROP DATABASE {db}")
+
+    def columns(t) -> list[tuple]:  # a byte string's charset: information_schema's NULL, the replay's binary
+        return [(c.name, c.type, None if c.charset == "binary" else c.charset) for c in t.columns]
+
+    for table in ("t", "u"):
+        want = columns(server.tables[(db, table)])
+        assert columns(replayed.table(db, table)) == want, table
+        assert columns(shown.table(db, table)) == want, table
+    assert ("c", "blob /*m!100301 compressed*/", None) in columns(server.tables[(db, "t")])
