@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+ASSETS := binlake/spark/docs_assets/manifest.json
 
 .PHONY: airflow demo test test-fast install servers java browser compose lint bench clean
 
@@ -19,7 +20,11 @@ test: install servers java browser compose lint  ## lint, then every test agains
 test-fast: install lint  ## the developer's loop, in about a minute
 	$(BIN)/python -m pytest -q -rfEs -m "not (mysql or mariadb or spark or airflow or browser)"
 
-install: $(STAMP)
+install: $(STAMP) $(ASSETS)
+
+# The data docs' CSS, JavaScript and fonts from the npm registry, tarballs cached in .cache/npm.
+$(ASSETS): binlake/spark/offline_docs.py $(STAMP)
+	$(BIN)/python -m binlake.spark.offline_docs fetch --cache .cache/npm
 
 $(STAMP): pyproject.toml
 	PYTHON=$(PYTHON) bash scripts/install-build-deps.sh

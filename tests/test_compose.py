@@ -321,6 +321,21 @@ def test_one_pyspark_version():
     assert re.search(r"FROM apache/airflow:([\w.]+)-python(\d+\.\d+)", airflow)[2] == python
 
 
+def test_the_images_that_validate_ship_the_data_docs_assets():
+    """Validation runs in the Airflow image (and binlake's, for the CLI): both carry the data
+    docs' CSS and JavaScript (binlake/spark/offline_docs.py), fetched by the image's own stage,
+    never the build host's copy (.dockerignore)."""
+    stages = _stages()
+    assert "offline_docs.py fetch --into /opt/docs_assets" in stages["docs-assets"]
+    for name, dest in (("binlake", "./binlake/spark/docs_assets"),
+                       ("airflow", "/opt/binlake/binlake/spark/docs_assets")):
+        assert re.search(rf"COPY (--chown=\S+ )?--from=docs-assets /opt/docs_assets {re.escape(dest)}\n",
+                         stages[name]), name
+        assert "offline_docs.available()" in stages[name], name
+    ignored = (REPO / ".dockerignore").read_text().split()
+    assert {".venv", "binlake/spark/docs_assets", "binlake/**/*.so"} <= set(ignored)
+
+
 def test_airflow_image_keeps_its_airflow():
     airflow = _stages()["airflow"]
     base = re.search(r"FROM apache/airflow:([\w.]+)-python", airflow)[1]

@@ -37,7 +37,7 @@ from binlake.archive.identity import name_of
 from binlake.archive.run import refusals
 from binlake.archive.stores import open_store
 from binlake.errors import BinlakeError
-from binlake.spark import schema
+from binlake.spark import offline_docs, schema
 from binlake.spark.job import compact_ts, warehouse_uri
 from binlake.spark.settings import SESSION
 from binlake.splits import manifests, meets, parse_time, sources
@@ -241,6 +241,7 @@ class Validation:
             log.info("suite %s: %s", name, "passed" if results[-1].success else "failed")
         success = all(r.success or r.warn_only for r in results)
         docs = quality / "gx" / "uncommitted" / "data_docs" / "local_site" / "index.html"
+        offline_docs.localize(docs.parent)  # the pages open without a network too
         run_dir = quality / "runs" / self.run_name
         run_dir.mkdir(parents=True, exist_ok=True)
         report = Report(self.warehouse, self.start, self.end, self.run_name, success, results, counts, str(docs),
