@@ -116,9 +116,29 @@ def test_the_ui_shows_both_dags_and_runs_a_triggered_interval(stack, chromium):
         page.get_by_text("4 Task Instances").wait_for(timeout=60_000)
         assert page.get_by_text("Success", exact=True).count() >= 5  # the run and its four tasks
         page.screenshot(path=str(ARTIFACTS / "airflow-run.png"), full_page=True)
-    report = next(p for p in (af.home / "binlake" / "warehouse" / "quality" / "runs").glob("*/results.json")
-                  if "20261122T110000Z_20261122T120000Z" in p.parent.name)
-    assert json.loads(report.read_text())["report"]["counts"]["transactions"] == samples_truth()["transactions"]
+        report = next(p for p in (af.home / "binlake" / "warehouse" / "quality" / "runs").glob("*/results.json")
+                      if "20261122T110000Z_20261122T120000Z" in p.parent.name)
+        assert json.loads(report.read_text())["report"]["counts"]["transactions"] == samples_truth()["transactions"]
+
+        # the report, one click from the run: its tab shows the run's suites (served by the API
+        # server from the warehouse), and the data docs behind it list the validations, styled,
+        # with nothing fetched from outside this machine
+        remote: list[str] = []
+        page.route(re.compile(r"^https?://(?!127\.0\.0\.1[:/])"),
+                   lambda route: (remote.append(route.request.url), route.abort()))
+        page.get_by_role("tab", name="Quality report").or_(page.get_by_text("Quality report", exact=True)).first.click()
+        frame = page.frame_locator("iframe").first
+        frame.get_by_text("PASSED", exact=True).wait_for(timeout=60_000)
+        suites = frame.locator("table tr td:first-child").all_inner_texts()
+        assert suites == ["transactions", "row_changes", "anomalies", "continuity"]  # expectations/, in order
+        assert frame.get_by_text(f"transactions {samples_truth()['transactions']}").count() >= 1
+        page.screenshot(path=str(ARTIFACTS / "airflow-report.png"), full_page=True)
+        frame.get_by_role("link", name="All validations (data docs)").click()
+        frame.get_by_text("Validation Results").first.wait_for(timeout=60_000)
+        frame.get_by_text(re.compile(r"Showing 1 to \d+ of \d+ rows")).first.wait_for()  # bootstrap-table drew it
+        assert frame.locator("nav.navbar").evaluate("e => getComputedStyle(e).display") == "flex"
+        page.screenshot(path=str(ARTIFACTS / "airflow-data-docs.png"), full_page=True)
+        assert remote == []
 
 
 def _new_run(af, before: set[str], timeout: float = 60) -> str:
@@ -131,3 +151,37 @@ def _new_run(af, before: set[str], timeout: float = 60) -> str:
             return new[0]
         time.sleep(2)
     raise AssertionError("the trigger from the UI created no run")
+
+
+def test_the_report_view_asks_airflow_and_serves_only_the_reports(stack):
+    """The report view (plugins/binlake_airflow/report_app.py) on the API server: Airflow's auth
+    first, then only files of the warehouse's quality reports."""
+    import urllib.error
+    import urllib.request
+
+    af, url = stack
+    req = urllib.request.Request(url + "/auth/token", method="POST", headers={"Content-Type": "application/json"},
+                                 data=json.dumps({"username": "admin", "password": af.password()}).encode())
+    with urllib.request.urlopen(req, timeout=180) as r:
+        token = json.loads(r.read())["access_token"]
+
+    def get(path: str, auth: bool = True) -> tuple[int, str]:
+        headers = {"Authorization": f"Bearer {token}"} if auth else {}
+        try:
+            with urllib.request.urlopen(urllib.request.Request(url + path, headers=headers), timeout=180) as r:
+                return r.status, r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
+
+    assert get("/binlake/runs/binlake_transactions/any", auth=False)[0] == 401
+    assert get("/binlake/docs/index.html", auth=False)[0] == 401
+    status, page = get("/binlake/runs/binlake_archive/manual__x")
+    assert status == 200 and "only binlake_transactions runs validate the warehouse" in page
+    status, page = get("/binlake/runs/binlake_transactions/never_ran")
+    assert status == 200 and "its validate task has not run yet" in page
+    # out of the reports: refused however the path is spelled
+    for path in ("/binlake/docs/%2e%2e/%2e%2e/%2e%2e/%2e%2e/airflow.cfg", "/binlake/docs/..%2f..%2f..%2fairflow.cfg",
+                 "/binlake/results/..%2f..%2f..%2f..%2f..%2fairflow.cfg/results.json",
+                 "/binlake/results/x/airflow.cfg"):
+        status, body = get(path)
+        assert status == 404 and "[core]" not in body, path

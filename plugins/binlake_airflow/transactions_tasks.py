@@ -12,7 +12,7 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from airflow.sdk import Asset, BaseHook, PokeReturnValue, task
 
 from binlake.spark import settings as spark_settings
-from binlake_airflow import resources, settings
+from binlake_airflow import reports, resources, settings
 
 log = logging.getLogger(__name__)
 
@@ -120,10 +120,10 @@ class AssembleOperator(SparkSubmitOperator):
 ### Validate the interval
 Runs the Great Expectations suites of `expectations/` (transactions, row_changes, anomalies,
 continuity) on the interval's rows in a local SparkSession; results and data docs go under
-`{warehouse}/quality/`. A failed suite fails this task, unless the Variable's `warn_only`
-names it.
+`{warehouse}/quality/`, and the run's **Quality report** tab shows them (a failed run's too).
+A failed suite fails this task, unless the Variable's `warn_only` names it.
 """)
-def validate(start: str, end: str) -> dict:
+def validate(start: str, end: str, *, ti=None) -> dict:
     import datetime as dt
 
     from binlake.spark.job import session
@@ -135,6 +135,8 @@ def validate(start: str, end: str) -> dict:
     spark = session("local[*]", app="binlake-validate")
     config = Config(set(cfg.warn_only), list(cfg.allowed_severities), dt.timedelta(seconds=cfg.xa_max_age_seconds))
     report = run_suites(spark, cfg.warehouse, start, end, cfg.store, [s.name for s in cfg.sources], config)
+    if ti is not None:  # the run's "Quality report" tab opens it, passed or failed
+        reports.record(cfg.warehouse, ti.dag_id, ti.run_id, report.run)
     text = report.text()
     for line in text.splitlines():
         log.info("%s", line)
@@ -153,11 +155,16 @@ def validate(start: str, end: str) -> dict:
 @task(outlets=[REPORT_ASSET], doc_md="""
 ### Publish the report
 Records where the interval's quality report is: an event of the `binlake_quality_report` Asset
-(visible under Assets, with the data docs path in its extra), this task's return value, and the log.
+(visible under Assets, with the report's page and the data docs path in its extra), this task's
+return value, and the log. The run's **Quality report** tab opens the same page.
 """)
-def publish_report(result: dict, *, outlet_events=None) -> dict:
-    log.info("quality report for %s .. %s: %s (data docs %s)", result["start"], result["end"],
-             "PASSED" if result["success"] else "FAILED", result["docs"])
+def publish_report(result: dict, *, outlet_events=None, ti=None) -> dict:
+    from airflow.configuration import conf
+
+    page = reports.url(conf.get("api", "base_url", fallback=""), ti.dag_id, ti.run_id) if ti is not None else None
+    log.info("quality report for %s .. %s: %s, %s (the run's Quality report tab; data docs %s)", result["start"],
+             result["end"], "PASSED" if result["success"] else "FAILED", page, result["docs"])
     if outlet_events is not None:
-        outlet_events[REPORT_ASSET].extra = {k: result[k] for k in ("start", "end", "success", "docs", "results")}
-    return result
+        outlet_events[REPORT_ASSET].extra = {**{k: result[k] for k in ("start", "end", "success", "docs", "results")},
+                                             "report": page}
+    return {**result, "report": page}
