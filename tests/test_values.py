@@ -134,6 +134,7 @@ COMPRESSED_A = [
     ("tx", "TEXT COMPRESSED", "CONVERT(tx USING utf8mb4)"), ("bl", "BLOB COMPRESSED", "HEX(bl)"),
     ("vb", "VARBINARY(1000) COMPRESSED=zlib", "HEX(vb)"),
     ("lt", "LONGTEXT CHARACTER SET utf16 COMPRESSED", "CONVERT(lt USING utf8mb4)"),
+    ("pb", "BLOB", "HEX(pb)"), ("pv", "VARBINARY(10)", "HEX(pv)"),  # beside them, not compressed
 ]
 COMPRESSED_ALTER = ("ALTER TABLE {db}.a ADD COLUMN tb TINYBLOB COMPRESSED AFTER vc, "
                     "ADD COLUMN `compressed` VARCHAR(20) CHARACTER SET cp1251 NOT NULL COMPRESSED DEFAULT 'ж'")
@@ -144,8 +145,8 @@ COMPRESSED_B = [
     ("s", "VARCHAR(100) COLLATE latin1_bin COMPRESSED NOT NULL", "CONVERT(s USING utf8mb4)"),
 ]
 COMPRESSED_ROWS = {  # table -> its INSERT's rows (one long, one empty, one NULL value each)
-    "a": "(1, REPEAT('ab ü', 300), REPEAT('é', 250), 'short', REPEAT(x'00ff', 400), x'0000', REPEAT('😀x', 100)), "
-         "(2, '', '', '', x'', x'', ''), (3, NULL, NULL, NULL, NULL, NULL, NULL)",
+    "a": "(1, REPEAT('ab ü', 300), REPEAT('é', 250), 'short', REPEAT(x'00ff', 400), x'0000', REPEAT('😀x', 100), "
+         "'text', x'00'), (2, '', '', '', x'', x'', '', '', x''), (3, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)",
     "b": "(1, REPEAT('中😀', 200), REPEAT(x'00', 50), REPEAT('ÿ', 90)), (2, '', x'', '')",
 }
 
@@ -191,6 +192,8 @@ def test_mariadb_compressed_columns_named_by_the_history_are_the_servers(metadat
         cur.execute(f"CREATE TABLE {db}.b ({', '.join(f'{n} {d}' for n, d, _ in COMPRESSED_B)})")
         cur.execute(f"INSERT INTO {db}.b VALUES {COMPRESSED_ROWS['b']}")
         held_b = _held(cur, f"{db}.b", b_cols)
+        cur.execute(f"SELECT id, {', '.join(f'HEX({n})' for n, _ in b_cols[1:])} FROM {db}.b ORDER BY id")
+        stored_b = {r[0]: [bytes.fromhex(h) for h in r[1:]] for r in cur.fetchall()}
         want += [("b", "insert", None, held_b[i]) for i in sorted(held_b)]
         before = _held(cur, f"{db}.a", a_cols)
         cur.execute(f"UPDATE {db}.a SET vc = 'x', tb = REPEAT(x'7f', 200), `compressed` = 'Жизнь' WHERE id = 1")
@@ -214,3 +217,21 @@ def test_mariadb_compressed_columns_named_by_the_history_are_the_servers(metadat
         assert [r for r in records if r["record"] == "anomaly"] == [], path
         got = [(r["table"], r["op"], r["before"], r["after"]) for r in records if r["record"] == "row_change"]
         assert got == want, path
+        # without a history: positional names; MINIMAL logs the charsets, so the same values; NO_LOG
+        # does not, so the bytes the server stored (HEX()) as any string without charset metadata:
+        # UTF-8 text when they decode, else base64
+        done = run_cli("scan", "--rows", *map(str, archived))
+        inserted = [r["after"] for r in ndjson(done.stdout) if r.get("table") == "b" and r["op"] == "insert"]
+        if metadata == "MINIMAL":
+            unnamed = [{f"col_{n + 1}": v for n, v in enumerate(held_b[i].values())} for i in sorted(held_b)]
+        else:
+            unnamed = [{"col_1": i, **{f"col_{n + 2}": _utf8_or_b64(b) for n, b in enumerate(stored_b[i])}}
+                       for i in sorted(stored_b)]
+        assert inserted == unnamed, path
+
+
+def _utf8_or_b64(b: bytes) -> str:
+    try:
+        return b.decode("utf-8")
+    except UnicodeDecodeError:
+        return "base64:" + base64.b64encode(b).decode()

@@ -188,6 +188,8 @@ def _decode_table_map(body: bytes, post_header_len: int, flavor: str, table: Tab
         col.character_set_name = charsets.codec(col.character_set_name)
         if i in squeezed:  # the package reads the compressed bytes; _Converter uncompresses and decodes them
             compressed[i] = None if col.character_set_name in (None, "binary") else col.character_set_name
+            if col.character_set_name is None:  # no charset logged: UTF-8 when it decodes, as other strings
+                guessed.add(i)
             col.character_set_name = "binary"
         if col.character_set_name is None and col.type in _STRING_TYPES:
             # No charset in the metadata: take the bytes, and decide per value (UTF-8 or base64).
@@ -422,7 +424,14 @@ class _Converter:
         if i in self.compressed:
             raw = uncompress_column(v.encode("latin-1") if isinstance(v, str) else bytes(v))
             codec = self.compressed[i]
-            return raw.decode(codec) if codec else _b64(raw)
+            if codec:
+                return raw.decode(codec)
+            if i in self.charset_unknown:
+                try:
+                    return raw.decode("utf-8")
+                except UnicodeDecodeError:
+                    pass
+            return _b64(raw)
         if isinstance(v, JsonDiffs):
             return _apply_json_diff(before_value, v)
         convert = CONVERSIONS.get(t)
