@@ -20,6 +20,7 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
+from functools import partial
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -154,7 +155,7 @@ def localize(site: Path, assets: Path = HERE) -> list[str]:
         text = page.read_text(encoding="utf-8")
         if "://" not in text:
             continue
-        new = _LOGO_CSS.sub("none", _TAG.sub(lambda m, where=page.parent: _point(m.group(0), where, vendor), text))
+        new = _LOGO_CSS.sub("none", _TAG.sub(partial(_point, where=page.parent, vendor=vendor), text))
         remote.update(u for tag in _TAG.findall(new) for u in _REMOTE.findall(tag))
         if new != text:
             page.write_text(new, encoding="utf-8")
@@ -166,7 +167,8 @@ def localize(site: Path, assets: Path = HERE) -> list[str]:
     return sorted(remote)
 
 
-def _point(tag: str, where: Path, vendor: Path) -> str:
+def _point(match: re.Match, where: Path, vendor: Path) -> str:
+    tag = match.group(0)
     for url in _REMOTE.findall(tag):
         if url.startswith(LOGOS):
             alt = _ALT.search(tag)
