@@ -5,12 +5,18 @@ run time and passed through SparkSubmitOperator's own `conn_id`."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import signal
+import sys
+from pathlib import Path
 
 from binlake.archive.run import archive
 from binlake.archive.sources import DirSource
 from binlake.archive.stores import open_store
 from binlake.demo import commit_range, sample_files
 from tests.support.lake import lake
+from tests.support.truth import samples_truth
 
 
 def test_the_variables_spark_connection_is_the_one_used(airflow, spark_submit, tmp_path):
@@ -83,3 +89,100 @@ def test_an_archive_that_stopped_fails_the_interval_with_what_is_known(airflow, 
     assert ("the archive has not reached the interval's end 2026-11-01T11:00:00.000000Z" in run["output"]
             and "db1 (archived up to nothing yet)" in run["output"] and "binlake_archive" in run["output"]), \
         run["output"][-3000:]
+
+
+def _interpreter(root: Path, body: str) -> Path:
+    """An interpreter at its own path with this venv's packages (a pyvenv.cfg and a link to the
+    venv's lib beside it): to Spark, a Python of its own. `body` runs first in its bash launcher."""
+    venv = Path(sys.prefix)
+    (root / "bin").mkdir(parents=True)
+    shutil.copy(venv / "pyvenv.cfg", root / "pyvenv.cfg")
+    (root / "lib").symlink_to(venv / "lib")
+    python = root / "bin" / "python"
+    python.write_text(f'#!/bin/bash\n{body}\nexec -a "$0" {os.path.realpath(sys.executable)} "$@"\n')
+    python.chmod(0o755)
+    (root / "bin" / "python3").symlink_to(python)
+    return python
+
+
+def test_executors_of_a_standalone_worker_run_the_workers_python(airflow, spark_submit, tmp_path):
+    """The compose stack's Spark layout outside Docker: a standalone master and worker started by
+    the services' own commands and environment, the worker's `python3` not the driver's
+    interpreter, and the assemble task as the scheduler runs it. PySpark's executors run the
+    interpreter the driver names (PYSPARK_PYTHON in the driver's environment, else `python3`
+    on the worker's PATH). The driver's interpreter refuses to be a PySpark worker, as the
+    Airflow image's cannot be one on a Spark worker: the job passes only if every executor ran
+    the worker's own Python."""
+    import subprocess
+    import urllib.request
+
+    from binlake.airflow_local import free_port
+
+    driver = _interpreter(tmp_path / "driver", 'case " $* " in *" pyspark.daemon "*|*" pyspark.worker "*)\n'
+                          '  echo "an executor ran the driver\'s interpreter $0" >&2; exit 97;; esac')
+    used = tmp_path / "worker-python.log"
+    worker_python = _interpreter(tmp_path / "worker", f'echo "$*" >> {used}')
+    store = tmp_path / "archive"
+    mysql_samples = next(f for f in sample_files() if "/mysql-" in f).rsplit("/", 1)[0]
+    archive(DirSource(mysql_samples), open_store(f"file://{store}"), "s")
+    start, end = commit_range(store)
+
+    port, ui = free_port(), free_port()
+    spark_class = str(Path(sys.executable).parent / "spark-class")
+    import pyspark
+
+    # the image's SPARK_HOME is pyspark's package too (spark-class finds it by the interpreter)
+    env = {**os.environ, "SPARK_HOME": os.path.dirname(pyspark.__file__), "SPARK_LOCAL_IP": "127.0.0.1",
+           "SPARK_WORKER_DIR": str(tmp_path / "spark-work")}
+    # docker-compose.yml's spark-master and spark-worker commands, on loopback
+    services = [subprocess.Popen([spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+                                  "--port", str(port), "--webui-port", str(ui)], env=env, start_new_session=True,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    try:
+        services.append(subprocess.Popen(
+            [spark_class, "org.apache.spark.deploy.worker.Worker", f"spark://127.0.0.1:{port}", "--host", "127.0.0.1",
+             "--webui-port", str(free_port())],
+            # compose's environment; the image's python3 is the worker's own (first on its PATH)
+            env={**env, "PATH": f"{worker_python.parent}:{env['PATH']}", "PYSPARK_PYTHON": "python3",
+                 "SPARK_WORKER_CORES": "1", "SPARK_WORKER_MEMORY": "1g"},
+            start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        _wait_for_worker(f"http://127.0.0.1:{ui}/json/", urllib.request)
+
+        settings = {"store": f"file://{store}", "warehouse": str(tmp_path / "warehouse"),
+                    "sources": [{"name": "s", "url": f"dir://{mysql_samples}", "final": True}],
+                    # compose's: the driver (in the scheduler) reachable by the executors
+                    "spark_conf": {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
+                                   "spark.executor.memory": "512m"}}
+        af = airflow({"AIRFLOW_VAR_BINLAKE": json.dumps(settings), "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",
+                      "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "spark://127.0.0.1",
+                                                                "port": port})})
+        # the task in the driver's interpreter, as the Airflow image's scheduler runs it
+        out = subprocess.run([str(driver), "-m", "airflow", "tasks", "test", "binlake_transactions", "assemble",
+                              "-t", json.dumps({"start": start, "end": end})], env=af.env, capture_output=True,
+                             text=True, timeout=900)
+    finally:
+        for proc in reversed(services):
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=60)
+    text = out.stdout + out.stderr
+    assert out.returncode == 0 and "an executor ran the driver's interpreter" not in text, text[-4000:]
+    assert f"--master spark://127.0.0.1:{port}" in text  # the provider built spark-submit from the connection
+    assert "pyspark.daemon" in used.read_text()  # the executors started the worker's Python
+    # the samples' own count of the MySQL server's transactions (tests.support.truth)
+    assert sum(lake(tmp_path / "warehouse")["transactions"].values()) == samples_truth("mysql")["transactions"]
+
+
+def _wait_for_worker(status: str, request, timeout: float = 120) -> None:
+    """Until the master's status (its web UI's JSON) counts a live worker."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with request.urlopen(status, timeout=10) as r:
+                if json.loads(r.read()).get("aliveworkers", 0) >= 1:
+                    return
+        except OSError:
+            pass  # not listening yet
+        time.sleep(0.5)
+    raise AssertionError(f"no Spark worker registered with the master within {timeout:.0f} s")

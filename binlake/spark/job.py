@@ -451,10 +451,11 @@ def _counts(df: DataFrame, column: str) -> dict[str, int]:
 
 
 def executor_python(master: str | None) -> None:
-    """The Python a local master's executors run: this one, which has binlake. A cluster's
-    executors run their workers' own (the worker's PYSPARK_PYTHON, or spark.pyspark.python):
+    """The Python a local master's executors run: this one, which has binlake. PySpark's
+    executors run the interpreter the driver names; for a cluster none is named (unless the
+    deployment sets spark.pyspark.python), so they run `python3` as their worker's PATH finds it:
     never this interpreter's path, which need not exist there (the Airflow image's is not in the
-    Spark image)."""
+    Spark image). tests/test_airflow_operator.py holds both to it on a standalone worker."""
     import sys
 
     if is_local(master):
