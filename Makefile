@@ -57,6 +57,7 @@ bench: install servers java
 	$(BIN)/python bench/memory.py
 	$(BIN)/python bench/schema.py
 	$(BIN)/python bench/shapes.py
+	$(BIN)/python bench/interval.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -18,6 +18,7 @@ SECTIONS = [
     "bench/archive.py",
     "bench/schema.py",
     "bench/shapes.py",
+    "bench/interval.py",
 ]
 
 
