@@ -252,3 +252,26 @@ def test_an_incident_inside_a_transaction_cuts_it(tmp_path):
     cut = [t for t in out["transaction"] if t["start_pos"] == holder["start_pos"]]
     assert [(t["outcome"], t["end_pos"]) for t in cut] == [("incomplete", pos)]
     assert [t for t in out["transaction"] if t not in cut] == [t for t in full if t is not holder]
+
+
+def test_an_invalid_ddl_event_is_replayed_by_no_reader(tmp_path):
+    """A CREATE TABLE whose db_len runs past its event (CRC32 recomputed, so only the servers'
+    own check finds it, "Found invalid event"): the scan reports it and the schema history's
+    reader (the Spark job's DDL pass) skips it too, so both read the tables after it alike."""
+    from binlake.binlog.framing import BinlogReader
+    from binlake.schema.replay import reader_ddl
+
+    path = DATA / "mysql" / "binlog.000001"
+    data = bytearray(path.read_bytes())
+    # the workload's second statement (tests/data/mysql/mysqlbinlog.txt: `CREATE TABLE kv` at 414)
+    pos, type_code, size = next(e for e in headers(bytes(data)) if e[0] == 414)
+    assert type_code == 2 and b"CREATE TABLE kv" in data[pos:pos + size]  # QUERY
+    data[pos + 19 + 8] = 250  # db_len: 250 bytes of name where the event has fewer left
+    struct.pack_into("<I", data, pos + size - 4, zlib.crc32(data[pos:pos + size - 4]))
+    bad = copy_as(tmp_path, path, bytes(data), "ddl")
+    intact = [s[:3] for s in reader_ddl(BinlogReader(path.read_bytes(), path.name))]
+    damaged = [s[:3] for s in reader_ddl(BinlogReader(bytes(data), path.name))]
+    assert damaged == [s for s in intact if s[0] != 414] and len(damaged) == len(intact) - 1
+    (a,) = scan(bad)["anomaly"]  # the transaction the statement was (its GTID at 337) cannot be whole
+    assert (a["code"], a["start_pos"]) == ("DECODE_ERROR", 337)
+    assert a["detail"].startswith(f"{path.name}:414: cannot decode QUERY event: status_vars_len 45 and db_len 250 ")

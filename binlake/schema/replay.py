@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from binlake.binlog import constants as c
-from binlake.binlog.events import decode_query
+from binlake.binlog.events import check_query, decode_query
 from binlake.binlog.framing import BinlogReader
 from binlake.schema.ddl import SchemaState, is_ddl
 from binlake.schema.model import Snapshot
@@ -47,6 +47,10 @@ def reader_ddl(reader: BinlogReader, until: int | None = None) -> Iterator[State
         if f.type not in _QUERIES or not f.crc_ok or f.body[-5:] == b"BEGIN":  # most: a transaction's start
             continue
         phl = fde.post_header_len(f.type) or fde.post_header_len(c.QUERY_EVENT)
+        try:
+            check_query(f.body, phl)
+        except ValueError:
+            continue  # an invalid event: the scan replays none of it either (describe)
         q = decode_query(f.body, phl, f.type == c.QUERY_COMPRESSED_EVENT)
         if not q.error_code and is_ddl(q.text):
             yield f.pos, q.db, q.text, q.collation_server
