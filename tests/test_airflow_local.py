@@ -13,6 +13,7 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
@@ -84,6 +85,12 @@ def test_make_airflow_starts_serves_runs_and_stops(tmp_path, spark_submit):
         assert [(r["success"], r["counts"]["transactions"]) for r in reports] == \
             [(True, samples_truth()["transactions"])]  # the samples' own count (tests.support.truth)
         assert Path(reports[0]["docs"]).is_file()
+        # the run's Quality report tab's page, served by this Airflow's API server
+        req = urllib.request.Request(f"{url}/binlake/runs/binlake_transactions/{quote(run['dag_run_id'], safe='')}",
+                                     headers={"Authorization": f"Bearer {token}"})
+        with urllib.request.urlopen(req, timeout=180) as r:
+            page = r.read().decode()
+        assert "<b>PASSED</b>" in page and f"transactions {samples_truth()['transactions']}," in page
         assert (home / "env.sh").read_text().count(f"AIRFLOW_HOME={home}") == 1
     finally:
         proc.send_signal(signal.SIGINT)
