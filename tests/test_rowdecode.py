@@ -7,7 +7,9 @@ rows of every column type written to the live servers are also held to what was 
 image equals the row the test wrote and the row the server returned for it (SELECT). MySQL's
 binary JSON is held to the reference on documents of every kind made here (tests.support.
 json_binary, and each with bytes changed: the reference's value or a fall back, never another)
-and on seeded documents written to a live server.
+and on seeded documents written to a live server; GEOMETRY (EWKT) on geometries of every kind
+(tests.support.wkb, changed the same way) and VECTOR on float32s of any bits, and both on a
+live server's tables, which the compiled path takes whole.
 """
 
 from __future__ import annotations
@@ -18,8 +20,11 @@ import json
 import random
 import struct
 import uuid
+from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import orjson
 import pytest
@@ -28,6 +33,7 @@ from pymysqlreplication.constants import FIELD_TYPE
 
 from binlake.binlog import _rowdecode, fastrows, rows
 from tests.support import json_binary as jb
+from tests.support import wkb
 from tests.support.scanning import DATA, PUBLIC, REPO, headers, lines_path, records_path, scan
 from tests.support.workload import binlake_value, from_pymysql, sql_arg
 from tests.test_public_fixtures import READABLE
@@ -139,6 +145,24 @@ def _position(cur, flavor: str) -> tuple[str, int]:
     cur.execute("SHOW BINARY LOG STATUS" if flavor == "mysql" else "SHOW BINLOG STATUS")
     file, pos = cur.fetchone()[:2]
     return file, int(pos)
+
+
+def logged(server, create: str, write: Callable, into: Path) -> list[Path]:
+    """The binlog range write(cursor, db) logs on server, in a database of the test's own with the
+    table `create` makes (`{db}` its name), as files binlake reads (_range_copies, in into)."""
+    db = f"logged_{uuid.uuid4().hex[:12]}"
+    with server.connect() as conn, conn.cursor() as cur:
+        cur.execute(f"CREATE DATABASE {db}")
+        try:
+            cur.execute(create.format(db=db))
+            start = _position(cur, server.flavor)
+            write(cur, db)
+            end = _position(cur, server.flavor)
+            cur.execute("SHOW BINARY LOGS")
+            names = [r[0] for r in cur.fetchall()]
+        finally:
+            cur.execute(f"DROP DATABASE {db}")
+    return _range_copies(server.binlog_dir, names, start, end, into)
 
 
 def _range_copies(binlog_dir: Path, names: list[str], start: tuple[str, int], end: tuple[str, int],
@@ -284,26 +308,33 @@ def _reference_json(doc: bytes):
     return None if not doc else rows.CONVERSIONS[FIELD_TYPE.JSON](None, json_binary.parse_json(doc[0], doc[1:]))
 
 
-def _compiled_json(doc: bytes) -> tuple[bytes, bytes, bytes] | None:
-    """An insert of one JSON column holding doc, through the three compiled writers: the value
-    (as orjson's text), the line render() writes and the after image columns() writes; None when
-    any of them falls back (they must agree on that)."""
-    body = b"\x00" + len(doc).to_bytes(4, "little") + doc
+def _compiled_one(plan: tuple, raw: bytes) -> tuple[Any, bytes, bytes] | None:
+    """An insert of one column (plan's, 4 length bytes) holding raw, through the three compiled
+    writers: the value decode() gives, the line render() writes and the after image columns()
+    writes; None when any of them falls back (they must agree on that)."""
+    body = b"\x00" + len(raw).to_bytes(4, "little") + raw
+    keys = fastrows.json_keys(plan)
     outs = []
-    for call in (lambda: _rowdecode.decode(body, 0, JSON_PLAN, b"\x01", b"", 0),
-                 lambda: _rowdecode.render(body, 0, JSON_PLAN, JSON_KEYS, b"\x01", b"", 0, b'{"seq":', 0,
+    for call in (lambda: _rowdecode.decode(body, 0, plan, b"\x01", b"", 0),
+                 lambda: _rowdecode.render(body, 0, plan, keys, b"\x01", b"", 0, b'{"seq":', 0,
                                            b',"before":', b"}\n"),
-                 lambda: _rowdecode.columns(body, 0, JSON_PLAN, JSON_KEYS, b"\x01", b"", 0)):
+                 lambda: _rowdecode.columns(body, 0, plan, keys, b"\x01", b"", 0)):
         try:
             outs.append(call())
         except _rowdecode.Fallback:
             outs.append(None)
-    assert (outs[0] is None) == (outs[1] is None) == (outs[2] is None), doc.hex()
+    assert (outs[0] is None) == (outs[1] is None) == (outs[2] is None), raw.hex()
     if outs[0] is None:
         return None
     (decoded,), (_, line), (_, _, (_, image)) = outs
     assert decoded[0] is None
-    return orjson.dumps(decoded[1]["doc"]), line, image
+    return decoded[1][plan[0][0]], line, image
+
+
+def _compiled_json(doc: bytes) -> tuple[bytes, bytes, bytes] | None:
+    """A JSON document through the three compiled writers (_compiled_one), its value as orjson's text."""
+    got = _compiled_one(JSON_PLAN, doc)
+    return None if got is None else (orjson.dumps(got[0]), got[1], got[2])
 
 
 def _assert_json_alike(doc: bytes, fall_back: bool = False) -> None:
@@ -387,9 +418,15 @@ def test_json_documents_of_every_kind_as_the_reference_reads_them():
     _assert_json_alike(bytes(unordered), fall_back=True)
     _assert_json_alike(jb.document({b"\xff": 1}), fall_back=True)
     # any byte changed: the reference's value or a fall back, never another value
-    for doc in docs[:1500]:
+    for bad in _corrupted(rnd, docs[:1500]):
+        _assert_json_alike(bad)
+
+
+def _corrupted(rnd: random.Random, values: list[bytes]):
+    """Three variants of each value, each with a byte changed or cut there."""
+    for value in values:
         for _ in range(3):
-            bad = bytearray(doc)
+            bad = bytearray(value)
             if not bad:
                 continue
             at = rnd.randrange(len(bad))
@@ -397,7 +434,7 @@ def test_json_documents_of_every_kind_as_the_reference_reads_them():
                 bad = bad[:at]
             else:
                 bad[at] = rnd.randrange(256)
-            _assert_json_alike(bytes(bad))
+            yield bytes(bad)
 
 
 JSON_SCALARS = ["null", "true", "false", "0", "-1", "32767", "-32768", "65535", "2147483647", "-2147483648",
@@ -499,3 +536,135 @@ def test_same_records_for_json_documents_on_a_live_server(mysql_server, monkeypa
     docs = [r["after"]["doc"] for r in fast["row_change"] if r["after"]]
     assert {type(d) for d in docs} >= {dict, list, int, float, str, bool, type(None)}
     assert fast["row_change"][-1]["after"]["doc"] == {"a": 2}
+
+
+# -- GEOMETRY and VECTOR ------------------------------------------------------------------------
+
+GEOMETRY_PLAN = (("v", _rowdecode.K_GEOMETRY, 4, 0, None),)
+VECTOR_PLAN = (("v", _rowdecode.K_VECTOR, 4, 0, None),)
+COORDINATES = [0.0, -0.0, 1.0, -1.0, 0.5, -1.5, 0.1, 1e-7, 5e-324, -5e-324, 2.2250738585072014e-308,
+               2.225073858507201e-308, 1.7976931348623157e308, -1.7976931348623157e308, 1e15 - 1, -(1e15 - 1),
+               1e15, 999999999999999.9, 1e16, 123456789.123, 2.0 ** 53, 2.0 ** 63, -(2.0 ** 63), 1e22, 1e-300]
+
+
+def _coordinate(rnd: random.Random) -> float:
+    r = rnd.random()
+    if r < 0.4:
+        return rnd.choice(COORDINATES)
+    if r < 0.7:
+        return round(rnd.uniform(-1e6, 1e6), rnd.randint(0, 6))
+    while True:  # any finite double (MySQL stores no NaN or infinity)
+        x = struct.unpack("<d", rnd.randbytes(8))[0]
+        if x - x == 0:
+            return x
+
+
+def _random_geometry(rnd: random.Random, kind: str | None = None, depth: int = 0) -> tuple[str, Any]:
+    kind = kind or rnd.choice(list(wkb.KINDS) if depth < 3 else list(wkb.KINDS)[:6])
+    empty = rnd.random() < 0.1
+
+    def points(least: int) -> list[tuple[float, float]]:
+        return [(_coordinate(rnd), _coordinate(rnd)) for _ in range(rnd.randint(least, 6))]
+
+    if kind == "POINT":
+        return kind, (_coordinate(rnd), _coordinate(rnd))
+    if kind == "LINESTRING":
+        return kind, [] if empty and depth == 0 else points(2)
+    if kind == "POLYGON":
+        return kind, [] if empty and depth == 0 else [points(4) for _ in range(rnd.randint(1, 3))]
+    if kind == "GEOMETRYCOLLECTION":  # members of any kind, collections and empty ones among them
+        return kind, [] if empty else [_random_geometry(rnd, None, depth + 1) for _ in range(rnd.randint(1, 4))]
+    member = wkb.MEMBER[kind]  # a MULTI* of non-empty members (MySQL takes no empty one)
+    return kind, [] if empty else [_random_geometry(rnd, member, depth + 1)[1] for _ in range(rnd.randint(1, 4))]
+
+
+def _reference_geometry(stored: bytes):
+    """A GEOMETRY column's value as the reference path gives it (rows.CONVERSIONS): an error is an exception."""
+    return rows.CONVERSIONS[FIELD_TYPE.GEOMETRY](None, stored)
+
+
+def _reference_vector(stored: bytes):
+    """A VECTOR column's value as the reference path gives it (the package reads it as a BLOB)."""
+    convert = rows._Converter([], frozenset({0}), frozenset(), {})  # noqa: SLF001 - the reference's own conversion
+    return convert.value(0, SimpleNamespace(type=FIELD_TYPE.BLOB), stored)
+
+
+def _assert_alike(plan: tuple, reference, raw: bytes, fall_back: bool = False) -> bool:
+    """The compiled writers give the reference's value (its repr: -0.0 and NaN too) or fall back
+    (fall_back says when that is due, as it is when the reference fails); whether they fell back."""
+    try:
+        want = reference(raw)
+    except Exception:  # noqa: BLE001 - the reference words its error: the compiled path must decline
+        fall_back = True
+    got = _compiled_one(plan, raw)
+    if fall_back or got is None:
+        assert got is None or not fall_back, raw.hex()
+        return True
+    value, line, image = got
+    assert repr(value) == repr(want), raw.hex()
+    assert line == orjson.dumps({"seq": 0, "before": None, "after": {"v": want}}) + b"\n", raw.hex()
+    assert image == orjson.dumps({"v": want}), raw.hex()
+    return False
+
+
+def test_geometries_of_every_kind_as_the_reference_writes_them():
+    rnd = random.Random(20261125)
+    values = [wkb.stored(rnd.choice([0, 4326, 3857, 2**32 - 1]), *_random_geometry(rnd)) for _ in range(3000)]
+    values += [wkb.stored(srid, kind, value) for srid in (0, 4326, 3857) for kind, value in (
+        ("POINT", (1.0, 2.0)), ("POINT", (-0.0, 5e-324)), ("POINT", (1.7976931348623157e308, -1e15)),
+        ("LINESTRING", []), ("POLYGON", []), ("POLYGON", [[]]), ("MULTIPOINT", []), ("MULTILINESTRING", []),
+        ("MULTIPOLYGON", []), ("GEOMETRYCOLLECTION", []), ("GEOMETRYCOLLECTION", [("GEOMETRYCOLLECTION", [])]),
+        ("GEOMETRYCOLLECTION", [("POINT", (0.1, 0.2)), ("MULTIPOLYGON", [[[(0, 0), (1, 0), (1, 1), (0, 0)]]]),
+                                ("GEOMETRYCOLLECTION", [("LINESTRING", [(1, 2), (3, 4)]), ("POLYGON", [])])]))]
+    values += [b"", b"\x00\x00\x00\x00", b"\xe6\x10"]  # no more than an SRID: the reference's base64
+    assert not any(_assert_alike(GEOMETRY_PLAN, _reference_geometry, v) for v in values)  # none fell back
+    assert {_reference_geometry(wkb.stored(4326, "POINT", (-0.0, 1e16)))} == {"SRID=4326;POINT(-0 1e+16)"}
+    # what MySQL never writes falls back: big-endian WKB, an unknown type, bytes past the geometry,
+    # an empty member of a MULTI* (the reference fails), nesting deeper than 64
+    point = wkb.stored(0, "POINT", (1.0, 2.0))
+    nested = functools.reduce(lambda g, _: ("GEOMETRYCOLLECTION", [g]), range(65), ("POINT", (1.0, 2.0)))
+    for bad in (b"\0\0\0\0\x00" + struct.pack(">Idd", 1, 1.0, 2.0), point[:5] + b"\x08" + point[6:],
+                point + b"\0", wkb.stored(0, "MULTIPOLYGON", [[]]), wkb.stored(0, *nested)):
+        _assert_alike(GEOMETRY_PLAN, _reference_geometry, bad, fall_back=True)
+    # any byte changed or the value cut: the reference's value or a fall back, never another value
+    for bad in _corrupted(rnd, values[:1500]):
+        _assert_alike(GEOMETRY_PLAN, _reference_geometry, bad)
+
+
+def test_vectors_as_the_reference_reads_them():
+    rnd = random.Random(20261125)
+    specials = [0.0, -0.0, 1.0, 0.1, 1e-45, -1e-45, 1.1754942e-38, 1.1754944e-38, 3.4028234e38, -3.4028234e38]
+    values = [b"", b"\x00\x00\x80", struct.pack("<10f", *specials), struct.pack("<f", 1.5) + b"\x01\x02"]
+    values += [rnd.randbytes(4 * rnd.randint(0, 300)) for _ in range(500)]  # any bits: NaN and infinity too
+    values += [struct.pack(f"<{n}f", *(rnd.choice(specials) for _ in range(n))) for n in range(1, 40)]
+    assert not any(_assert_alike(VECTOR_PLAN, _reference_vector, v) for v in values)  # none fell back
+
+
+GEOMETRY_SQL = ["POINT(1 2)", "POINT(-0.5 1e-7)", "LINESTRING(0 0,-10.125 2.5,3 4)",
+                "POLYGON((0 0,10 0,10 10,0 10,0 0),(1 1,2 1,2 2,1 1))", "MULTIPOINT((1 2),(3 4))",
+                "MULTILINESTRING((0 0,1 1),(2 2,3 3))", "MULTIPOLYGON(((0 0,1 0,1 1,0 0)),((5 5,6 5,6 6,5 5)))",
+                "GEOMETRYCOLLECTION(POINT(1 2),GEOMETRYCOLLECTION(POINT(3 4),GEOMETRYCOLLECTION EMPTY))",
+                "GEOMETRYCOLLECTION EMPTY", "POINT(0.1 12345678.9)"]
+
+
+@pytest.mark.parametrize("flavor", ["mysql", "mariadb"])
+def test_geometry_and_vector_tables_take_the_compiled_path(flavor, request, monkeypatch, tmp_path):
+    """GEOMETRY columns (and MySQL's VECTOR) written to a live server: the compiled decoder takes
+    every rows event and gives the reference's records and lines."""
+    vector = ", vec VECTOR(3)" if flavor == "mysql" else ""
+
+    def write(cur, db: str) -> None:
+        for i, text in enumerate(GEOMETRY_SQL):
+            srid = (0, 4326, 3857)[i % 3]
+            vec = f", STRING_TO_VECTOR('[{i}.5, -0, 1e-3]')" if vector else ""
+            cur.execute(f"INSERT INTO {db}.g VALUES ({i}, ST_GeomFromText('{text}', {srid}), "
+                        f"ST_GeomFromText('POINT({i} -{i}.25)'){vec})")
+        cur.execute(f"UPDATE {db}.g SET g = ST_GeomFromText('LINESTRING(1 1,2 2)') WHERE id % 2 = 0")
+        cur.execute(f"DELETE FROM {db}.g")
+
+    files = logged(request.getfixturevalue(f"{flavor}_server"),
+                   f"CREATE TABLE {{db}}.g (id INT PRIMARY KEY, g GEOMETRY, p POINT{vector})", write, tmp_path)
+    fast, used = decoded_alike(files, monkeypatch)
+    assert used == {"compiled": len(GEOMETRY_SQL) + 2, "reference": 0}, used
+    texts = [r["after"]["g"] for r in fast["row_change"] if r["op"] == "insert"]
+    assert texts[0] == "POINT(1 2)" and texts[1].startswith("SRID=4326;"), texts

@@ -24,7 +24,7 @@ import pytest
 
 from tests.support.scanning import lines_path, records_path, scan
 from tests.support.type_matrix import CASES, Case, b64
-from tests.test_rowdecode import _position, _range_copies
+from tests.test_rowdecode import _position, _range_copies, logged
 
 SERVERS = ("mysql_server", "mariadb_server")  # as parameters, they mark each test with what it needs
 PARAMS = [pytest.param(s, case, id=f"{s.removesuffix('_server')}-{case.name}")
@@ -188,20 +188,7 @@ def _logged(server, create: str, write, into: Path) -> tuple[list[Path], str]:
     """A database of the test's own with the table `create` makes (`{db}` its name), and what
     write(cursor, db) logs: the binlog range (copies in `into`) and the server's own reading of it
     (`mysqlbinlog -vv` / `mariadb-binlog -vv`)."""
-    flavor = server.flavor
-    db = f"logged_{uuid.uuid4().hex[:12]}"
-    with server.connect() as conn, conn.cursor() as cur:
-        cur.execute(f"CREATE DATABASE {db}")
-        try:
-            cur.execute(create.format(db=db))
-            start = _position(cur, flavor)
-            write(cur, db)
-            end = _position(cur, flavor)
-            cur.execute("SHOW BINARY LOGS")
-            names = [r[0] for r in cur.fetchall()]
-        finally:
-            cur.execute(f"DROP DATABASE {db}")
-    files = _range_copies(server.binlog_dir, names, start, end, into)
+    files = logged(server, create, write, into)
     shown = subprocess.run([*server.mysqlbinlog, "-vv", "--base64-output=DECODE-ROWS", *map(str, files)],
                            capture_output=True, text=True, check=True).stdout
     return files, shown

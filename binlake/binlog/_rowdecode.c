@@ -11,6 +11,7 @@
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+#include <math.h>
 
 static PyObject *Fallback;
 
@@ -27,6 +28,8 @@ enum kind {
     K_ENUM, K_SET, /* a = size in bytes, extra = list of names (ENUM: [""] + names), None when unnamed */
     K_BIT,         /* a = bytes, b = bits */
     K_JSON,        /* a = length bytes (1..4): MySQL's binary JSON (json_binary.cc) */
+    K_GEOMETRY,    /* a = length bytes (1..4): a 4-byte SRID, then WKB; EWKT text (rows.geometry_text) */
+    K_VECTOR,      /* a = length bytes (1..4): float32s, little-endian (MySQL 9); a list of floats */
 };
 
 typedef struct {
@@ -298,6 +301,8 @@ typedef enum {
     V_BOOL,   /* i: JSON's true (1) or false (0) */
     V_OPAQUE, /* u: the MySQL type of an opaque JSON value, s[0..n): its bytes, "base64:type<u>:..." */
     V_JSON,   /* a JSON object or array: i its type (JSONB_*), u its count, s[0..n) its bytes */
+    V_GEOM,   /* s[0..n): a GEOMETRY's stored bytes (more than its SRID), as EWKT text */
+    V_FLOATS, /* s[0..n): a VECTOR's float32s, a list of floats (a partial float's bytes ignored) */
 } vtype_t;
 
 typedef struct {
@@ -462,6 +467,146 @@ static int json_key_after(const unsigned char *a, Py_ssize_t alen, const unsigne
     return memcmp(a, b, (size_t)alen) < 0;
 }
 
+
+/* ---- GEOMETRY ----------------------------------------------------------------------------------
+ * A stored GEOMETRY is MySQL's 4-byte SRID (little-endian) and the WKB; the reference
+ * (rows.geometry_text) writes it as EWKT: `SRID=<n>;` unless 0, each coordinate as rows._num
+ * does (an integral one below 1e15 as an integer, "-0" for negative zero, any other as Python's
+ * repr), empty ones as `<NAME> EMPTY`, the members of a MULTI* from their first `(`. What MySQL
+ * never writes falls back: a byte order other than little-endian, an unknown type, a member
+ * with no `(` (an empty one), bytes past the geometry, geometries nested deeper than 64. */
+
+#define WKB_MAX_DEPTH 64
+
+typedef struct {
+    char *p;
+    Py_ssize_t len, cap;
+} text_t;
+
+/* 0, or -1 with MemoryError set. */
+static int text_put(text_t *t, const char *s, Py_ssize_t n) {
+    if (t->len + n > t->cap) {
+        Py_ssize_t cap = t->cap ? t->cap : 64;
+        while (cap < t->len + n) cap *= 2;
+        char *p = PyMem_Realloc(t->p, (size_t)cap);
+        if (!p) { PyErr_NoMemory(); return -1; }
+        t->p = p;
+        t->cap = cap;
+    }
+    memcpy(t->p + t->len, s, (size_t)n);
+    t->len += n;
+    return 0;
+}
+
+/* A coordinate as rows._num writes it: 0, or -1 with an exception set. */
+static int coordinate_text(text_t *t, double x) {
+    if (fabs(x) < 1e15 && x == (double)(int64_t)x) {  /* NaN fails the first test */
+        char buf[24];
+        if (x == 0 && signbit(x)) return text_put(t, "-0", 2);
+        int64_t i = (int64_t)x;
+        int n = 0;
+        if (i < 0) { buf[n++] = '-'; i = -i; }
+        n += digits_into(buf + n, (uint64_t)i, 1);
+        return text_put(t, buf, n);
+    }
+    char *r = PyOS_double_to_string(x, 'r', 0, Py_DTSF_ADD_DOT_0, NULL);  /* repr(x), nan and inf too */
+    if (!r) return -1;
+    int rc = text_put(t, r, (Py_ssize_t)strlen(r));
+    PyMem_Free(r);
+    return rc;
+}
+
+static uint32_t u32(const unsigned char *p) { return (uint32_t)le(p, 4); }
+
+/* n points (x y, joined by ","): 0, 1 fall back, -1 error. */
+static int points_text(text_t *t, cursor_t *c, uint32_t n) {
+    if ((uint64_t)(c->end - c->p) < 16 * (uint64_t)n) return 1;
+    for (uint32_t i = 0; i < n; i++) {
+        double x, y;
+        uint64_t u = le(c->p, 8), w = le(c->p + 8, 8);
+        memcpy(&x, &u, 8);
+        memcpy(&y, &w, 8);
+        c->p += 16;
+        if ((i && text_put(t, ",", 1)) || coordinate_text(t, x) || text_put(t, " ", 1) || coordinate_text(t, y))
+            return -1;
+    }
+    return 0;
+}
+
+#define GTRY(x) do { int rc_ = (x); if (rc_) return rc_; } while (0)
+
+static int count_of(cursor_t *c, uint32_t *n) {
+    if (c->end - c->p < 4) return 1;
+    *n = u32(c->p);
+    c->p += 4;
+    return 0;
+}
+
+/* One WKB geometry as rows._wkb writes it: 0, 1 fall back, -1 error. */
+static int wkb_text(text_t *t, cursor_t *c, int depth) {
+    static const char *NAMES[8] = {NULL, "POINT", "LINESTRING", "POLYGON", "MULTIPOINT", "MULTILINESTRING",
+                                   "MULTIPOLYGON", "GEOMETRYCOLLECTION"};
+    if (depth > WKB_MAX_DEPTH || c->end - c->p < 5 || c->p[0] != 1) return 1;
+    uint32_t kind = u32(c->p + 1), n;
+    c->p += 5;
+    if (kind < 1 || kind > 7) return 1;
+    const char *name = NAMES[kind];
+    Py_ssize_t namelen = (Py_ssize_t)strlen(name);
+    if (kind == 1) {
+        GTRY(text_put(t, "POINT(", 6));
+        GTRY(points_text(t, c, 1));
+        return text_put(t, ")", 1);
+    }
+    GTRY(count_of(c, &n));
+    if (!n) {
+        GTRY(text_put(t, name, namelen));
+        return text_put(t, " EMPTY", 6);
+    }
+    GTRY(text_put(t, name, namelen));
+    GTRY(text_put(t, "(", 1));
+    if (kind == 2) {
+        GTRY(points_text(t, c, n));
+        return text_put(t, ")", 1);
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        if (i) GTRY(text_put(t, ",", 1));
+        if (kind == 3) {  /* a ring */
+            uint32_t m;
+            GTRY(count_of(c, &m));
+            GTRY(text_put(t, "(", 1));
+            GTRY(points_text(t, c, m));
+            GTRY(text_put(t, ")", 1));
+            continue;
+        }
+        Py_ssize_t at = t->len;
+        GTRY(wkb_text(t, c, depth + 1));
+        if (kind != 7) {  /* MULTIPOINT((1 2),(3 4)): a member from its first "(" */
+            char *open = memchr(t->p + at, '(', (size_t)(t->len - at));
+            if (!open) return 1;  /* an empty member: the reference's error */
+            Py_ssize_t skip = open - (t->p + at);
+            memmove(t->p + at, open, (size_t)(t->len - at - skip));
+            t->len -= skip;
+        }
+    }
+    return text_put(t, ")", 1);
+}
+
+/* A stored GEOMETRY (more than its SRID) as EWKT into t: 0, 1 fall back, -1 error. */
+static int geometry_text(text_t *t, const unsigned char *s, Py_ssize_t n) {
+    uint32_t srid = u32(s);
+    if (srid) {
+        char buf[24];
+        int k = 5;
+        memcpy(buf, "SRID=", 5);
+        k += digits_into(buf + k, srid, 1);
+        buf[k++] = ';';
+        GTRY(text_put(t, buf, k));
+    }
+    cursor_t c = {s + 4, s + n};
+    GTRY(wkb_text(t, &c, 0));
+    return c.p == c.end ? 0 : 1;  /* bytes past the geometry: the reference ignores them, MySQL writes none */
+}
+
 #define SNEED(c, n) do { if ((c)->end - (c)->p < (Py_ssize_t)(n)) return 1; } while (0)
 
 /* 0 with *v set, or 1: fall back (a kind or a byte it does not expect). */
@@ -545,6 +690,18 @@ static inline int scan_value(cursor_t *c, const col_t *col, value_t *v) {
         v->room = (Py_ssize_t)n;
         v->budget = &v->room;
         return json_value(p[col->a], p + col->a + 1, (Py_ssize_t)n - 1, v);
+    }
+    case K_GEOMETRY: case K_VECTOR: {
+        SNEED(c, col->a);
+        uint64_t n = le(p, col->a);
+        if ((uint64_t)(left - col->a) < n) return 1;
+        c->p = p + col->a + n;
+        v->s = p + col->a;
+        v->n = (Py_ssize_t)n;
+        v->len = 0;
+        /* a GEOMETRY of its SRID or less: the reference's base64 of the bytes */
+        v->type = col->kind == K_VECTOR ? V_FLOATS : n > 4 ? V_GEOM : V_BYTES;
+        return 0;
     }
     }
     return 1;
@@ -647,6 +804,27 @@ static PyObject *to_py(const value_t *v) {
         return s;
     }
     case V_JSON: return json_py(v);
+    case V_GEOM: {
+        text_t t = {NULL, 0, 0};
+        int rc = geometry_text(&t, v->s, v->n);
+        PyObject *r = rc ? NULL : PyUnicode_New(t.len, 127);  /* ASCII */
+        if (r) memcpy(PyUnicode_DATA(r), t.p, (size_t)t.len);
+        PyMem_Free(t.p);
+        return r;
+    }
+    case V_FLOATS: {
+        Py_ssize_t count = v->n / 4;
+        PyObject *r = PyList_New(count);
+        for (Py_ssize_t i = 0; r && i < count; i++) {
+            float f;
+            uint32_t u = (uint32_t)le(v->s + 4 * i, 4);
+            memcpy(&f, &u, 4);
+            PyObject *x = PyFloat_FromDouble((double)f);
+            if (!x) Py_CLEAR(r);
+            else PyList_SET_ITEM(r, i, x);
+        }
+        return r;
+    }
     }
     return NULL;
 }
@@ -888,16 +1066,20 @@ static int put_pystr(out_t *o, PyObject *str) {
 
 static PyObject *float_dumps;  /* orjson.dumps: its float formatting is the one to match, and fast */
 
-/* A double as orjson writes it, by orjson (shortest round trip; NaN and Infinity as null). */
-static int put_double(out_t *o, double d) {
-    PyObject *f = PyFloat_FromDouble(d);
-    if (!f) return -1;
-    PyObject *text = PyObject_CallOneArg(float_dumps, f);
-    Py_DECREF(f);
+/* A Python value (a new reference, which this releases; NULL: the error of making it) as orjson
+ * writes it, by orjson: doubles the shortest round trip, NaN and Infinity null. */
+static int put_dumps(out_t *o, PyObject *x) {
+    if (!x) return -1;
+    PyObject *text = PyObject_CallOneArg(float_dumps, x);
+    Py_DECREF(x);
     if (!text) return -1;
     int rc = PyBytes_Check(text) ? put(o, PyBytes_AS_STRING(text), PyBytes_GET_SIZE(text)) : 1;
     Py_DECREF(text);
     return rc;
+}
+
+static int put_double(out_t *o, double d) {
+    return put_dumps(o, PyFloat_FromDouble(d));
 }
 
 #define TRY(x) do { int rc_ = (x); if (rc_) return rc_; } while (0)
@@ -994,6 +1176,20 @@ static int to_json(out_t *o, const value_t *v) {
         o->p[o->len++] = '"';
         return 0;
     case V_JSON: return json_put(o, v);
+    case V_GEOM: {
+        text_t t = {NULL, 0, 0};
+        int rc = geometry_text(&t, v->s, v->n);
+        if (!rc) rc = reserve(o, t.len + 2);
+        if (!rc) {  /* ASCII with nothing JSON escapes */
+            o->p[o->len++] = '"';
+            memcpy(o->p + o->len, t.p, (size_t)t.len);
+            o->len += t.len;
+            o->p[o->len++] = '"';
+        }
+        PyMem_Free(t.p);
+        return rc;
+    }
+    case V_FLOATS: return put_dumps(o, to_py(v));  /* the list to_py gives, as orjson writes it */
     }
     return 1;
 }
@@ -1226,7 +1422,7 @@ PyMODINIT_FUNC PyInit__rowdecode(void) {
     K(K_INT8); K(K_UINT8); K(K_INT16); K(K_UINT16); K(K_INT24); K(K_UINT24); K(K_INT32); K(K_UINT32);
     K(K_INT64); K(K_UINT64); K(K_FLOAT); K(K_DOUBLE); K(K_YEAR); K(K_STR_UTF8); K(K_STR_BINARY);
     K(K_STR_GUESS); K(K_STR_CODEC); K(K_DECIMAL); K(K_DATETIME2); K(K_TIMESTAMP2); K(K_TIME2); K(K_DATE);
-    K(K_ENUM); K(K_SET); K(K_BIT); K(K_JSON);
+    K(K_ENUM); K(K_SET); K(K_BIT); K(K_JSON); K(K_GEOMETRY); K(K_VECTOR);
 #undef K
     return m;
 }

@@ -2,10 +2,10 @@
 
 The compiled decoder walks a rows event's images once and builds binlake's JSON-typed values
 directly. It covers the column types of ordinary tables (integers, floats, strings and BLOBs
-in any Python codec, DECIMAL, DATETIME2/TIMESTAMP2/TIME2/DATE, YEAR, ENUM, SET, BIT) and MySQL's
-binary JSON. Tables with GEOMETRY, VECTOR, MariaDB COMPRESSED or pre-5.6 temporal columns,
-partial JSON updates (PARTIAL_UPDATE_ROWS events) and anything unexpected go to the reference
-path in rows.py, which the tests compare this one with.
+in any Python codec, DECIMAL, DATETIME2/TIMESTAMP2/TIME2/DATE, YEAR, ENUM, SET, BIT), MySQL's
+binary JSON, GEOMETRY (its WKB as EWKT text) and MySQL 9's VECTOR. Tables with MariaDB
+COMPRESSED or pre-5.6 temporal columns, partial JSON updates (PARTIAL_UPDATE_ROWS events) and
+anything unexpected go to the reference path in rows.py, which the tests compare this one with.
 `BINLAKE_PURE_PYTHON=1` turns the compiled path off.
 """
 
@@ -66,6 +66,12 @@ def _members(kind: str, names: str):
     return entry
 
 
+def _blob(kind: str):
+    """A value after its length (1 to 4 bytes, the column's metadata) read as one kind."""
+    return lambda k, col, guessed: (getattr(k, kind), col.length_size, 0, None) if 1 <= col.length_size <= 4 \
+        else None
+
+
 # Column type (as mysql-replication's Table gives it) -> its compiled plan entry
 # (kind, a, b, extra), or None when this column's metadata is beyond the compiled decoder.
 # A type missing here takes its table to the reference path: see REFERENCE_ONLY.
@@ -83,13 +89,11 @@ PLANS: dict[int, Callable] = {
     FIELD_TYPE.DATE: lambda k, col, guessed: (k.K_DATE, 0, 0, None),
     FIELD_TYPE.ENUM: _members("K_ENUM", "enum_values"), FIELD_TYPE.SET: _members("K_SET", "set_values"),
     FIELD_TYPE.BIT: lambda k, col, guessed: (k.K_BIT, col.bytes, col.bits, None),
-    FIELD_TYPE.JSON: lambda k, col, guessed: (k.K_JSON, col.length_size, 0, None) if 1 <= col.length_size <= 4
-    else None,
+    FIELD_TYPE.JSON: _blob("K_JSON"), FIELD_TYPE.GEOMETRY: _blob("K_GEOMETRY"),
+    c.VECTOR: _blob("K_VECTOR"),  # the table's vectors: the package's Table says BLOB
 }
 # The types the compiled decoder leaves to the reference path (rows.py), and why.
 REFERENCE_ONLY: dict[int, str] = {
-    FIELD_TYPE.GEOMETRY: "WKB turned into WKT",
-    c.VECTOR: "float32 arrays (MySQL 9)",
     c.BLOB_COMPRESSED: "MariaDB COMPRESSED columns: each value zlib's", c.VARCHAR_COMPRESSED: "as BLOB_COMPRESSED",
     FIELD_TYPE.DATETIME: "pre-5.6 temporal encoding", FIELD_TYPE.TIMESTAMP: "pre-5.6 temporal encoding",
     FIELD_TYPE.TIME: "pre-5.6 temporal encoding", FIELD_TYPE.NEWDATE: "never in a TABLE_MAP (DATE is)",
@@ -104,13 +108,14 @@ REFERENCE_ONLY: dict[int, str] = {
 def plan(table_map) -> tuple | None:
     """Per column (name, kind, a, b, extra) for the compiled decoder; None when a column needs
     the reference path. Built once per TABLE_MAP."""
-    if _rowdecode is None or table_map.vectors or table_map.compressed:
+    if _rowdecode is None or table_map.compressed:
         return None
     out = []
     for i, col in enumerate(table_map.table_obj.columns):
         if getattr(col, "typed_text", None):  # a MariaDB UUID / INET: the reference path's text
             return None
-        make = PLANS.get(col.type)
+        # a VECTOR is presented to the package as a BLOB (rows.decode_table_map): its index says
+        make = PLANS[c.VECTOR] if i in table_map.vectors else PLANS.get(col.type)
         entry = make(_rowdecode, col, i in table_map.charset_unknown) if make else None
         if entry is None:
             return None
