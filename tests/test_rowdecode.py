@@ -9,7 +9,8 @@ binary JSON is held to the reference on documents of every kind made here (tests
 json_binary, and each with bytes changed: the reference's value or a fall back, never another)
 and on seeded documents written to a live server; GEOMETRY (EWKT) on geometries of every kind
 (tests.support.wkb, changed the same way) and VECTOR on float32s of any bits, and both on a
-live server's tables, which the compiled path takes whole.
+live server's tables, which the compiled path takes whole; TIME2, negative ones included, on
+MySQL's storage of every fsp and on any bytes, against mysql-replication's own reader.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ import orjson
 import pytest
 from pymysqlreplication import json_binary
 from pymysqlreplication.constants import FIELD_TYPE
+from pymysqlreplication.packet import BinLogPacketWrapper
+from pymysqlreplication.row_event import RowsEvent
 
 from binlake.binlog import _rowdecode, fastrows, rows
 from tests.support import json_binary as jb
@@ -285,9 +288,9 @@ def test_same_records_for_every_column_type_on_a_live_server(flavor, request, mo
     files, wrote, held = written_range(request.getfixturevalue(f"{flavor}_server"), flavor, tmp_path)
     fast, used = decoded_alike(files, monkeypatch)
     assert_images(fast["row_change"], {"the test wrote": wrote, "the server held": held})
-    # the compiled path took the plain table's statements (6 inserts, 100 updates, a delete: a rows
-    # event each at the least); some edge rows' events (negative TIMEs) need the reference
-    assert used["compiled"] >= 6 + 100 + 1 and used["reference"] >= 1, used
+    # the compiled path took every statement (6 inserts, 100 updates, a delete: a rows event each at
+    # the least), the edge rows' negative TIMEs included
+    assert used["compiled"] >= 6 + 100 + 1 and used["reference"] == 0, used
     values = {k for r in fast["row_change"] if r["table"] == "plain" and r["after"] for k, v in r["after"].items()
               if v is not None}
     assert values == set(NAMES)
@@ -308,11 +311,11 @@ def _reference_json(doc: bytes):
     return None if not doc else rows.CONVERSIONS[FIELD_TYPE.JSON](None, json_binary.parse_json(doc[0], doc[1:]))
 
 
-def _compiled_one(plan: tuple, raw: bytes) -> tuple[Any, bytes, bytes] | None:
-    """An insert of one column (plan's, 4 length bytes) holding raw, through the three compiled
-    writers: the value decode() gives, the line render() writes and the after image columns()
-    writes; None when any of them falls back (they must agree on that)."""
-    body = b"\x00" + len(raw).to_bytes(4, "little") + raw
+def _compiled_one(plan: tuple, raw: bytes, length: int = 4) -> tuple[Any, bytes, bytes] | None:
+    """An insert of one column (plan's, its value after `length` length bytes) holding raw,
+    through the three compiled writers: the value decode() gives, the line render() writes and
+    the after image columns() writes; None when any of them falls back (they must agree on that)."""
+    body = b"\x00" + (len(raw).to_bytes(length, "little") if length else b"") + raw
     keys = fastrows.json_keys(plan)
     outs = []
     for call in (lambda: _rowdecode.decode(body, 0, plan, b"\x01", b"", 0),
@@ -668,3 +671,71 @@ def test_geometry_and_vector_tables_take_the_compiled_path(flavor, request, monk
     assert used == {"compiled": len(GEOMETRY_SQL) + 2, "reference": 0}, used
     texts = [r["after"]["g"] for r in fast["row_change"] if r["op"] == "insert"]
     assert texts[0] == "POINT(1 2)" and texts[1].startswith("SRID=4326;"), texts
+
+
+# -- negative TIME2 -----------------------------------------------------------------------------
+
+
+class _Packet:
+    """The bytes of one value, read by the package's own big-endian readers."""
+
+    read_int_be_by_size = BinLogPacketWrapper.read_int_be_by_size
+    read_int24_be = BinLogPacketWrapper.read_int24_be
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def read(self, n: int) -> bytes:
+        out, self.data = self.data[:n], self.data[n:]
+        return out
+
+
+class _Time2Reader:
+    """mysql-replication's TIME2 reader (RowsEvent's, name-mangled) over one value's bytes."""
+
+    # the package's private readers: the reference's very code, not a copy
+    _RowsEvent__read_fsp = RowsEvent._RowsEvent__read_fsp  # noqa: SLF001
+    _RowsEvent__read_binary_slice = RowsEvent._RowsEvent__read_binary_slice  # noqa: SLF001
+    read_time2 = RowsEvent._RowsEvent__read_time2  # noqa: SLF001
+
+    def __init__(self, data: bytes) -> None:
+        self.packet = _Packet(data)
+
+
+def _reference_time2(fsp: int, raw: bytes) -> str:
+    col = SimpleNamespace(fsp=fsp)
+    return rows.CONVERSIONS[FIELD_TYPE.TIME2](col, _Time2Reader(raw).read_time2(col))
+
+
+def _mysql_time2(us: int, fsp: int) -> bytes:
+    """A TIME(fsp) of us microseconds (signed) as MySQL stores it (my_time_packed: the whole
+    packed value negated, its fraction borrowed)."""
+    whole, frac = divmod(abs(us), 1_000_000)
+    frac //= 10 ** (6 - fsp)
+    n = (fsp + 1) // 2
+    if fsp % 2:
+        frac *= 10
+    packed = (((whole // 3600) << 12 | (whole // 60 % 60) << 6 | whole % 60) << (8 * n)) + frac
+    if us < 0:
+        packed = -packed
+    return (packed + (0x800000 << (8 * n))).to_bytes(3 + n, "big")
+
+
+def test_times_negative_ones_too_as_the_reference_reads_them():
+    rnd = random.Random(20261125)
+    for fsp in range(7):
+        plan = (("v", _rowdecode.K_TIME2, fsp, 0, None),)
+        n = (fsp + 1) // 2
+        values = [_mysql_time2(us, fsp) for us in (0, -1, 1, -1_000_000, -999_999, -1_000_001, -500_000, -10,
+                                                   -838 * 3_600_000_000 - 59 * 60_000_000 - 59_000_000)]
+        values += [_mysql_time2(rnd.randint(-839 * 3_600_000_000, 839 * 3_600_000_000), fsp) for _ in range(2000)]
+        assert all(_compiled_one(plan, raw, length=0) for raw in values), fsp  # none falls back
+        values += [rnd.randbytes(3 + n) for _ in range(1000)]  # any bytes: the reference's or a fall back
+        for raw in values:
+            got = _compiled_one(plan, raw, length=0)
+            if got is None:
+                continue
+            want = _reference_time2(fsp, raw)
+            assert got[0] == want, (fsp, raw.hex())
+            assert got[1] == orjson.dumps({"seq": 0, "before": None, "after": {"v": want}}) + b"\n"
+            assert got[2] == orjson.dumps({"v": want})

@@ -222,6 +222,30 @@ static int copy_text(char *buf, const char *text) {
 
 /* DECIMAL and the temporal kinds as the text binlake gives them, into buf (>= 112 bytes):
  * its length, or -1 for "fall back". Shared by the values (decode) and the JSON lines (render). */
+/* A negative TIME2 (v: its 3 bytes, the sign bit clear; then its fraction) as the reference
+ * gives it: mysql-replication negates the whole 3 bytes and reads the fraction as a signed
+ * number, then rows._time2 takes a second off and the fraction from one (MySQL stores it
+ * borrowed), and rows._fmt_time writes the sum. Its length in buf, or -1: fall back. */
+static int negative_time2(cursor_t *c, uint32_t v, int fsp, char *buf) {
+    int n = (fsp + 1) / 2;
+    if (c->end - c->p < n) return -1;
+    int64_t f = 0;
+    if (n) {
+        f = (int64_t)be(c->p, n);
+        if (f >= (int64_t)1 << (8 * n - 1)) f -= (int64_t)1 << (8 * n);  /* signed, as the package reads it */
+    }
+    c->p += n;
+    if (fsp % 2) f /= 10;  /* int(f / 10): towards zero */
+    for (int i = fsp; i < 6; i++) f *= 10;
+    uint32_t e = (0x1000000 - v) & 0xFFFFFF;  /* the package's ~v + 1, as its 24 bits */
+    int64_t t = ((int64_t)((e >> 12) & 0x3FF) * 3600 + ((e >> 6) & 63) * 60 + (e & 63)) * 1000000 + f;
+    int64_t us = t > 0 && t % 1000000 ? -((t / 1000000 + 1) * 1000000 - t % 1000000) : -t;
+    int k = 0;
+    if (us < 0) { buf[k++] = '-'; us = -us; }
+    int64_t sec = us / 1000000;
+    return k + time_text(buf + k, (int)(sec / 3600), (int)(sec / 60 % 60), (int)(sec % 60), (long)(us % 1000000), fsp);
+}
+
 static int text_value(cursor_t *c, const col_t *col, char *buf) {
     const unsigned char *p = c->p;
     switch (col->kind) {
@@ -262,8 +286,8 @@ static int text_value(cursor_t *c, const col_t *col, char *buf) {
         TNEED(c, 3); c->p += 3;
         uint32_t v = (uint32_t)be(p, 3);
         long us;
+        if (!(v & 0x800000)) return negative_time2(c, v, col->a, buf);
         if (read_fsp(c, col->a, &us) < 0) return -1;
-        if (!(v & 0x800000)) return -1;  /* negative TIME: the reference's borrow rule */
         int h = (v >> 12) & 0x3FF, mi = (v >> 6) & 63, s = v & 63;
         if (mi > 59 || s > 59) return -1;
         return time_text(buf, h, mi, s, us, col->a);
