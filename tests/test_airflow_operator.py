@@ -132,7 +132,9 @@ def test_executors_of_a_standalone_worker_run_the_workers_python(airflow, spark_
     import pyspark
 
     # the image's SPARK_HOME is pyspark's package too (spark-class finds it by the interpreter)
-    env = {**os.environ, "SPARK_HOME": os.path.dirname(pyspark.__file__), "SPARK_LOCAL_IP": "127.0.0.1",
+    # (and no PYSPARK_PYTHON: a local session earlier in this process sets it, as the images do not)
+    clean = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON")}
+    env = {**clean, "SPARK_HOME": os.path.dirname(pyspark.__file__), "SPARK_LOCAL_IP": "127.0.0.1",
            "SPARK_WORKER_DIR": str(tmp_path / "spark-work")}
     # docker-compose.yml's spark-master and spark-worker commands, on loopback
     services = [subprocess.Popen([spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
@@ -156,6 +158,8 @@ def test_executors_of_a_standalone_worker_run_the_workers_python(airflow, spark_
         af = airflow({"AIRFLOW_VAR_BINLAKE": json.dumps(settings), "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",
                       "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "spark://127.0.0.1",
                                                                 "port": port})})
+        for name in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON"):
+            af.env.pop(name, None)
         # the task in the driver's interpreter, as the Airflow image's scheduler runs it
         out = subprocess.run([str(driver), "-m", "airflow", "tasks", "test", "binlake_transactions", "assemble",
                               "-t", json.dumps({"start": start, "end": end})], env=af.env, capture_output=True,
