@@ -29,7 +29,8 @@ def _api(url: str, path: str, token: str, body: dict | None = None) -> dict:
                                  data=json.dumps(body).encode() if body is not None else None,
                                  headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
     # SQLite serialises the services' writes: on a busy machine an answer can take a while
-    with urllib.request.urlopen(req, timeout=180) as r:
+    # (up to the database's lock wait, binlake.demo.airflow_env)
+    with urllib.request.urlopen(req, timeout=330) as r:
         return json.loads(r.read())
 
 
