@@ -19,6 +19,7 @@ import pytest
 
 from binlake.airflow_local import free_port
 from binlake.demo import commit_range
+from tests.support.airflow import api_token
 from tests.support.truth import samples_truth
 
 pytestmark = pytest.mark.airflow  # it runs Airflow's services itself, not through the fixture
@@ -33,12 +34,6 @@ def _api(url: str, path: str, token: str, body: dict | None = None) -> dict:
     with urllib.request.urlopen(req, timeout=330) as r:
         return json.loads(r.read())
 
-
-def _token(url: str, password: str) -> str:
-    req = urllib.request.Request(url + "/auth/token", method="POST", headers={"Content-Type": "application/json"},
-                                 data=json.dumps({"username": "admin", "password": password}).encode())
-    with urllib.request.urlopen(req, timeout=180) as r:
-        return json.loads(r.read())["access_token"]
 
 
 def _run(url: str, token: str, dag: str, conf: dict | None = None, timeout: float = 600) -> dict:
@@ -71,7 +66,7 @@ def test_make_airflow_starts_serves_runs_and_stops(tmp_path, spark_submit):
         assert lines and lines[-1].startswith(f"Airflow for binlake: http://127.0.0.1:{port} "), "".join(lines)
         password = lines[-1].rsplit("password ", 1)[1].rstrip(")\n")
         url = f"http://127.0.0.1:{port}"
-        token = _token(url, password)
+        token = api_token(url, password)
         dags = {d["dag_id"]: d for d in _api(url, "/api/v2/dags", token)["dags"]}
         assert {"binlake_archive", "binlake_transactions"} <= set(dags)
         assert not dags["binlake_archive"]["is_paused"] and not dags["binlake_transactions"]["is_paused"]

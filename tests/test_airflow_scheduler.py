@@ -159,11 +159,10 @@ def test_the_report_view_asks_airflow_and_serves_only_the_reports(stack):
     import urllib.error
     import urllib.request
 
+    from tests.support.airflow import api_token
+
     af, url = stack
-    req = urllib.request.Request(url + "/auth/token", method="POST", headers={"Content-Type": "application/json"},
-                                 data=json.dumps({"username": "admin", "password": af.password()}).encode())
-    with urllib.request.urlopen(req, timeout=180) as r:
-        token = json.loads(r.read())["access_token"]
+    token = api_token(url, af.password())
 
     def get(path: str, auth: bool = True) -> tuple[int, str]:
         headers = {"Authorization": f"Bearer {token}"} if auth else {}

@@ -15,6 +15,17 @@ from binlake.airflow_local import AIRFLOW, SERVICES, Services
 from binlake.demo import airflow_env
 
 
+def api_token(url: str, password: str) -> str:
+    """A JWT for user admin from a running api-server (POST /auth/token), for its REST API."""
+    import urllib.request
+
+    req = urllib.request.Request(url + "/auth/token", method="POST", headers={"Content-Type": "application/json"},
+                                 data=json.dumps({"username": "admin", "password": password}).encode())
+    # SQLite serialises the services' writes: an answer can wait for the database's lock
+    with urllib.request.urlopen(req, timeout=330) as r:
+        return json.loads(r.read())["access_token"]
+
+
 class Airflow:
     def __init__(self, home: Path, env: dict[str, str] | None = None, keep_aws_env: bool = False) -> None:
         self.home = home
