@@ -1,7 +1,8 @@
 """`binlake airflow`: a local Airflow 3 for binlake on this machine, without Docker.
 
 The services a deployment runs (api-server, scheduler, dag-processor, triggerer; LocalExecutor)
-on a SQLite metadata database in one home directory, with this checkout's dags/ and plugins/, the
+on a metadata database in one home directory (a private PostgreSQL cluster, binlake.postgres_local;
+or SQLite on request), with this checkout's dags/ and plugins/, the
 `binlake` Variable from a JSON file (or the demo's embedded defaults), `spark_default` as a local
 master of this machine's cores, every listener on 127.0.0.1 (the log servers are off: logs are
 read from the home's disk), and a short schedule so that the first interval lands within
@@ -26,6 +27,7 @@ from pathlib import Path
 
 from binlake.demo import airflow_env
 from binlake.errors import BinlakeError
+from binlake.postgres_local import Postgres
 
 AIRFLOW = str(Path(sys.executable).parent / "airflow")
 SERVICES = (["api-server"], ["scheduler", "--skip-serve-logs"], ["dag-processor"], ["triggerer", "--skip-serve-logs"])
@@ -142,7 +144,8 @@ def local_env(home: Path, settings: dict | None, schedule: str, cores: int) -> d
     return env
 
 
-def run(home: Path, config: Path | None, port: int, schedule: str, stop: threading.Event | None = None) -> int:
+def run(home: Path, config: Path | None, port: int, schedule: str, stop: threading.Event | None = None,
+        database: str = "postgres") -> int:
     """Start, unpause the DAGs, print where to look, run until interrupted (or `stop`), stop."""
     home = home.resolve()
     home.mkdir(parents=True, exist_ok=True)
@@ -153,12 +156,15 @@ def run(home: Path, config: Path | None, port: int, schedule: str, stop: threadi
         except (OSError, ValueError) as e:
             raise BinlakeError(f"{config}: not the binlake Variable's JSON: {e}") from None
     env = local_env(home, settings, schedule, os.cpu_count() or 2)
-    _cli(env, "db", "migrate")
+    postgres = Postgres(home) if database == "postgres" else None
     services = Services(home, env)
     stop = stop or threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     try:
+        if postgres is not None:
+            env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] = postgres.start()
+        _cli(env, "db", "migrate")
         url = services.start(port)
         _cli(env, "dags", "reserialize")
         for dag in ("binlake_archive", "binlake_transactions"):
@@ -166,8 +172,10 @@ def run(home: Path, config: Path | None, port: int, schedule: str, stop: threadi
         sourced = home / "env.sh"  # the airflow CLI needs the services' environment (a backfill, a test run)
         sourced.write_text("".join(f"export {k}={shlex.quote(v)}\n" for k, v in sorted(env.items())
                                    if k.startswith(("AIRFLOW", "BINLAKE_")) or k == "PATH"))
+        sourced.chmod(0o600)  # the database's password is in it
+        db = f"PostgreSQL in {postgres.datadir}" if postgres is not None else "SQLite airflow.db"
         print(f"Airflow for binlake: {url}  (user admin, password {services.password()})\n"
-              f"  home {home}: airflow.db, logs/ and each service's .log\n"
+              f"  home {home}: logs/ and each service's .log; metadata: {db}\n"
               f"  binlake_archive every 10 minutes, binlake_transactions on '{schedule}'\n"
               f"  the airflow CLI beside it: source {sourced}\n"
               "  Ctrl-C stops every service.", flush=True)
@@ -175,6 +183,8 @@ def run(home: Path, config: Path | None, port: int, schedule: str, stop: threadi
             services.check()
     finally:
         services.stop()
+        if postgres is not None:
+            postgres.stop()
         print("Airflow for binlake: stopped", flush=True)
     return 0
 

@@ -137,7 +137,8 @@ def _write_snapshot(snapshot, args: argparse.Namespace) -> int:
 def cmd_airflow(args: argparse.Namespace) -> int:
     from binlake.airflow_local import run
 
-    return run(Path(args.home), Path(args.config) if args.config else None, args.port, args.schedule)
+    return run(Path(args.home), Path(args.config) if args.config else None, args.port, args.schedule,
+               database=args.database)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -281,6 +282,9 @@ def build_parser() -> argparse.ArgumentParser:
     af.add_argument("--port", type=int, default=8080, help="the UI's port on 127.0.0.1 (default 8080; 0: any free)")
     af.add_argument("--schedule", default=DEFAULT_SCHEDULE,
                     help=f"binlake_transactions' cron schedule (default '{DEFAULT_SCHEDULE}')")
+    af.add_argument("--database", choices=("postgres", "sqlite"), default="postgres",
+                    help="the metadata database: a private PostgreSQL cluster in the home (default; the machine's "
+                    "PostgreSQL server programs) or SQLite (no server; its one write lock can stall the UI)")
     af.set_defaults(func=cmd_airflow)
     d = sub.add_parser("demo", help="run the pipeline on the bundled sample binlogs")
     d.add_argument("--home", help="the Airflow home to run in (default: a new temporary directory)")

@@ -1,12 +1,13 @@
 """`binlake airflow` (make airflow): a local Airflow for binlake, driven as a user would, through
-its REST API: the DAGs listed and unpaused, an archive run, an interval's run with its quality
-report, then Ctrl-C, after which nothing it started is left. The demo's defaults (the bundled
-samples as sources) are its Variable."""
+its REST API: the DAGs listed and unpaused, an archive run, a backfill made while every service
+runs, the run's quality report, then Ctrl-C, after which nothing it started is left, its
+PostgreSQL included. The demo's defaults (the bundled samples as sources) are its Variable."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -18,9 +19,10 @@ from urllib.parse import quote
 import pytest
 
 from binlake.airflow_local import free_port
-from binlake.demo import commit_range
 from tests.support.airflow import api_token
 from tests.support.truth import samples_truth
+
+SAMPLES_INTERVAL = "2026-11-22T11:45:00+00:00"  # the 5-minute interval the bundled samples were written in
 
 pytestmark = pytest.mark.airflow  # it runs Airflow's services itself, not through the fixture
 
@@ -29,9 +31,7 @@ def _api(url: str, path: str, token: str, body: dict | None = None) -> dict:
     req = urllib.request.Request(url + path, method="POST" if body is not None else "GET",
                                  data=json.dumps(body).encode() if body is not None else None,
                                  headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
-    # SQLite serialises the services' writes: on a busy machine an answer can take a while
-    # (up to the database's lock wait, binlake.demo.airflow_env)
-    with urllib.request.urlopen(req, timeout=330) as r:
+    with urllib.request.urlopen(req, timeout=120) as r:
         return json.loads(r.read())
 
 
@@ -40,14 +40,24 @@ def _run(url: str, token: str, dag: str, conf: dict | None = None, timeout: floa
     run = _api(url, f"/api/v2/dags/{dag}/dagRuns", token, {"logical_date": None, "conf": conf or {}})
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        try:
-            run = _api(url, f"/api/v2/dags/{dag}/dagRuns/{run['dag_run_id']}", token)
-        except TimeoutError:  # a slow answer (see _api): ask again
-            continue
+        run = _api(url, f"/api/v2/dags/{dag}/dagRuns/{run['dag_run_id']}", token)
         if run["state"] in ("success", "failed"):
             return run
         time.sleep(3)
     raise AssertionError(f"{dag}: {run['dag_run_id']} not ended after {timeout:.0f} s")
+
+
+def _backfill_run(url: str, token: str, backfill: int, timeout: float = 600) -> dict:
+    """The one run of a backfill, when it has ended."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        runs = [r for r in _api(url, "/api/v2/dags/binlake_transactions/dagRuns?run_type=backfill", token)["dag_runs"]
+                if r.get("backfill_id") in (None, backfill)]
+        if runs and all(r["state"] in ("success", "failed") for r in runs):
+            (run,) = runs
+            return run
+        time.sleep(3)
+    raise AssertionError(f"backfill {backfill}: not ended after {timeout:.0f} s")
 
 
 def test_make_airflow_starts_serves_runs_and_stops(tmp_path, spark_submit):
@@ -72,12 +82,16 @@ def test_make_airflow_starts_serves_runs_and_stops(tmp_path, spark_submit):
         assert not dags["binlake_archive"]["is_paused"] and not dags["binlake_transactions"]["is_paused"]
 
         assert _run(url, token, "binlake_archive")["state"] == "success"
-        start, end = commit_range(home / "binlake" / "archive")
-        run = _run(url, token, "binlake_transactions", {"start": start, "end": end})
-        assert run["state"] == "success", run
+        # a backfill, made through the REST API (as the UI's Backfill dialog does) while every
+        # service runs: the interval around the samples (written 2026-11-22 11:47:59-11:48:04 UTC)
+        backfill = _api(url, "/api/v2/backfills", token, {
+            "dag_id": "binlake_transactions", "from_date": SAMPLES_INTERVAL, "to_date": SAMPLES_INTERVAL,
+            "max_active_runs": 1, "reprocess_behavior": "none", "run_backwards": False, "dag_run_conf": {}})
+        run = _backfill_run(url, token, backfill["id"])
+        assert (run["state"], run["logical_date"][:19]) == ("success", SAMPLES_INTERVAL[:19]), run
         # the run's own report (the 5-minute schedule may have run an interval of its own beside it)
         reports = [r for p in (home / "binlake" / "warehouse" / "quality" / "runs").glob("*/results.json")
-                   if (r := json.loads(p.read_text())["report"])["start"][:19] == start[:19]]
+                   if (r := json.loads(p.read_text())["report"])["start"][:19] == SAMPLES_INTERVAL[:19]]
         assert [(r["success"], r["counts"]["transactions"]) for r in reports] == \
             [(True, samples_truth()["transactions"])]  # the samples' own count (tests.support.truth)
         assert Path(reports[0]["docs"]).is_file()
@@ -88,10 +102,20 @@ def test_make_airflow_starts_serves_runs_and_stops(tmp_path, spark_submit):
             page = r.read().decode()
         assert "<b>PASSED</b>" in page and f"transactions {samples_truth()['transactions']}," in page
         assert (home / "env.sh").read_text().count(f"AIRFLOW_HOME={home}") == 1
+    except BaseException:  # what the services said, beside the failure
+        for log in sorted(home.glob("*.log")):
+            print(f"--- {log.name}\n{log.read_text(errors='replace')[-3000:]}")
+        raise
     finally:
         proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=120)
     assert proc.returncode == 0, out[-3000:]
     assert "Airflow for binlake: stopped" in out
-    left = subprocess.run(["pgrep", "-f", str(home)], capture_output=True, text=True).stdout.split()
-    assert left == [], left  # no service, task or JVM of its home outlives it
+    data = (home / "postgres").resolve()  # as root, a directory the postgres user can reach
+    try:
+        assert (data / "PG_VERSION").is_file()
+        for where in (home, data):
+            left = subprocess.run(["pgrep", "-f", str(where)], capture_output=True, text=True).stdout.split()
+            assert left == [], left  # no service, task, JVM or database of its home outlives it
+    finally:
+        shutil.rmtree(data, ignore_errors=True)

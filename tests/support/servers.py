@@ -8,7 +8,8 @@ and unpacked with `dpkg -x` into a prefix under the cache. The programs run thro
 prefix's own dynamic loader, so the system's libraries are never touched.
 
 MariaDB 10.11 comes from Debian stable with the system's apt (server and client cores only;
-no service is started).
+no service is started). `install all` also makes sure of PostgreSQL's server programs (Debian
+stable's), which `binlake airflow` runs its metadata database with.
 
 Downloads and the unpacked prefix are cached in ${BINLAKE_CACHE:-~/.cache/binlake}: a warm
 install does no network and takes well under a second.
@@ -149,6 +150,20 @@ def _install_mariadb() -> Path:
     _run(["apt-get", "install", "-y", "-q", "--no-install-recommends",
           "mariadb-server-core", "mariadb-client"], env=env)
     return Path("/usr")
+
+
+def install_postgres() -> Path:
+    """The PostgreSQL server programs `binlake airflow` runs its metadata database with
+    (binlake.postgres_local), from Debian stable; nothing started here."""
+    from binlake.postgres_local import bindir
+
+    if (found := bindir()) is None:
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        _run(["apt-get", "update", "-q"], env=env)
+        _run(["apt-get", "install", "-y", "-q", "--no-install-recommends", "postgresql"], env=env)
+        found = bindir()
+        assert found is not None, "postgresql installed, yet no initdb/postgres in /usr/lib/postgresql"
+    return found
 
 
 def install(flavor: str) -> Path:
@@ -369,6 +384,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workdir", type=Path, default=CACHE / "run")
     args = ap.parse_args(argv)
     flavors = FLAVORS if args.flavor == "all" else (args.flavor,)
+    if args.action == "install" and args.flavor == "all":
+        print(f"postgres: server programs in {install_postgres()}")
     for flavor in flavors:
         wd = args.workdir / flavor
         if args.action == "install":
