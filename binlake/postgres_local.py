@@ -134,7 +134,7 @@ class Postgres:
         self._create_database()
         return (f"postgresql+psycopg2://{DATABASE}:{self._password()}@127.0.0.1:{self.port}/{DATABASE}")
 
-    def _connect(self, dbname: str):
+    def connect(self, dbname: str = DATABASE):
         import psycopg2
 
         return psycopg2.connect(host="127.0.0.1", port=self.port, user=DATABASE, password=self._password(),
@@ -146,9 +146,11 @@ class Postgres:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc is None or self.proc.poll() is not None:
-                raise BinlakeError(f"postgres exited {self.proc.returncode if self.proc else '?'}: see {self.log}")
+                said = self.log.read_text(errors="replace").strip().splitlines()[-2:]
+                raise BinlakeError(f"postgres exited {self.proc.returncode if self.proc else '?'} ({self.log}): "
+                                   + " ".join(said))
             try:
-                self._connect("postgres").close()
+                self.connect("postgres").close()
                 return
             except psycopg2.OperationalError:  # starting: refused, or "the database system is starting up"
                 time.sleep(0.2)
@@ -156,7 +158,7 @@ class Postgres:
                            f"see {self.log}")
 
     def _create_database(self) -> None:
-        conn = self._connect("postgres")
+        conn = self.connect("postgres")
         try:
             conn.autocommit = True  # CREATE DATABASE cannot run in a transaction
             with conn.cursor() as cur:

@@ -155,14 +155,15 @@ def spark_submit() -> Path:
 
 @pytest.fixture(scope="module")
 def airflow(tmp_path_factory) -> Iterator[Callable[..., object]]:
-    """airflow(env=…, keep_aws_env=…) -> a real Airflow in a new temporary home
-    (tests.support.airflow); the services any of them started are stopped when the module ends."""
+    """airflow(env=…, keep_aws_env=…, database=…) -> a real Airflow in a new temporary home
+    (tests.support.airflow); the services and databases any of them started are stopped when the
+    module ends."""
     from tests.support.airflow import Airflow
 
     made: list[Airflow] = []
 
-    def make(env: dict[str, str] | None = None, keep_aws_env: bool = False) -> Airflow:
-        af = Airflow(tmp_path_factory.mktemp("airflow"), env, keep_aws_env)
+    def make(env: dict[str, str] | None = None, keep_aws_env: bool = False, database: str = "sqlite") -> Airflow:
+        af = Airflow(tmp_path_factory.mktemp("airflow"), env, keep_aws_env, database)
         made.append(af)
         return af
 

@@ -1,6 +1,7 @@
 """Airflow as users run it: api-server, scheduler and dag-processor on 127.0.0.1 (LocalExecutor,
-SQLite). A backfill over minute intervals equals one run over the whole range and reruns change
-nothing; the UI, driven in headless Chromium, shows both DAGs and runs binlake_transactions."""
+PostgreSQL, as `binlake airflow` runs them). A backfill over minute intervals, made while they run,
+equals one run over the whole range and reruns change nothing; the UI, driven in headless Chromium,
+shows both DAGs and runs binlake_transactions."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ FROM, TO, END = "2026-11-22T11:46:00+00:00", "2026-11-22T11:48:00+00:00", "2026-
 
 @pytest.fixture(scope="module")
 def stack(airflow):
-    af = airflow({"BINLAKE_TRANSACTIONS_SCHEDULE": "* * * * *", "BINLAKE_TRANSACTIONS_END_DATE": END})
+    af = airflow({"BINLAKE_TRANSACTIONS_SCHEDULE": "* * * * *", "BINLAKE_TRANSACTIONS_END_DATE": END},
+                 database="postgres")
     run = af.dags_test("binlake_archive")  # the samples into the default local archive
     assert run["state"] == "success", run["output"][-3000:]
     return af, af.start()
@@ -33,11 +35,11 @@ def test_backfill_equals_one_run_and_reruns_change_nothing(stack, spark_submit, 
     # what the module's other test may have run before this one is not this test's
     before = {r["run_id"] for r in af.runs("binlake_transactions")}
     reported = set((warehouse / "quality" / "runs").glob("*/results.json"))
-    with af.services_stopped():  # SQLite: see Airflow.services_stopped
-        af.cli("dags", "reserialize")
-        af.cli("dags", "unpause", "binlake_transactions")
-        out = af.cli("backfill", "create", "--dag-id", "binlake_transactions", "--from-date", FROM, "--to-date",
-                     TO, "--max-active-runs", "1")
+    # the CLI beside the running services, as a user with the home's environment makes a backfill
+    af.cli("dags", "reserialize")
+    af.cli("dags", "unpause", "binlake_transactions")
+    out = af.cli("backfill", "create", "--dag-id", "binlake_transactions", "--from-date", FROM, "--to-date",
+                 TO, "--max-active-runs", "1")
     assert out.returncode == 0
     runs = [r for r in af.wait_runs("binlake_transactions", count=len(before) + 3) if r["run_id"] not in before]
     assert sorted(r["logical_date"][:16] for r in runs) == ["2026-11-22T11:46", "2026-11-22T11:47",
@@ -62,10 +64,8 @@ def test_backfill_equals_one_run_and_reruns_change_nothing(stack, spark_submit, 
     # rerun the middle interval (it cuts through the data): the backfill queues its run again
     (middle,) = [r for r in runs if r["logical_date"].startswith("2026-11-22T11:47")]
     af.wait_backfills("binlake_transactions")  # one backfill at a time
-    with af.services_stopped():
-        af.cli("backfill", "create", "--dag-id", "binlake_transactions", "--from-date",
-               "2026-11-22T11:47:00+00:00", "--to-date", "2026-11-22T11:47:00+00:00", "--reprocess-behavior",
-               "completed")
+    af.cli("backfill", "create", "--dag-id", "binlake_transactions", "--from-date",
+           "2026-11-22T11:47:00+00:00", "--to-date", "2026-11-22T11:47:00+00:00", "--reprocess-behavior", "completed")
     again = af.wait_rerun("binlake_transactions", middle["run_id"], middle["end_date"])
     assert again["state"] == "success"
     assert lake(warehouse) == got

@@ -1,18 +1,20 @@
-"""A real Airflow 3 for the tests: a temporary AIRFLOW_HOME with SQLite, this checkout's DAGs, the
-`airflow` command of the venv; `airflow dags test` runs, or a running api-server + scheduler +
-dag-processor (LocalExecutor) on 127.0.0.1 for backfills and the browser."""
+"""A real Airflow 3 for the tests: a temporary AIRFLOW_HOME, this checkout's DAGs, the `airflow`
+command of the venv; `airflow dags test` runs on SQLite, or, with `database="postgres"`, a running
+api-server + scheduler + dag-processor (LocalExecutor) on 127.0.0.1 for backfills and the browser,
+on a private PostgreSQL as `binlake airflow` runs them (SQLite's one write lock stalls a running
+api-server: binlake.postgres_local)."""
 
 from __future__ import annotations
 
-import contextlib
 import json
+import shutil
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 from binlake.airflow_local import AIRFLOW, SERVICES, Services
 from binlake.demo import airflow_env
+from binlake.postgres_local import Postgres
 
 
 def api_token(url: str, password: str) -> str:
@@ -21,13 +23,13 @@ def api_token(url: str, password: str) -> str:
 
     req = urllib.request.Request(url + "/auth/token", method="POST", headers={"Content-Type": "application/json"},
                                  data=json.dumps({"username": "admin", "password": password}).encode())
-    # SQLite serialises the services' writes: an answer can wait for the database's lock
-    with urllib.request.urlopen(req, timeout=330) as r:
+    with urllib.request.urlopen(req, timeout=120) as r:
         return json.loads(r.read())["access_token"]
 
 
 class Airflow:
-    def __init__(self, home: Path, env: dict[str, str] | None = None, keep_aws_env: bool = False) -> None:
+    def __init__(self, home: Path, env: dict[str, str] | None = None, keep_aws_env: bool = False,
+                 database: str = "sqlite") -> None:
         self.home = home
         home.mkdir(parents=True, exist_ok=True)
         self.env = airflow_env(home)
@@ -37,6 +39,9 @@ class Airflow:
         self.env["AIRFLOW__CORE__PARALLELISM"] = "2"
         self.services = Services(home, self.env, SERVICES[:3])  # no triggerer: no DAG defers
         self.port = 0
+        self.postgres = Postgres(home) if database == "postgres" else None
+        if self.postgres is not None:
+            self.env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] = self.postgres.start()
         self.cli("db", "migrate")
 
     def cli(self, *args: str, check: bool = True, timeout: float = 1200) -> subprocess.CompletedProcess:
@@ -100,15 +105,17 @@ class Airflow:
     def wait_backfills(self, dag_id: str, timeout: float = 300) -> None:
         """Wait until the scheduler has marked every backfill of the DAG complete (a loop after its
         last run ends): Airflow refuses a new backfill while one is running. Read from the
-        metadata database (no CLI lists backfills), read-only."""
-        import sqlite3
-
-        db = f"file:{self.home / 'airflow.db'}?mode=ro"
+        metadata database (no CLI lists backfills)."""
+        assert self.postgres is not None, "backfills are made on a running Airflow: database='postgres'"
         deadline = time.monotonic() + timeout
         while True:
-            with contextlib.closing(sqlite3.connect(db, uri=True, timeout=60)) as conn:
-                running = conn.execute("SELECT COUNT(*) FROM backfill WHERE dag_id = ? AND completed_at IS NULL",
-                                       (dag_id,)).fetchone()[0]
+            conn = self.postgres.connect()
+            try:
+                with conn.cursor() as cur:
+                    cur.execute("SELECT COUNT(*) FROM backfill WHERE dag_id = %s AND completed_at IS NULL", (dag_id,))
+                    (running,) = cur.fetchone()
+            finally:
+                conn.close()
             if not running:
                 return
             if time.monotonic() > deadline:
@@ -125,20 +132,10 @@ class Airflow:
             time.sleep(5)
         raise AssertionError(f"{dag_id} {run_id} did not run again within {timeout:.0f} s")
 
-    @contextlib.contextmanager
-    def services_stopped(self) -> Iterator[None]:
-        """Stop the services for the block, then start them again.
-
-        On SQLite, Airflow creates a backfill's runs inside savepoints: when the scheduler commits
-        in between, SQLite fails them at once ("database is locked"; the 60 s lock wait does not
-        apply to a stale snapshot), Airflow deletes the half-made backfill, and a scheduler that was
-        already scheduling its runs stops. Backfills are therefore made with the services stopped
-        (docs/airflow.md); PostgreSQL, as in docker-compose, has no such limit."""
-        self.stop()
-        try:
-            yield
-        finally:
-            self.start()
-
     def stop(self) -> None:
+        """The services, then the database (its data directory removed: the home is temporary)."""
         self.services.stop()
+        if self.postgres is not None:
+            data = self.postgres.datadir
+            self.postgres.stop()
+            shutil.rmtree(data, ignore_errors=True)
