@@ -70,6 +70,10 @@ class Opener(enum.Enum):
                              # the statement's last rows event (STMT_END_F) ends it
     AUTOCOMMIT = "autocommit"  # a statement with no BEGIN that its XID follows (MySQL 5.0)
 
+    # Members are singletons compared by identity: hashed as such, in C (Enum's own hash is a
+    # Python call, and every event's classification looks one up).
+    __hash__ = object.__hash__
+
 
 # Query texts that move boundaries (MySQL's Query_log_event::starts_group/ends_group).
 _BEGIN_RE = re.compile(r"\s*(BEGIN\b|XA\s+START\b)", re.I)
@@ -91,6 +95,8 @@ class Kind(enum.Enum):
     ROWS = "rows"                    # inside; the statement's last one ends a transaction a TABLE_MAP began
     INSIDE = "inside"                # ROWS_QUERY, ANNOTATE_ROWS
     OPAQUE = "opaque"                # a known type with no place in a transaction: self-contained
+
+    __hash__ = object.__hash__  # as Opener's
 
 
 _K = Kind
@@ -132,6 +138,11 @@ def query_role(text: str) -> str:
     return "statement"
 
 
+# classify() is a function of the event's few facts and the parser's state and opener, all of
+# them from small sets: each combination met is worked out once (a scan types every event twice).
+_CLASSIFIED: dict[tuple[int, Boundary, Opener, str | None, bool, bool], Boundary] = {}
+
+
 class BoundaryParser:
     """WL#4162's parser: feed event classes, get each event's boundary type."""
 
@@ -147,6 +158,13 @@ class BoundaryParser:
         """The boundary type of an event in the parser's current context (`query_role` of a QUERY:
         binlake.boundary.query_role of its text, None when it cannot be read; `xid_next`: the
         next event is an XID)."""
+        key = (type_code, self.state, self.opener, query_role, stmt_end, xid_next)
+        b = _CLASSIFIED.get(key)
+        if b is None:
+            b = _CLASSIFIED[key] = self._classify(type_code, query_role, stmt_end, xid_next)
+        return b
+
+    def _classify(self, type_code: int, query_role: str | None, stmt_end: bool, xid_next: bool) -> Boundary:
         in_trx = self.state in (Boundary.START, Boundary.INSIDE)
         match event_kind(type_code):
             case Kind.IGNORED:

@@ -6,6 +6,7 @@ type events without importing the row decoder and mysql-replication it never use
 
 from __future__ import annotations
 
+import mmap
 import struct
 from dataclasses import dataclass
 
@@ -37,44 +38,79 @@ def describe(parser: BoundaryParser, frame: Frame, inner: int, fde, next_type: i
     the type of the event right after it, where known (an XID after a statement ends its group)."""
     e = Event(frame, inner)
     t = frame.type
+    kind = event_kind(t)
     stmt_end = False
     try:
-        match event_kind(t):
-            case Kind.GTID:
-                e.gtid = (ev_codec.decode_tagged_gtid(frame.body) if t == c.GTID_TAGGED_LOG_EVENT
-                          else ev_codec.decode_mysql_gtid(t, frame.body))
-                e.opener = Opener.GTID
-            case Kind.MARIA_GTID:
-                e.gtid = ev_codec.decode_maria_gtid(frame.body, frame.server_id)
-                alone = e.gtid.flags & (c.FL_STANDALONE | c.FL_COMPLETED_XA)
-                e.opener = Opener.GTID if alone else Opener.MARIA_GTID
-            case Kind.QUERY:
-                phl = fde.post_header_len(t) or fde.post_header_len(c.QUERY_EVENT)
-                ev_codec.check_query(frame.body, phl)
-                e.query = ev_codec.decode_query(frame.body, phl, t == c.QUERY_COMPRESSED_EVENT)
-                e.role = query_role(e.query.text)
-                if e.role == "begin":
-                    e.opener = Opener.BEGIN
-                elif e.role == "statement" and next_type == c.XID_EVENT:
-                    e.opener = Opener.AUTOCOMMIT
-            case Kind.STATEMENT if next_type == c.XID_EVENT:
-                e.opener = Opener.AUTOCOMMIT
-            case Kind.END if t == c.XID_EVENT:
-                e.xid = ev_codec.decode_xid(frame.body)
-            case Kind.END:
-                e.xa = ev_codec.decode_xa_prepare(frame.body)
-            case Kind.INCIDENT:
-                e.incident = ev_codec.decode_incident(frame.body, fde.post_header_len(t) or 2)
-            case Kind.PRE_STATEMENT:
-                e.opener = Opener.PRE_STATEMENT
-            case Kind.TABLE_MAP:
-                e.opener = Opener.ROWS
-            case Kind.ROWS if parser.opener is Opener.ROWS:
-                stmt_end = stmt_ends(frame, fde)
+        if kind in _DECODED:
+            e.gtid, e.query, e.role, e.xid, e.xa, e.incident, e.opener = _decoded(frame, inner, kind, fde, next_type)
+        elif kind is Kind.STATEMENT and next_type == c.XID_EVENT:
+            e.opener = Opener.AUTOCOMMIT
+        elif kind is Kind.PRE_STATEMENT:
+            e.opener = Opener.PRE_STATEMENT
+        elif kind is Kind.TABLE_MAP:
+            e.opener = Opener.ROWS
+        elif kind is Kind.ROWS and parser.opener is Opener.ROWS:
+            stmt_end = stmt_ends(frame, fde)
     except (ValueError, struct.error, IndexError, UnicodeDecodeError) as exc:
         e.error = f"cannot decode {c.event_name(t)} event: {exc}"
     e.boundary = parser.classify(t, query_role=e.role, stmt_end=stmt_end, xid_next=e.opener is Opener.AUTOCOMMIT)
     return e
+
+
+_DECODED = frozenset({Kind.GTID, Kind.MARIA_GTID, Kind.QUERY, Kind.END, Kind.INCIDENT})
+Decoded = tuple[ev_codec.GtidInfo | None, ev_codec.Query | None, str | None, int | None,
+                ev_codec.XaPrepare | None, ev_codec.Incident | None, Opener | None]
+# The last events decoded, by place: a transaction's look-ahead decodes its GTID, QUERY and XID
+# events, and the main pass right after it takes them from here instead of decoding them again.
+# Kept with the buffer they came from (immutable: a file's map or bytes), so a hit is the same bytes.
+# (Events inside a TRANSACTION_PAYLOAD are decoded again: each walk inflates the payload anew.)
+_MEMO: dict[tuple[int, int, int | None], tuple[object, int, Decoded]] = {}
+_MEMO_MOST = 256
+
+
+def _decoded(frame: Frame, inner: int, kind: Kind, fde, next_type: int | None) -> Decoded:
+    key = (frame.pos, inner, next_type)
+    hit = _MEMO.get(key)
+    if hit is not None and hit[0] is frame.buf and hit[1] == frame.body_start:
+        return hit[2]
+    d = _decode(frame, kind, fde, next_type)
+    if inner < 0 and isinstance(frame.buf, (bytes, mmap.mmap)):  # not a payload's: it goes with its walk
+        if len(_MEMO) >= _MEMO_MOST:
+            _MEMO.clear()
+        _MEMO[key] = (frame.buf, frame.body_start, d)
+    return d
+
+
+def _decode(frame: Frame, kind: Kind, fde, next_type: int | None) -> Decoded:
+    """The body of a GTID, QUERY, XID, XA_PREPARE or INCIDENT event, as the Event fields it sets."""
+    t = frame.type
+    gtid = query = xa = incident = None
+    role = xid = opener = None
+    match kind:
+        case Kind.GTID:
+            gtid = (ev_codec.decode_tagged_gtid(frame.body) if t == c.GTID_TAGGED_LOG_EVENT
+                    else ev_codec.decode_mysql_gtid(t, frame.body))
+            opener = Opener.GTID
+        case Kind.MARIA_GTID:
+            gtid = ev_codec.decode_maria_gtid(frame.body, frame.server_id)
+            alone = gtid.flags & (c.FL_STANDALONE | c.FL_COMPLETED_XA)
+            opener = Opener.GTID if alone else Opener.MARIA_GTID
+        case Kind.QUERY:
+            phl = fde.post_header_len(t) or fde.post_header_len(c.QUERY_EVENT)
+            ev_codec.check_query(frame.body, phl)
+            query = ev_codec.decode_query(frame.body, phl, t == c.QUERY_COMPRESSED_EVENT)
+            role = query_role(query.text)
+            if role == "begin":
+                opener = Opener.BEGIN
+            elif role == "statement" and next_type == c.XID_EVENT:
+                opener = Opener.AUTOCOMMIT
+        case Kind.END if t == c.XID_EVENT:
+            xid = ev_codec.decode_xid(frame.body)
+        case Kind.END:
+            xa = ev_codec.decode_xa_prepare(frame.body)
+        case Kind.INCIDENT:
+            incident = ev_codec.decode_incident(frame.body, fde.post_header_len(t) or 2)
+    return gtid, query, role, xid, xa, incident, opener
 
 
 def stmt_ends(frame: Frame, fde) -> bool:

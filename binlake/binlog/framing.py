@@ -9,6 +9,7 @@ body beyond the FORMAT_DESCRIPTION event, so a walk costs one header per event.
 
 from __future__ import annotations
 
+import importlib
 import mmap
 import os
 import re
@@ -17,6 +18,7 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from binlake import pure_python
 from binlake.binlog import constants as c
 from binlake.errors import BinlogError
 
@@ -29,6 +31,26 @@ _U32 = struct.Struct("<I")
 # file (a 1 GiB transaction would otherwise count 1 GiB). A later walk over them faults them
 # back in from the cache.
 RELEASE_BYTES = 64 << 20
+
+
+def _built():
+    try:
+        return importlib.import_module("binlake.binlog._frames")
+    except ImportError:  # built without a C compiler: the reference loop cuts every event
+        return None
+
+
+_frames = _built()
+
+
+def compiled() -> bool:
+    """Whether the compiled frame walk is built (BINLAKE_PURE_PYTHON aside)."""
+    return _frames is not None
+
+
+# Frames asked of the compiled walk at once, at first and at most: a walk is often a
+# transaction's few events (the look-ahead), or a whole file.
+_FIRST_RUN, _MOST_RUN = 8, 1024
 
 # Post-header lengths of binlog versions 1 and 3 (MySQL 3.23 / 4.0), which have no
 # FORMAT_DESCRIPTION event; index = event type - 1. Values from the servers' own tables.
@@ -322,11 +344,23 @@ class BinlogReader:
         crc32 = zlib.crc32
         released = pos
         next_release = pos + RELEASE_BYTES if self.pages is not None else stop
+        # Runs of ordinary events are cut by the compiled walk (_frames.c), each other event here.
+        fast = _frames if _frames is not None and not v1 and fde.type_map is None and only is None \
+            and not pure_python() else None
+        run = _FIRST_RUN
         try:
             while pos < stop:
                 if pos >= next_release:  # a long walk (a big transaction) releases as it goes
                     self._walked(released, pos)
                     released, next_release = pos, pos + RELEASE_BYTES
+                if fast is not None:
+                    got = fast.cut(Frame, data, base, pos, stop, next_release, fde.header_len, crc, verify, run)[0]
+                    if got:
+                        for frame in got:
+                            yield frame
+                            pos += frame.size
+                        run = min(run * 2, _MOST_RUN)
+                        continue
                 i = pos - base
                 if stop - pos < hdr.size:
                     raise self._fail(pos, f"truncated event header: {stop - pos} bytes left")
@@ -366,6 +400,8 @@ class BinlogReader:
                     yield frame
                     min_size = fde.header_len
                     crc = fde.has_checksum
+                    if fde.type_map is not None:
+                        fast = None
                     pos += size
                     continue
                 elif crc:
