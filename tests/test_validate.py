@@ -219,14 +219,19 @@ def test_broken_tables_fail(spark, base, variant):
 def _reassemble(spark, root: Path, name: str, damage) -> tuple[Path, str]:
     from binlake.spark.job import assemble
 
+    store = _damaged_store(root, name, damage)
+    assemble(spark, store, str(root / f"lake_{name}"), "2000-01-01", "2100-01-01", split_bytes=1 << 40)
+    return root / f"lake_{name}", store
+
+
+def _damaged_store(root: Path, name: str, damage) -> str:
+    """A copy of the archive with the MySQL binlogs damaged."""
     store_dir = root / f"store_{name}"
     if store_dir.exists():
         shutil.rmtree(store_dir)
     shutil.copytree(root / "store", store_dir)
     damage(store_dir / "mysql" / "binlogs")
-    store = f"file://{store_dir}"
-    assemble(spark, store, str(root / f"lake_{name}"), "2000-01-01", "2100-01-01", split_bytes=1 << 40)
-    return root / f"lake_{name}", store
+    return f"file://{store_dir}"
 
 
 def _neutralise(path: Path, type_code: int, nth: int = 0) -> int:
@@ -304,6 +309,28 @@ def test_cli_fails_with_a_readable_report(base):
         noise = [line for line in done.stderr.splitlines()
                  if " INFO " in line or "Calculating Metrics" in line or "[Stage " in line]
         assert noise == [], noise[:5]
+
+
+def test_assemble_then_validate_in_one_process(base):
+    """`assemble --validate`: the job's summary, then the suites' report over the same range, from
+    one process; its exit status is the suites'. The damage (a dropped XID) is what fails them."""
+    root, store, rng = base
+    damaged = _damaged_store(root, "dropped_xid_one", BINLOG_VARIANTS["dropped_xid"])
+    args = ["--start", rng[0], "--end", rng[1], "--master", "local[1]", "--conf", "spark.ui.enabled=false",
+            "--split-bytes", str(1 << 40), "--validate"]
+    for archive_url, lake, status in ((store, root / "lake_one_ok", 0), (damaged, root / "lake_one_bad", 1)):
+        proc = run_cli("assemble", "--store", archive_url, "--warehouse", str(lake), *args)
+        assert proc.returncode == status, proc.stdout[-2000:] + proc.stderr[-2000:]
+        summary, report = proc.stdout.split("\n", 1)
+        counts = json.loads(summary)
+        assert counts["record"] == "assemble"
+        assert f"(transactions {counts['transactions']}, row_changes {counts['row_changes']}, " in report
+        if status:
+            assert "FAILED" in report and "outcome: expect_column_values_to_not_be_in_set" in report
+            assert counts["by_outcome"]["incomplete"] == 1  # the transaction whose XID was dropped
+        else:
+            assert "PASSED" in report and "incomplete" not in counts["by_outcome"]
+        assert Path(lake / "quality" / "gx" / "uncommitted" / "data_docs" / "local_site" / "index.html").is_file()
 
 
 def spark_session():

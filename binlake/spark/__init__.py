@@ -1,7 +1,9 @@
 """The Spark-facing part of binlake: the only package that imports pyspark.
 
-`add_arguments` / `main` are shared by `binlake assemble` and
-`spark_jobs/assemble_transactions.py`; they import pyspark only when run.
+`add_arguments` / `run` are shared by `binlake assemble` and
+`spark_jobs/assemble_transactions.py`; they import pyspark only when run. With `--validate`
+the suites of `binlake validate` run after the job in its Spark session: one JVM, warmed by
+the job, for both steps.
 """
 
 from __future__ import annotations
@@ -26,6 +28,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--segment-bytes", type=int, default=64 << 20, help="rows-event bytes per segment (default 64 MiB)")
     p.add_argument("--fail-on-anomaly", action="store_true",
                    help="exit 1 (after writing) when the range has anomalies")
+    p.add_argument("--validate", action="store_true",
+                   help="then run binlake validate's suites over the range in the same Spark session (a "
+                        "local warehouse only); exit 1 when a suite fails")
+    add_suite_arguments(p)
 
 
 def run(args: argparse.Namespace, spark=None) -> int:
@@ -34,18 +40,27 @@ def run(args: argparse.Namespace, spark=None) -> int:
 
     from binlake import __version__, compiled_paths
     from binlake.assemble import Options
+    from binlake.errors import BinlakeError
     from binlake.spark.job import assemble, session
 
     log.info("binlake %s: %s", __version__, compiled_paths())
+    if args.validate and "://" in args.warehouse and not args.warehouse.startswith("file://"):
+        raise BinlakeError(f"{args.warehouse}: --validate writes its data docs beside a local warehouse only "
+                           "(file:// or a path) for now")
     spark = spark or session(getattr(args, "master", None), conf=_conf(getattr(args, "conf", None)))
     opts = Options(segment_rows=args.segment_rows, segment_bytes=args.segment_bytes)
     summary = assemble(spark, args.store, args.warehouse, args.start, args.end, args.sources, args.split_bytes,
                        opts, fail_on_anomaly=False)
-    print(json.dumps({"record": "assemble", **asdict(summary)}, separators=(",", ":")))
+    print(json.dumps({"record": "assemble", **asdict(summary)}, separators=(",", ":")), flush=True)
+    status = 0
     if args.fail_on_anomaly and summary.anomalies:
         print(f"binlake: {summary.anomaly_text()}", file=sys.stderr)
-        return 1
-    return 0
+        status = 1
+    if args.validate:
+        report = _suites(spark, args)
+        print(report.text())
+        status = status or (0 if report.success else 1)
+    return status
 
 
 def _conf(pairs: list[str] | None) -> dict[str, str]:
@@ -66,6 +81,11 @@ def add_validate_arguments(p: argparse.ArgumentParser) -> None:
                                    "assemble summaries name)")
     p.add_argument("--source", action="append", dest="sources", metavar="NAME",
                    help="validate these sources only (repeatable; default every source)")
+    add_suite_arguments(p)
+
+
+def add_suite_arguments(p: argparse.ArgumentParser) -> None:
+    """How the suites judge the range: `binlake validate`'s, and `assemble --validate`'s."""
     p.add_argument("--warn-only", action="append", default=[], metavar="SUITE",
                    choices=["transactions", "row_changes", "anomalies", "continuity"],
                    help="a failure of this suite is reported but does not fail the run (repeatable)")
@@ -78,14 +98,20 @@ def add_validate_arguments(p: argparse.ArgumentParser) -> None:
 
 def run_validate(args: argparse.Namespace, spark=None) -> int:
     """Run the suites with parsed arguments; prints the report; 1 when a (non warn-only) suite failed."""
-    import datetime as dt
-
     from binlake.spark.job import session
-    from binlake.spark.validate import Config, validate
 
     spark = spark or session(getattr(args, "master", None), app="binlake-validate",
                              conf=_conf(getattr(args, "conf", None)))
-    config = Config(set(args.warn_only), list(args.allow_severity), dt.timedelta(seconds=args.xa_max_age))
-    report = validate(spark, args.warehouse, args.start, args.end, args.store, args.sources, config)
+    report = _suites(spark, args)
     print(report.text())
     return 0 if report.success else 1
+
+
+def _suites(spark, args: argparse.Namespace):
+    """The suites over the arguments' range and sources, judged as they say."""
+    import datetime as dt
+
+    from binlake.spark.validate import Config, validate
+
+    config = Config(set(args.warn_only), list(args.allow_severity), dt.timedelta(seconds=args.xa_max_age))
+    return validate(spark, args.warehouse, args.start, args.end, args.store, args.sources, config)
