@@ -28,6 +28,7 @@ import hashlib
 import itertools
 import json
 import logging
+import re
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
@@ -57,6 +58,24 @@ def parse_time(text: str) -> str:
     if t.tzinfo is None:
         t = t.replace(tzinfo=dt.UTC)
     return t.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def compact_ts(ts: str) -> str:
+    """A timestamp (parse_time's form) for file names: 20261122T100000Z."""
+    return ts.replace(":", "").replace("-", "").replace(".000000", "")
+
+
+def quality_run(start: str, end: str) -> str:
+    """The name of a validation run of a range, under the warehouse's quality/runs/: the range and now."""
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    return f"{compact_ts(parse_time(start))}_{compact_ts(parse_time(end))}_{stamp}"
+
+
+def check_quality_run(name: str) -> str:
+    """A validation run's name as given: one directory's name, nothing that could leave quality/runs/."""
+    if not re.fullmatch(r"[\w][\w.-]*", name):
+        raise BinlakeError(f"{name!r}: a validation run's name is letters, digits, '_', '.' and '-'")
+    return name
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,8 @@ params of a manual run:
 2. **assemble**: `spark-submit spark_jobs/assemble_transactions.py` on the `spark_default`
    connection; the interval's commit_date partitions are rewritten with exactly its transactions,
    so reruns and backfills are idempotent;
-3. **validate** with the Great Expectations suites; a failing suite fails the run;
+3. **validate** with the Great Expectations suites (run by the assemble job in its own Spark
+   session when its driver runs on the worker and the warehouse is local); a failing suite fails the run;
 4. **publish_report**: the data docs path, as an event of the `binlake_quality_report` Asset.
 
 Backfill a range: `airflow backfill create --dag-id binlake_transactions --from-date 2026-11-01 --to-date 2026-11-08`.
@@ -46,7 +47,7 @@ Backfill a range: `airflow backfill create --dag-id binlake_transactions --from-
 )
 def binlake_transactions():
     assemble = AssembleOperator(task_id="assemble", doc_md=AssembleOperator.__doc__)
-    checked = validate(start=START, end=END)
+    checked = validate(start=START, end=END, assembled=assemble.output)
     wait_for_archive(end=END) >> assemble >> checked
     publish_report(checked)
 

@@ -91,6 +91,40 @@ def test_an_archive_that_stopped_fails_the_interval_with_what_is_known(airflow, 
         run["output"][-3000:]
 
 
+def test_a_failing_suite_fails_the_run_at_validate_with_the_jobs_report(airflow, spark_submit, tmp_path):
+    """The assemble job runs the suites in its own Spark session (`--validate-as`: its driver on
+    this worker, a local warehouse) and the validate task reads their report. On the recorded
+    MySQL binlogs with their third XID event made ignorable (tests/test_validate.py's damage: that
+    transaction never ends), the run fails at validate after assemble succeeded; the report says
+    FAILED on the outcome, and it is the only validation made: the job's, named in its log."""
+    from tests.support.scanning import DATA
+    from tests.test_validate import BINLOG_VARIANTS
+
+    src = tmp_path / "binlogs"
+    src.mkdir()
+    for f in sorted((DATA / "mysql").glob("binlog.0*")):
+        shutil.copy(f, src / f.name)
+    BINLOG_VARIANTS["dropped_xid"](src)
+    store = tmp_path / "archive"
+    archive(DirSource(str(src)), open_store(f"file://{store}"), "db")
+    start, end = commit_range(store)
+    settings = {"store": f"file://{store}", "warehouse": str(tmp_path / "warehouse"),
+                "sources": [{"name": "db", "url": f"dir://{src}", "final": True}]}
+    af = airflow({"AIRFLOW_VAR_BINLAKE": json.dumps(settings), "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO"})
+    run = af.dags_test("binlake_transactions", conf={"start": start, "end": end})
+    assert run["state"] == "failed", run["output"][-3000:]
+    assert run["tasks"] == {"wait_for_archive": "success", "assemble": "success", "validate": "failed",
+                            "publish_report": "upstream_failed"}, run["output"][-3000:]
+    (made,) = (tmp_path / "warehouse" / "quality" / "runs").iterdir()
+    text = run["output"]
+    assert f"then validating as {made.name}" in text and "the suites ran in the assemble job's Spark session" in text
+    assert "validation failed for" in text
+    report = json.loads((made / "results.json").read_text())["report"]
+    assert report["success"] is False
+    assert "outcome: expect_column_values_to_not_be_in_set" in {f["description"] for s in report["suites"]
+                                                               for f in s["failed"]}
+
+
 def _interpreter(root: Path, body: str) -> Path:
     """An interpreter at its own path with this venv's packages (a pyvenv.cfg and a link to the
     venv's lib beside it): to Spark, a Python of its own. `body` runs first in its bash launcher."""

@@ -331,6 +331,32 @@ def test_assemble_then_validate_in_one_process(base):
         else:
             assert "PASSED" in report and "incomplete" not in counts["by_outcome"]
         assert Path(lake / "quality" / "gx" / "uncommitted" / "data_docs" / "local_site" / "index.html").is_file()
+    # --validate-as (the Airflow assemble task's): the failing report under the name given, the
+    # exit status left to its reader (the validate task), which loads what was printed
+    from binlake.errors import BinlakeError
+    from binlake.spark.validate import load_report
+
+    lake = root / "lake_one_named"
+    args[-1] = "--validate-as"
+    proc = run_cli("assemble", "--store", damaged, "--warehouse", str(lake), *args, "run-1.a")
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    report = load_report(str(lake), "run-1.a")
+    assert not report.success and report.run == "run-1.a" and proc.stdout.split("\n", 1)[1].strip() == report.text()
+    assert sorted(p.name for p in (lake / "quality" / "runs").iterdir()) == ["run-1.a"]
+    with pytest.raises(BinlakeError, match="runs/run-2/results.json: no such report: the validation run run-2 did not"):
+        load_report(str(lake), "run-2")
+
+
+def test_validation_refuses_what_it_cannot_write_before_the_job(tmp_path):
+    """A warehouse on an object store, or a report name that is not a plain file name: refused
+    before any Spark work, the warehouse left untouched."""
+    args = ["--store", f"file://{tmp_path}/none", "--start", "2026-01-01", "--end", "2026-01-02"]
+    proc = run_cli("assemble", *args, "--warehouse", "s3a://lake/w", "--validate")
+    assert proc.returncode == 1 and "s3a://lake/w: validation writes its data docs beside a local warehouse only" \
+        in proc.stderr, proc.stderr[-2000:]
+    proc = run_cli("assemble", *args, "--warehouse", str(tmp_path / "w"), "--validate-as", "../up")
+    assert proc.returncode == 1 and "'../up': a validation run's name is letters, digits" in proc.stderr
+    assert not (tmp_path / "w").exists()
 
 
 def spark_session():

@@ -31,6 +31,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--validate", action="store_true",
                    help="then run binlake validate's suites over the range in the same Spark session (a "
                         "local warehouse only); exit 1 when a suite fails")
+    p.add_argument("--validate-as", metavar="RUN",
+                   help="validate as --validate does, the report under quality/runs/RUN, and leave a failing "
+                        "suite to the caller that reads it (exit 0): binlake_transactions' validate task")
     add_suite_arguments(p)
 
 
@@ -40,13 +43,16 @@ def run(args: argparse.Namespace, spark=None) -> int:
 
     from binlake import __version__, compiled_paths
     from binlake.assemble import Options
-    from binlake.errors import BinlakeError
     from binlake.spark.job import assemble, session
+    from binlake.spark.settings import warehouse_dir
+    from binlake.splits import check_quality_run
 
     log.info("binlake %s: %s", __version__, compiled_paths())
-    if args.validate and "://" in args.warehouse and not args.warehouse.startswith("file://"):
-        raise BinlakeError(f"{args.warehouse}: --validate writes its data docs beside a local warehouse only "
-                           "(file:// or a path) for now")
+    validating = args.validate or args.validate_as
+    if validating:  # what validation cannot write: said before the job, not after it
+        warehouse_dir(args.warehouse)
+        if args.validate_as:
+            check_quality_run(args.validate_as)
     spark = spark or session(getattr(args, "master", None), conf=_conf(getattr(args, "conf", None)))
     opts = Options(segment_rows=args.segment_rows, segment_bytes=args.segment_bytes)
     summary = assemble(spark, args.store, args.warehouse, args.start, args.end, args.sources, args.split_bytes,
@@ -56,10 +62,11 @@ def run(args: argparse.Namespace, spark=None) -> int:
     if args.fail_on_anomaly and summary.anomalies:
         print(f"binlake: {summary.anomaly_text()}", file=sys.stderr)
         status = 1
-    if args.validate:
-        report = _suites(spark, args)
+    if validating:
+        report = _suites(spark, args, run_name=args.validate_as)
         print(report.text())
-        status = status or (0 if report.success else 1)
+        if args.validate and not report.success:
+            status = 1
     return status
 
 
@@ -107,11 +114,12 @@ def run_validate(args: argparse.Namespace, spark=None) -> int:
     return 0 if report.success else 1
 
 
-def _suites(spark, args: argparse.Namespace):
-    """The suites over the arguments' range and sources, judged as they say."""
+def _suites(spark, args: argparse.Namespace, run_name: str | None = None):
+    """The suites over the arguments' range and sources, judged as they say; their report under
+    quality/runs/<run_name> (default: the range and the time)."""
     import datetime as dt
 
     from binlake.spark.validate import Config, validate
 
     config = Config(set(args.warn_only), list(args.allow_severity), dt.timedelta(seconds=args.xa_max_age))
-    return validate(spark, args.warehouse, args.start, args.end, args.store, args.sources, config)
+    return validate(spark, args.warehouse, args.start, args.end, args.store, args.sources, config, run_name)

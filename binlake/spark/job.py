@@ -42,6 +42,7 @@ from binlake.splits import (
     Plan,
     Split,
     check_repeat,
+    compact_ts,
     pieces_of,
     plan,
     put_together,
@@ -439,11 +440,6 @@ def _dates(start: str, end: str) -> list[dt.date]:
     first = _instant(start).date()
     last = (_instant(end) - dt.timedelta(microseconds=1)).date()
     return [first + dt.timedelta(days=i) for i in range((last - first).days + 1)]
-
-
-def compact_ts(ts: str) -> str:
-    """A timestamp for file names: 20261122T100000Z."""
-    return ts.replace(":", "").replace("-", "").replace(".000000", "")
 
 
 def _counts(groups: list, column: str) -> dict[str, int]:

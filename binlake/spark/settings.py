@@ -4,6 +4,11 @@ import here, so the operator reads them without loading Spark."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
+from binlake.errors import BinlakeError
+
 # Every session: whoever made it, the tables come out alike.
 SESSION = {
     "spark.sql.session.timeZone": "UTC",  # commit_date is the UTC day
@@ -22,6 +27,20 @@ LOCAL_MEMORY = "3g"  # JVM heap of a local master unless spark.driver.memory say
 
 def is_local(master: str | None) -> bool:
     return (master or "").startswith("local")
+
+
+def local_warehouse(url: str) -> bool:
+    """Whether a warehouse is on the driver's file system (a path or file://): validation writes
+    its data docs there, and only there for now."""
+    return "://" not in url or url.startswith("file://")
+
+
+def warehouse_dir(url: str) -> Path:
+    """The directory of a local warehouse; an error for any other."""
+    if not local_warehouse(url):
+        raise BinlakeError(f"{url}: validation writes its data docs beside a local warehouse only "
+                           "(file:// or a path) for now")
+    return Path(os.path.abspath(url.removeprefix("file://")))
 
 
 def local(conf: dict | None = None) -> dict[str, str]:

@@ -38,9 +38,9 @@ from binlake.archive.run import refusals
 from binlake.archive.stores import open_store
 from binlake.errors import BinlakeError
 from binlake.spark import offline_docs, schema
-from binlake.spark.job import compact_ts, warehouse_uri
-from binlake.spark.settings import SESSION
-from binlake.splits import manifests, meets, parse_time, sources
+from binlake.spark.job import warehouse_uri
+from binlake.spark.settings import SESSION, warehouse_dir
+from binlake.splits import check_quality_run, manifests, meets, parse_time, quality_run, sources
 
 log = logging.getLogger(__name__)
 SUITES = ("transactions", "row_changes", "anomalies", "continuity")
@@ -120,23 +120,20 @@ def _query(path: Path) -> str:
 
 class Validation:
     def __init__(self, spark: SparkSession, warehouse: str, start: str, end: str, store: str | None = None,
-                 source_names: list[str] | None = None, config: Config | None = None) -> None:
+                 source_names: list[str] | None = None, config: Config | None = None,
+                 run_name: str | None = None) -> None:
         self.spark = spark
         for key, value in SESSION.items():
             spark.conf.set(key, value)
         self.warehouse = warehouse_uri(warehouse).rstrip("/")
-        if not self.warehouse.startswith("file://"):
-            raise BinlakeError(f"{self.warehouse}: validation writes its data docs beside a local warehouse only "
-                               "(file:// or a path) for now")
-        self.root = Path(self.warehouse[len("file://"):])
+        self.root = warehouse_dir(self.warehouse)
         self.start, self.end = parse_time(start), parse_time(end)
         if self.start >= self.end:
             raise BinlakeError(f"empty range: start {self.start} is not before end {self.end}")
         self.config = config or Config()
         self.store = store or self._store_from_summaries()
         self.source_names = source_names
-        stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
-        self.run_name = f"{compact_ts(self.start)}_{compact_ts(self.end)}_{stamp}"
+        self.run_name = check_quality_run(run_name) if run_name else quality_run(self.start, self.end)
 
     # -- the data ----------------------------------------------------------------------
 
@@ -251,9 +248,11 @@ class Validation:
         run_dir.mkdir(parents=True, exist_ok=True)
         report = Report(self.warehouse, self.start, self.end, self.run_name, success, results, counts, str(docs),
                         str(run_dir / "results.json"))
-        (run_dir / "results.json").write_text(json.dumps({"report": asdict(report), "gx": raw}, indent=1,
-                                                         default=str))
         (run_dir / "summary.txt").write_text(report.text() + "\n")
+        # Last, and whole or not at all: its presence says the run finished (load_report).
+        tmp = run_dir / "results.json.tmp"
+        tmp.write_text(json.dumps({"report": asdict(report), "gx": raw}, indent=1, default=str))
+        os.replace(tmp, run_dir / "results.json")
         for df in batches.values():
             df.unpersist()
         return report
@@ -316,6 +315,17 @@ def _describe(cfg) -> str:
 
 
 def validate(spark: SparkSession, warehouse: str, start: str, end: str, store: str | None = None,
-             sources: list[str] | None = None, config: Config | None = None) -> Report:
-    """Run the suites; the report says whether the range can be trusted (see Report.success)."""
-    return Validation(spark, warehouse, start, end, store, sources, config).run()
+             sources: list[str] | None = None, config: Config | None = None, run_name: str | None = None) -> Report:
+    """Run the suites; the report says whether the range can be trusted (see Report.success).
+    It is written under quality/runs/<run_name> (default: the range and the time)."""
+    return Validation(spark, warehouse, start, end, store, sources, config, run_name).run()
+
+
+def load_report(warehouse: str, run_name: str) -> Report:
+    """The report a finished run wrote (`assemble --validate-as`, read by the Airflow task)."""
+    path = warehouse_dir(warehouse) / "quality" / "runs" / check_quality_run(run_name) / "results.json"
+    try:
+        data = json.loads(path.read_text())["report"]
+    except FileNotFoundError:
+        raise BinlakeError(f"{path}: no such report: the validation run {run_name} did not finish") from None
+    return Report(**{**data, "suites": [SuiteResult(**s) for s in data["suites"]]})

@@ -79,7 +79,11 @@ def _archive_failures() -> str:
 class AssembleOperator(SparkSubmitOperator):
     """`spark_jobs/assemble_transactions.py` through spark-submit, on the `binlake` Variable's
     store, warehouse, sources and Spark connection. The job replaces exactly the interval's
-    transactions (dynamic partition overwrite), so a retry or rerun is safe."""
+    transactions (dynamic partition overwrite), so a retry or rerun is safe.
+
+    Where the driver runs here (client deploy mode) and the warehouse is local, the job then runs
+    the validate task's suites in its own Spark session (`--validate-as`: one JVM for both steps)
+    and returns the report's name, which the validate task reads instead of validating again."""
 
     # The base class keeps conn_id as _conn_id: rendered, the Variable's Spark connection is the one used.
     template_fields = (*SparkSubmitOperator.template_fields, "start", "end", "_conn_id")
@@ -99,6 +103,15 @@ class AssembleOperator(SparkSubmitOperator):
                 "--split-bytes", str(cfg.split_bytes)]
         for spec in cfg.sources:
             args += ["--source", spec.name]
+        quality_run = None
+        deploy_mode = self._deploy_mode or conn.extra_dejson.get("deploy-mode") or "client"
+        if deploy_mode == "client" and spark_settings.local_warehouse(cfg.warehouse):
+            from binlake.splits import quality_run as quality_run_name  # not at DAG parse time
+
+            quality_run = quality_run_name(self.start, self.end)
+            args += ["--validate-as", quality_run, "--xa-max-age", str(cfg.xa_max_age_seconds)]
+            args += [a for suite in cfg.warn_only for a in ("--warn-only", suite)]
+            args += [a for severity in cfg.allowed_severities for a in ("--allow-severity", severity)]
         self.application_args = args
         aws = resources.aws_environment(cfg)
         # The driver runs here, with this interpreter (it has binlake); executors find theirs.
@@ -111,30 +124,32 @@ class AssembleOperator(SparkSubmitOperator):
             conf = {**conf, **{f"spark.executorEnv.{k}": v for k, v in aws.items()}, **cfg.spark_conf}
         self.conf = conf
         self.env_vars = {**(self.env_vars or {}), **env}
-        log.info("assembling %s .. %s of %s into %s (%s)", self.start, self.end,
-                 ", ".join(s.name for s in cfg.sources), cfg.warehouse, conn.host)
-        return super().execute(context)
+        log.info("assembling %s .. %s of %s into %s (%s)%s", self.start, self.end,
+                 ", ".join(s.name for s in cfg.sources), cfg.warehouse, conn.host,
+                 f", then validating as {quality_run}" if quality_run else "")
+        super().execute(context)
+        return {"quality_run": quality_run}
 
 
 @task(retries=1, doc_md="""
 ### Validate the interval
 Runs the Great Expectations suites of `expectations/` (transactions, row_changes, anomalies,
-continuity) on the interval's rows in a local SparkSession; results and data docs go under
-`{warehouse}/quality/`, and the run's **Quality report** tab shows them (a failed run's too).
-A failed suite fails this task, unless the Variable's `warn_only` names it.
+continuity) on the interval's rows; results and data docs go under `{warehouse}/quality/`, and
+the run's **Quality report** tab shows them (a failed run's too). A failed suite fails this task,
+unless the Variable's `warn_only` names it. When the assemble job ran the suites in its own Spark
+session (its driver here, a local warehouse), this task reads their report; otherwise it runs
+them in a local SparkSession.
 """)
-def validate(start: str, end: str, *, ti=None) -> dict:
-    import datetime as dt
-
-    from binlake.spark.job import session
-    from binlake.spark.validate import Config
-    from binlake.spark.validate import validate as run_suites
-
+def validate(start: str, end: str, assembled: dict | None = None, *, ti=None) -> dict:
     cfg = settings.load()
-    os.environ.update(resources.aws_environment(cfg))  # the manifest checks read the archive with boto3
-    spark = session("local[*]", app="binlake-validate")
-    config = Config(set(cfg.warn_only), list(cfg.allowed_severities), dt.timedelta(seconds=cfg.xa_max_age_seconds))
-    report = run_suites(spark, cfg.warehouse, start, end, cfg.store, [s.name for s in cfg.sources], config)
+    quality_run = (assembled or {}).get("quality_run")
+    if quality_run:
+        from binlake.spark.validate import load_report
+
+        report = load_report(cfg.warehouse, quality_run)
+        log.info("the suites ran in the assemble job's Spark session: report %s", quality_run)
+    else:
+        report = _run_suites(cfg, start, end)
     if ti is not None:  # the run's "Quality report" tab opens it, passed or failed
         reports.record(cfg.warehouse, ti.dag_id, ti.run_id, report.run)
     text = report.text()
@@ -150,6 +165,20 @@ def validate(start: str, end: str, *, ti=None) -> dict:
         # A failed suite is a fact about the data: retrying cannot change it.
         raise AirflowFailException(f"validation failed for {start} .. {end}; report: {report.docs}")
     return result
+
+
+def _run_suites(cfg: settings.Settings, start: str, end: str):
+    """The suites over the range, here, in a local SparkSession."""
+    import datetime as dt
+
+    from binlake.spark.job import session
+    from binlake.spark.validate import Config
+    from binlake.spark.validate import validate as run_suites
+
+    os.environ.update(resources.aws_environment(cfg))  # the manifest checks read the archive with boto3
+    spark = session("local[*]", app="binlake-validate")
+    config = Config(set(cfg.warn_only), list(cfg.allowed_severities), dt.timedelta(seconds=cfg.xa_max_age_seconds))
+    return run_suites(spark, cfg.warehouse, start, end, cfg.store, [s.name for s in cfg.sources], config)
 
 
 @task(outlets=[REPORT_ASSET], doc_md="""
