@@ -97,17 +97,7 @@ def test_a_failing_suite_fails_the_run_at_validate_with_the_jobs_report(airflow,
     MySQL binlogs with their third XID event made ignorable (tests/test_validate.py's damage: that
     transaction never ends), the run fails at validate after assemble succeeded; the report says
     FAILED on the outcome, and it is the only validation made: the job's, named in its log."""
-    from tests.support.scanning import DATA
-    from tests.test_validate import BINLOG_VARIANTS
-
-    src = tmp_path / "binlogs"
-    src.mkdir()
-    for f in sorted((DATA / "mysql").glob("binlog.0*")):
-        shutil.copy(f, src / f.name)
-    BINLOG_VARIANTS["dropped_xid"](src)
-    store = tmp_path / "archive"
-    archive(DirSource(str(src)), open_store(f"file://{store}"), "db")
-    start, end = commit_range(store)
+    src, store, (start, end) = _damaged_archive(tmp_path)
     settings = {"store": f"file://{store}", "warehouse": str(tmp_path / "warehouse"),
                 "sources": [{"name": "db", "url": f"dir://{src}", "final": True}]}
     af = airflow({"AIRFLOW_VAR_BINLAKE": json.dumps(settings), "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO"})
@@ -121,6 +111,52 @@ def test_a_failing_suite_fails_the_run_at_validate_with_the_jobs_report(airflow,
     assert "validation failed for" in text
     report = json.loads((made / "results.json").read_text())["report"]
     assert report["success"] is False
+    assert "outcome: expect_column_values_to_not_be_in_set" in {f["description"] for s in report["suites"]
+                                                               for f in s["failed"]}
+
+
+def _damaged_archive(tmp_path: Path) -> tuple[Path, Path, tuple[str, str]]:
+    """The recorded MySQL binlogs with their third XID made ignorable, archived: their directory,
+    the archive and its commit range."""
+    from tests.support.scanning import DATA
+    from tests.test_validate import BINLOG_VARIANTS
+
+    src = tmp_path / "binlogs"
+    src.mkdir()
+    for f in sorted((DATA / "mysql").glob("binlog.0*")):
+        shutil.copy(f, src / f.name)
+    BINLOG_VARIANTS["dropped_xid"](src)
+    store = tmp_path / "archive"
+    archive(DirSource(str(src)), open_store(f"file://{store}"), "db")
+    return src, store, commit_range(store)
+
+
+def test_validate_runs_the_suites_itself_when_the_job_did_not(airflow, tmp_path):
+    """Where the assemble job could not validate (a cluster-mode driver, or no XCom from it), the
+    validate task runs the suites in a local SparkSession of its own. The interval is assembled
+    by `binlake assemble` without --validate, then the task runs alone (`airflow tasks test`: no
+    assemble XCom). The data is the recorded MySQL binlogs with their third XID made ignorable
+    (tests/test_validate.py's damage: that transaction never ends), so the outcome suite fails:
+    the task fails with the report it made, the only validation in the warehouse."""
+    from binlake.splits import parse_time
+    from tests.support.scanning import run_cli
+
+    src, store, (start, end) = _damaged_archive(tmp_path)
+    warehouse = tmp_path / "warehouse"
+    run_cli("assemble", "--store", f"file://{store}", "--warehouse", str(warehouse), "--start", start, "--end", end)
+    assert not (warehouse / "quality").exists()  # the job did not validate
+    settings = {"store": f"file://{store}", "warehouse": str(warehouse),
+                "sources": [{"name": "db", "url": f"dir://{src}", "final": True}]}
+    af = airflow({"AIRFLOW_VAR_BINLAKE": json.dumps(settings), "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO"})
+    out = af.cli("tasks", "test", "binlake_transactions", "validate", "-t", json.dumps({"start": start, "end": end}),
+                 check=False)
+    text = out.stdout + out.stderr  # `tasks test` exits 0 whatever the task did: its log says
+    assert "new_state=failed" in text and "AirflowFailException: validation failed for" in text, text[-3000:]
+    assert "the suites ran in the assemble job's Spark session" not in text
+    (made,) = (warehouse / "quality" / "runs").iterdir()
+    report = json.loads((made / "results.json").read_text())["report"]
+    assert report["success"] is False
+    assert [parse_time(report["start"]), parse_time(report["end"])] == [parse_time(start), parse_time(end)]
     assert "outcome: expect_column_values_to_not_be_in_set" in {f["description"] for s in report["suites"]
                                                                for f in s["failed"]}
 

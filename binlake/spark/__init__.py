@@ -117,9 +117,7 @@ def run_validate(args: argparse.Namespace, spark=None) -> int:
 def _suites(spark, args: argparse.Namespace, run_name: str | None = None):
     """The suites over the arguments' range and sources, judged as they say; their report under
     quality/runs/<run_name> (default: the range and the time)."""
-    import datetime as dt
-
     from binlake.spark.validate import Config, validate
 
-    config = Config(set(args.warn_only), list(args.allow_severity), dt.timedelta(seconds=args.xa_max_age))
+    config = Config.of(args.warn_only, args.allow_severity, args.xa_max_age)
     return validate(spark, args.warehouse, args.start, args.end, args.store, args.sources, config, run_name)

@@ -59,6 +59,11 @@ class Config:
     allowed_severities: list[str] = field(default_factory=list)  # anomalies allowed in the range
     xa_max_age: dt.timedelta = dt.timedelta(hours=1)
 
+    @classmethod
+    def of(cls, warn_only, allowed_severities, xa_max_age_seconds: float) -> Config:
+        """From the settings as the command line and the Airflow Variable spell them."""
+        return cls(set(warn_only), list(allowed_severities), dt.timedelta(seconds=xa_max_age_seconds))
+
 
 @dataclass
 class SuiteResult:

@@ -169,15 +169,13 @@ def validate(start: str, end: str, assembled: dict | None = None, *, ti=None) ->
 
 def _run_suites(cfg: settings.Settings, start: str, end: str):
     """The suites over the range, here, in a local SparkSession."""
-    import datetime as dt
-
     from binlake.spark.job import session
     from binlake.spark.validate import Config
     from binlake.spark.validate import validate as run_suites
 
     os.environ.update(resources.aws_environment(cfg))  # the manifest checks read the archive with boto3
     spark = session("local[*]", app="binlake-validate")
-    config = Config(set(cfg.warn_only), list(cfg.allowed_severities), dt.timedelta(seconds=cfg.xa_max_age_seconds))
+    config = Config.of(cfg.warn_only, cfg.allowed_severities, cfg.xa_max_age_seconds)
     return run_suites(spark, cfg.warehouse, start, end, cfg.store, [s.name for s in cfg.sources], config)
 
 
