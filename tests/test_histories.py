@@ -150,7 +150,7 @@ def _broken_variants(spark, store: Path, tmp_path: Path) -> None:
         (src / "manifests" / "binlog.000002.json").write_text(json.dumps(m))
 
     text = broken("foreign", foreign)
-    assert "✗ unexpected_rows_expectation: the server's GTID chain holds" in text, text
+    assert "✗ expect_query_to_return_no_rows: the server's GTID chain holds" in text, text
     # the foreign file's GTIDs are not the ones binlog.000003's PREVIOUS_GTIDS claim, and it has
     # not the ones binlog.000001's chain leads to
     assert "binlog.000003: GTIDs" in text and "are in no archived file" in text, text

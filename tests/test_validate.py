@@ -33,10 +33,10 @@ def test_suites_name_their_sql_and_hold_none_inline():
         raw = json.loads((EXPECTATIONS_DIR / f"{name}.json").read_text())
         for e in raw["expectations"]:
             assert "unexpected_rows_query" not in e["kwargs"], f"{name}: inline SQL in {e['kwargs']}"
-            if e["type"] == "unexpected_rows_expectation":
+            if e["type"] == "expect_query_to_return_no_rows":
                 referenced.add(e["meta"]["sql"])
         for e in load_suite(name).expectations:  # each file's query reaches GX
-            if e.expectation_type == "unexpected_rows_expectation":
+            if e.expectation_type == "expect_query_to_return_no_rows":
                 assert "{batch}" in e.unexpected_rows_query and "--" not in e.unexpected_rows_query
     on_disk = {str(p.relative_to(EXPECTATIONS_DIR / "sql")) for p in (EXPECTATIONS_DIR / "sql").rglob("*.sql")}
     assert referenced == on_disk  # every file is used, every reference exists
