@@ -91,6 +91,19 @@ def test_tables_equal_the_scan(spark, archives, tmp_path, where):
     assert any("DICTIONARY" in e for e in encodings["txn_id"]), encodings
 
 
+def test_a_range_smaller_than_a_split_is_read_in_the_driver_alike(spark, archives, tmp_path):
+    # The same day at the default split size is one split's work: the driver runs the tasks'
+    # functions itself. Its tables are still the scan's (the oracle above); at 2 KB splits the
+    # same range runs on the executors (test_tables_equal_the_scan).
+    start, end = data_day()
+    summary = run_job(spark, archives["s3"], tmp_path / "lake", start, end)
+    assert summary.in_driver and summary.splits > 1
+    assert differences(lake(tmp_path / "lake"), reference()) == {}
+    small = run_job(spark, archives["s3"], tmp_path / "small", start, end, split_bytes=2_000)
+    assert not small.in_driver
+    assert json.loads(next((tmp_path / "lake" / "_summaries").glob("assemble_*.json")).read_text())["in_driver"]
+
+
 def test_hourly_runs_equal_one_daily_run_and_reruns_change_nothing(spark, archives, tmp_path):
     start, end = data_day()
     store = archives["file"]

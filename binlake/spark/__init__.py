@@ -53,7 +53,8 @@ def run(args: argparse.Namespace, spark=None) -> int:
         warehouse_dir(args.warehouse)
         if args.validate_as:
             check_quality_run(args.validate_as)
-    spark = spark or session(getattr(args, "master", None), conf=_conf(getattr(args, "conf", None)))
+        _import_behind("great_expectations")
+    spark = spark or session(getattr(args, "master", None), conf=_session_conf(args))
     opts = Options(segment_rows=args.segment_rows, segment_bytes=args.segment_bytes)
     summary = assemble(spark, args.store, args.warehouse, args.start, args.end, args.sources, args.split_bytes,
                        opts, fail_on_anomaly=False)
@@ -68,6 +69,30 @@ def run(args: argparse.Namespace, spark=None) -> int:
         if args.validate and not report.success:
             status = 1
     return status
+
+
+def _session_conf(args: argparse.Namespace) -> dict[str, str]:
+    """The session's settings: --conf's, over a short run's JVM where the master is local and the
+    driver will read the range itself (planned here from the manifests, as the job will)."""
+    from binlake.spark.settings import SHORT_JVM, in_driver, is_local
+    from binlake.splits import plan
+
+    conf = _conf(getattr(args, "conf", None))
+    master = getattr(args, "master", None)
+    if is_local(master) and in_driver(plan(args.store, args.sources, args.start, args.end, args.split_bytes),
+                                      args.split_bytes):
+        conf = {**SHORT_JVM, **conf}
+    return conf
+
+
+def _import_behind(module: str) -> None:
+    """Import a module on a thread of its own while the session starts and the job runs: GX's
+    import takes seconds of one core the JVM leaves idle. The suites' own import then waits for
+    it (Python's import lock) instead of starting again."""
+    import importlib
+    import threading
+
+    threading.Thread(target=importlib.import_module, args=(module,), name=f"import {module}", daemon=True).start()
 
 
 def _conf(pairs: list[str] | None) -> dict[str, str]:

@@ -36,7 +36,7 @@ from binlake.errors import BinlakeError
 from binlake.pieces import Fixes, PieceRecord, place_block, place_record
 from binlake.schema.ddl import SchemaState
 from binlake.spark import schema
-from binlake.spark.settings import LOGS, SESSION, is_local, local
+from binlake.spark.settings import LOGS, SESSION, in_driver, is_local, local
 from binlake.splits import (
     DEFAULT_SPLIT_BYTES,
     Plan,
@@ -83,6 +83,7 @@ class Summary:
     spark_master: str = ""
     application_id: str = ""
     schema_states: int = 0  # distinct schema states the splits started from (binlake.schema.plan)
+    in_driver: bool = False  # a range smaller than one split: its tasks ran in the driver (Job.in_driver)
 
     def anomaly_text(self) -> str:
         """The range's anomalies in one line, as a failed --fail-on-anomaly says them."""
@@ -193,8 +194,12 @@ class Job:
         self.staging = f"{self.warehouse}/_staging/{self.run_id}"
         # the schema states splits start from (binlake.schema.plan), when a source has a history
         self.states: Broadcast[list[SchemaState]] | None = None
+        # One task's work: the driver runs its splits itself, sparing the seconds a first Python
+        # worker costs a short interval.
+        self.in_driver = in_driver(self.plan, split_bytes)
         self.summary = Summary(store, self.warehouse, self.plan.start, self.plan.end, self.sources,
-                               spark_master=self.sc.master or "", application_id=self.sc.applicationId)
+                               spark_master=self.sc.master or "", application_id=self.sc.applicationId,
+                               in_driver=self.in_driver)
 
     # -- the steps ---------------------------------------------------------------------
 
@@ -259,21 +264,32 @@ class Job:
         self.summary.schema_states = len(states)
         self.states = self.sc.broadcast(states)
 
-    def _splits_frame(self, splits: list[Split]) -> DataFrame:
+    def _map_splits(self, splits: list[Split], task, struct) -> DataFrame:
+        """`task` over the splits: a Spark task per split (mapInArrow), or, for a range run in the
+        driver, here, its Arrow batches handed to Spark as they are."""
         tasks = sorted(splits, key=lambda s: -s.bytes)  # biggest first
+        if self.in_driver:
+            import pyarrow as pa
+
+            arrow = _arrow_schema(struct)
+            batches = list(task(iter([pa.RecordBatch.from_pylist([{"split": t.to_json()} for t in tasks])])))
+            return self.spark.createDataFrame(pa.Table.from_batches(batches, schema=arrow), schema=struct)
         rdd = self.sc.parallelize([(t.to_json(),) for t in tasks], len(tasks))
-        return self.spark.createDataFrame(rdd, "split string")
+        return self.spark.createDataFrame(rdd, "split string").mapInArrow(task, struct)
 
     def _facts(self, splits: list[Split]) -> DataFrame:
         """The facts pass: every split's transactions, anomalies and pieces, staged as Parquet
-        (small: a record per transaction) for the tables and the big transactions' finish."""
+        (small: a record per transaction) for the tables and the big transactions' finish; run
+        in the driver, they are in its memory already."""
         path = f"{self.staging}/facts"
-        if splits:
-            self.sc.setJobDescription(f"binlake: transactions of {len(splits)} splits of {self.plan.bytes} bytes")
-            (self._splits_frame(splits).mapInArrow(_facts_task(self.opts, self.states), schema.STAGED)
-             .write.mode("overwrite").parquet(path))
-            return self.spark.read.schema(schema.STAGED).parquet(path)
-        return self.spark.createDataFrame([], schema.STAGED)
+        if not splits:
+            return self.spark.createDataFrame([], schema.STAGED)
+        self.sc.setJobDescription(f"binlake: transactions of {len(splits)} splits of {self.plan.bytes} bytes")
+        facts = self._map_splits(splits, _facts_task(self.opts, self.states), schema.STAGED)
+        if self.in_driver:
+            return facts
+        facts.write.mode("overwrite").parquet(path)
+        return self.spark.read.schema(schema.STAGED).parquet(path)
 
     def _rows(self, splits: list[Split], fixes: Fixes) -> DataFrame:
         """The rows pass: every split's row changes, decoded again as the tables are written
@@ -281,7 +297,7 @@ class Job:
         if not splits:
             return self.spark.createDataFrame([], schema.ROW_CHANGES)
         placed = self.sc.broadcast(fixes) if fixes else None
-        return self._splits_frame(splits).mapInArrow(_rows_task(self.opts, placed, self.states), schema.ROW_CHANGES)
+        return self._map_splits(splits, _rows_task(self.opts, placed, self.states), schema.ROW_CHANGES)
 
     def _tables(self, staged: DataFrame, bigs: list[list[Split]], splits: list[Split]) -> dict[str, DataFrame]:
         """The three tables of the range, big transactions put together."""

@@ -23,6 +23,11 @@ SESSION = {
 # itself. Set at start (static): `--conf spark.log.level=INFO` for more.
 LOGS = {"spark.log.level": "WARN", "spark.ui.showConsoleProgress": "false"}
 LOCAL_MEMORY = "3g"  # JVM heap of a local master unless spark.driver.memory says otherwise
+DRIVER_BYTES = 8 << 20  # the most binlog bytes a range may have for the driver to read it itself
+# A short run's JVM: C1 compiles only. Where the driver reads the range itself the JVM's work is a
+# few small writes and queries, and C2's warm-up on 2 cores is most of what it would pay (an
+# interval 20.5 -> 16.9 s, bench/interval.py); big ranges keep the full JIT for its steady state.
+SHORT_JVM = {"spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1"}
 
 
 def is_local(master: str | None) -> bool:
@@ -41,6 +46,12 @@ def warehouse_dir(url: str) -> Path:
         raise BinlakeError(f"{url}: validation writes its data docs beside a local warehouse only "
                            "(file:// or a path) for now")
     return Path(os.path.abspath(url.removeprefix("file://")))
+
+
+def in_driver(plan, split_bytes: int) -> bool:
+    """Whether the driver reads a planned range (binlake.splits.Plan) itself: no bigger than one
+    split and DRIVER_BYTES, without a big transaction; one task's work (binlake.spark.job)."""
+    return not plan.bigs and plan.bytes <= min(split_bytes, DRIVER_BYTES)
 
 
 def local(conf: dict | None = None) -> dict[str, str]:

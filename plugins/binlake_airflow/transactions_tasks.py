@@ -120,6 +120,8 @@ class AssembleOperator(SparkSubmitOperator):
         if spark_settings.is_local(conn.host):
             env["PYSPARK_PYTHON"] = sys.executable
             conf = spark_settings.local({**conf, **cfg.spark_conf})
+            if self._in_driver(cfg, aws):
+                conf = {**spark_settings.SHORT_JVM, **conf}
         else:
             conf = {**conf, **{f"spark.executorEnv.{k}": v for k, v in aws.items()}, **cfg.spark_conf}
         self.conf = conf
@@ -129,6 +131,19 @@ class AssembleOperator(SparkSubmitOperator):
                  f", then validating as {quality_run}" if quality_run else "")
         super().execute(context)
         return {"quality_run": quality_run}
+
+    def _in_driver(self, cfg: settings.Settings, aws: dict[str, str]) -> bool:
+        """Whether the job's driver will read the interval itself (planned here from the manifests,
+        as the job will); if the archive cannot be read, the job says why, not this."""
+        from binlake.errors import BinlakeError
+        from binlake.splits import plan
+
+        os.environ.update(aws)  # the store as the job reads it (boto3's environment)
+        try:
+            planned = plan(cfg.store, [s.name for s in cfg.sources], self.start, self.end, cfg.split_bytes)
+        except (BinlakeError, OSError):
+            return False
+        return spark_settings.in_driver(planned, cfg.split_bytes)
 
 
 @task(retries=1, doc_md="""
