@@ -104,6 +104,25 @@ def test_a_range_smaller_than_a_split_is_read_in_the_driver_alike(spark, archive
     assert json.loads(next((tmp_path / "lake" / "_summaries").glob("assemble_*.json")).read_text())["in_driver"]
 
 
+def test_only_a_range_read_in_the_driver_gets_a_short_jvm(archives):
+    # `binlake assemble` plans before it starts a local session: the committed day is smaller than
+    # a split (read in the driver: C1 only); at 2 KB splits, or with a cluster master, the JVM
+    # is left alone; the user's own --conf of the option wins.
+    from binlake.cli import build_parser
+    from binlake.spark import _session_conf
+    from binlake.spark.settings import SHORT_JVM
+
+    start, end = data_day()
+    base = ["assemble", "--store", archives["file"], "--warehouse", "w", "--start", start, "--end", end]
+    parser = build_parser()
+    assert _session_conf(parser.parse_args([*base, "--master", "local[2]"])) == SHORT_JVM
+    assert _session_conf(parser.parse_args([*base, "--master", "local[2]", "--split-bytes", "2000"])) == {}
+    assert _session_conf(parser.parse_args([*base, "--master", "spark://127.0.0.1:7077"])) == {}
+    mine = "spark.driver.extraJavaOptions=-Xss4m"
+    assert _session_conf(parser.parse_args([*base, "--master", "local[2]", "--conf", mine])) == \
+        {"spark.driver.extraJavaOptions": "-Xss4m"}
+
+
 def test_hourly_runs_equal_one_daily_run_and_reruns_change_nothing(spark, archives, tmp_path):
     start, end = data_day()
     store = archives["file"]
