@@ -54,6 +54,7 @@ bench: install servers java
 	$(BIN)/python bench/scan.py --rows-query
 	$(BIN)/python bench/archive.py
 	$(BIN)/python bench/assemble.py
+	$(BIN)/python bench/assemble.py --shape mix --size-mib 64
 	$(BIN)/python bench/memory.py
 	$(BIN)/python bench/schema.py
 	$(BIN)/python bench/shapes.py

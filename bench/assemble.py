@@ -18,7 +18,12 @@ sampled: the Python workers that decode (Spark's executor side in local mode) an
 threads are told apart (JIT compilers, task threads, the rest). Writes its section of
 bench/RESULTS.md.
 
+With `--shape mix` the corpus is bench/shapes.py's realistic mix instead (production's
+shapes, no big transaction), in a section of its own: the job's steady state there beside
+Spark alone rewriting the same rows.
+
     .venv/bin/python bench/assemble.py [--size-mib N] [--big-rows N] [--workdir DIR] [--repeat N]
+                                       [--shape mix]
 """
 
 from __future__ import annotations
@@ -76,6 +81,8 @@ def _hwm(pid: int) -> tuple[str, int, int]:
 
 TICK = os.sysconf("SC_CLK_TCK")
 COPIES = 4  # the steady state: the corpus archived under this many source names
+MIX = "60 % one-row, 20 % small, 10 % JSON, 5 % 100-row, 5 % all-types transactions"
+MIX_TITLE = "bench/assemble.py --shape mix (production's mix)"
 
 
 def _cpu(stat: str) -> float:
@@ -210,6 +217,9 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=2, help="runs of each command; the fastest counts (default 2)")
     ap.add_argument("--rows-query", action="store_true",
                     help="generate with binlog_rows_query_log_events=ON (each row change carries its statement)")
+    ap.add_argument("--shape", choices=("200-row", "mix"), default="200-row",
+                    help="the corpus: 200-row transactions ending with the big one (default), or bench/shapes.py's "
+                         "realistic mix of production's shapes (no big transaction)")
     args = ap.parse_args()
     if args.rewrite:
         return rewrite(*args.rewrite)
@@ -228,8 +238,9 @@ def main() -> None:
     else:
         server = servers.start("mysql", work / "mysql", **server_settings(args.rows_query))
         try:
-            print(f"MySQL {server.version}: generating {args.size_mib} MiB …", file=sys.stderr)
-            generated = generate(server, args.size_mib, args.big_rows)
+            print(f"MySQL {server.version}: generating {args.size_mib} MiB of {args.shape} …", file=sys.stderr)
+            generated = (generate(server, args.size_mib, args.big_rows) if args.shape == "200-row"
+                         else _mix(server, args.size_mib))
         finally:
             server.stop()
         version = server.version
@@ -301,14 +312,10 @@ def main() -> None:
 
     import datetime as dt
 
-    t = dt.datetime.fromisoformat(big.commit_ts)
-    big_s, big_summary, w = assemble("local[2]", "lake-big", "--source", "bench", "--start", t.isoformat(),
-                                     "--end", (t + dt.timedelta(microseconds=1)).isoformat(),
-                                     "--split-bytes", str(8 << 20))
-
+    corpus = (f"the last transaction {args.big_rows:,} rows ({big.length / (1 << 20):.0f} MiB)"
+              if args.shape == "200-row" else f"bench/shapes.py's mix ({MIX})")
     lines = [
-        f"Corpus: {len(files)} files, {mib:.1f} MiB written by MySQL {version}, the last transaction "
-        f"{args.big_rows:,} rows ({big.length / (1 << 20):.0f} MiB); {os.cpu_count()} cores; "
+        f"Corpus: {len(files)} files, {mib:.1f} MiB written by MySQL {version}, {corpus}; {os.cpu_count()} cores; "
         f"the warehouse on local disk; the best of {args.repeat} runs of each command.",
         "",
         "| what | seconds | MiB/s | peak RSS driver | peak RSS Python worker | peak RSS JVM |",
@@ -338,12 +345,40 @@ def main() -> None:
         _floor_text(scan_s, cpus, floor_what, floor_write),
         "",
         *_steady_text(mib, vv, scale, cpu_scale),
+    ]
+    if args.shape == "mix":
+        return publish(MIX_TITLE, lines)
+    t = dt.datetime.fromisoformat(big.commit_ts)
+    big_s, big_summary, w = assemble("local[2]", "lake-big", "--source", "bench", "--start", t.isoformat(),
+                                     "--end", (t + dt.timedelta(microseconds=1)).isoformat(),
+                                     "--split-bytes", str(8 << 20))
+    lines += [
         "",
         f"The {args.big_rows:,}-row transaction alone, cut into {big_summary['pieces']} pieces of 8 MiB "
         f"(local[2]): {big_s:.1f} s, peak RSS of a Python worker {w.worker_kib / 1024:.0f} MiB, "
         f"of the JVM {w.jvm_kib / 1024:.0f} MiB.",
     ]
     publish("bench/assemble.py", lines)
+
+
+def _mix(server, mib: int) -> list[Path]:
+    """mib MiB of bench/shapes.py's realistic mix, in files of their own."""
+    from pymysql.constants import CLIENT
+
+    from bench.shapes import TABLES, Writer
+
+    conn = server.connect(client_flag=CLIENT.MULTI_STATEMENTS)
+    w = Writer(conn)
+    w.cur.execute("CREATE DATABASE b")
+    for sql in TABLES:
+        w.cur.execute(sql)
+    first = w.rotate()
+    w.write("mix", mib)
+    end = w.rotate()
+    w.cur.execute("SHOW BINARY LOGS")
+    names = [r[0] for r in w.cur.fetchall()]
+    conn.close()
+    return [server.binlog_dir / n for n in names[names.index(first):names.index(end)]]
 
 
 _WHO = ("driver", "worker", "jit", "tasks", "other")

@@ -15,6 +15,7 @@ SECTIONS = [
     "bench/scan.py",
     "bench/scan.py --rows-query (Rows_query events on)",
     "bench/assemble.py",
+    "bench/assemble.py --shape mix (production's mix)",
     "bench/archive.py",
     "bench/schema.py",
     "bench/shapes.py",
