@@ -111,16 +111,19 @@ def test_only_a_range_read_in_the_driver_gets_a_short_jvm(archives):
     from binlake.cli import build_parser
     from binlake.spark import _session_conf
     from binlake.spark.settings import SHORT_JVM
+    from binlake.splits import plan
 
     start, end = data_day()
     base = ["assemble", "--store", archives["file"], "--warehouse", "w", "--start", start, "--end", end]
-    parser = build_parser()
-    assert _session_conf(parser.parse_args([*base, "--master", "local[2]"])) == SHORT_JVM
-    assert _session_conf(parser.parse_args([*base, "--master", "local[2]", "--split-bytes", "2000"])) == {}
-    assert _session_conf(parser.parse_args([*base, "--master", "spark://127.0.0.1:7077"])) == {}
+    def conf(*more: str) -> dict[str, str]:
+        args = build_parser().parse_args([*base, *more])
+        return _session_conf(args, plan(args.store, args.sources, args.start, args.end, args.split_bytes))
+
+    assert conf("--master", "local[2]") == SHORT_JVM
+    assert conf("--master", "local[2]", "--split-bytes", "2000") == {}
+    assert conf("--master", "spark://127.0.0.1:7077") == {}
     mine = "spark.driver.extraJavaOptions=-Xss4m"
-    assert _session_conf(parser.parse_args([*base, "--master", "local[2]", "--conf", mine])) == \
-        {"spark.driver.extraJavaOptions": "-Xss4m"}
+    assert conf("--master", "local[2]", "--conf", mine) == {"spark.driver.extraJavaOptions": "-Xss4m"}
 
 
 def test_hourly_runs_equal_one_daily_run_and_reruns_change_nothing(spark, archives, tmp_path):

@@ -45,7 +45,7 @@ def run(args: argparse.Namespace, spark=None) -> int:
     from binlake.assemble import Options
     from binlake.spark.job import assemble, session
     from binlake.spark.settings import warehouse_dir
-    from binlake.splits import check_quality_run
+    from binlake.splits import check_quality_run, plan
 
     log.info("binlake %s: %s", __version__, compiled_paths())
     validating = args.validate or args.validate_as
@@ -54,10 +54,12 @@ def run(args: argparse.Namespace, spark=None) -> int:
         if args.validate_as:
             check_quality_run(args.validate_as)
         _import_behind("great_expectations")
-    spark = spark or session(getattr(args, "master", None), conf=_session_conf(args))
+    # Planned once, before the session: a local session's JVM depends on the range's size.
+    planned = plan(args.store, args.sources, args.start, args.end, args.split_bytes)
+    spark = spark or session(getattr(args, "master", None), conf=_session_conf(args, planned))
     opts = Options(segment_rows=args.segment_rows, segment_bytes=args.segment_bytes)
     summary = assemble(spark, args.store, args.warehouse, args.start, args.end, args.sources, args.split_bytes,
-                       opts, fail_on_anomaly=False)
+                       opts, fail_on_anomaly=False, planned=planned)
     print(json.dumps({"record": "assemble", **asdict(summary)}, separators=(",", ":")), flush=True)
     status = 0
     if args.fail_on_anomaly and summary.anomalies:
@@ -71,18 +73,13 @@ def run(args: argparse.Namespace, spark=None) -> int:
     return status
 
 
-def _session_conf(args: argparse.Namespace) -> dict[str, str]:
+def _session_conf(args: argparse.Namespace, planned) -> dict[str, str]:
     """The session's settings: --conf's, over a short run's JVM where the master is local and the
-    driver will read the range itself (planned here from the manifests, as the job will)."""
-    from binlake.spark.settings import SHORT_JVM, in_driver, is_local
-    from binlake.splits import plan
+    driver will read the planned range itself."""
+    from binlake.spark.settings import for_range, is_local
 
     conf = _conf(getattr(args, "conf", None))
-    master = getattr(args, "master", None)
-    if is_local(master) and in_driver(plan(args.store, args.sources, args.start, args.end, args.split_bytes),
-                                      args.split_bytes):
-        conf = {**SHORT_JVM, **conf}
-    return conf
+    return for_range(conf, planned, args.split_bytes) if is_local(getattr(args, "master", None)) else conf
 
 
 def _import_behind(module: str) -> None:

@@ -180,7 +180,7 @@ def _arrow_schema(struct):
 class Job:
     def __init__(self, spark: SparkSession, store: str, warehouse: str, start: str, end: str,
                  sources: list[str] | None = None, split_bytes: int = DEFAULT_SPLIT_BYTES,
-                 opts: Options | None = None) -> None:
+                 opts: Options | None = None, planned: Plan | None = None) -> None:
         self.spark = spark
         self.sc = spark.sparkContext
         for key, value in SESSION.items():
@@ -188,7 +188,7 @@ class Job:
         self.store = store
         self.warehouse = warehouse_uri(warehouse).rstrip("/")
         self.opts = opts or Options()
-        self.plan: Plan = plan(store, sources, start, end, split_bytes)
+        self.plan: Plan = planned or plan(store, sources, start, end, split_bytes)
         self.sources = self.plan.sources
         self.run_id = uuid.uuid4().hex[:12]
         self.staging = f"{self.warehouse}/_staging/{self.run_id}"
@@ -506,9 +506,10 @@ def _java_reason(e: Exception) -> str:
 
 def assemble(spark: SparkSession, store: str, warehouse: str, start: str, end: str,
              sources: list[str] | None = None, split_bytes: int = DEFAULT_SPLIT_BYTES,
-             opts: Options | None = None, fail_on_anomaly: bool = False) -> Summary:
-    """Run the job; with `fail_on_anomaly`, raise after writing when the range has error anomalies."""
-    summary = Job(spark, store, warehouse, start, end, sources, split_bytes, opts).run()
+             opts: Options | None = None, fail_on_anomaly: bool = False, planned: Plan | None = None) -> Summary:
+    """Run the job; with `fail_on_anomaly`, raise after writing when the range has error anomalies.
+    `planned`: the range's plan (binlake.splits.plan of the same arguments) when the caller made it."""
+    summary = Job(spark, store, warehouse, start, end, sources, split_bytes, opts, planned).run()
     if fail_on_anomaly and summary.anomalies:
         raise BinlakeError(summary.anomaly_text())
     return summary

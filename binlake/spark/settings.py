@@ -54,6 +54,12 @@ def in_driver(plan, split_bytes: int) -> bool:
     return not plan.bigs and plan.bytes <= min(split_bytes, DRIVER_BYTES)
 
 
+def for_range(conf: dict[str, str], plan, split_bytes: int) -> dict[str, str]:
+    """A local master's settings for a planned range: SHORT_JVM under `conf` (which wins) where
+    the driver reads the range itself."""
+    return {**SHORT_JVM, **conf} if in_driver(plan, split_bytes) else conf
+
+
 def local(conf: dict | None = None) -> dict[str, str]:
     """A local master's settings under `conf` (which wins): the driver listens on loopback only,
     and its JVM, which holds the executors too, gets more than Spark's 1g heap."""

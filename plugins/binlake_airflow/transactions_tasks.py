@@ -120,8 +120,9 @@ class AssembleOperator(SparkSubmitOperator):
         if spark_settings.is_local(conn.host):
             env["PYSPARK_PYTHON"] = sys.executable
             conf = spark_settings.local({**conf, **cfg.spark_conf})
-            if self._in_driver(cfg, aws):
-                conf = {**spark_settings.SHORT_JVM, **conf}
+            planned = self._plan(cfg, aws)
+            if planned is not None:
+                conf = spark_settings.for_range(conf, planned, cfg.split_bytes)
         else:
             conf = {**conf, **{f"spark.executorEnv.{k}": v for k, v in aws.items()}, **cfg.spark_conf}
         self.conf = conf
@@ -132,18 +133,17 @@ class AssembleOperator(SparkSubmitOperator):
         super().execute(context)
         return {"quality_run": quality_run}
 
-    def _in_driver(self, cfg: settings.Settings, aws: dict[str, str]) -> bool:
-        """Whether the job's driver will read the interval itself (planned here from the manifests,
-        as the job will); if the archive cannot be read, the job says why, not this."""
+    def _plan(self, cfg: settings.Settings, aws: dict[str, str]):
+        """The interval as the job will plan it, for the local JVM's settings (the job plans again
+        in its own process); None where the archive cannot be read: the job says why, not this."""
         from binlake.errors import BinlakeError
         from binlake.splits import plan
 
         os.environ.update(aws)  # the store as the job reads it (boto3's environment)
         try:
-            planned = plan(cfg.store, [s.name for s in cfg.sources], self.start, self.end, cfg.split_bytes)
+            return plan(cfg.store, [s.name for s in cfg.sources], self.start, self.end, cfg.split_bytes)
         except (BinlakeError, OSError):
-            return False
-        return spark_settings.in_driver(planned, cfg.split_bytes)
+            return None
 
 
 @task(retries=1, doc_md="""
