@@ -15,7 +15,7 @@ a transaction (Resume: a big transaction's piece, binlake.pieces).
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -24,8 +24,8 @@ from binlake.binlog import events as ev_codec
 from binlake.binlog import rows as rows_codec
 from binlake.binlog.framing import BinlogReader, Frame
 from binlake.binlog.payload import inner_frames
-from binlake.boundary import Boundary, BoundaryParser, Kind, Opener, event_kind
-from binlake.describe import Event, describe
+from binlake.boundary import ORDINARY_INSIDE, Boundary, BoundaryParser, Kind, Opener, event_kind
+from binlake.describe import Event, describe, opening
 from binlake.errors import BinlogError, FatalBinlogError, RowDecodeError
 from binlake.records import Facts, Txn, open_txn, transaction_record, ts_from_seconds
 from binlake.records import anomaly as make_anomaly
@@ -36,6 +36,8 @@ from binlake.sinks import RecordSink, RowsAt, RowSink
 Emit = Callable[[str, dict], None]  # ("transaction" | "row_change" | "anomaly", record)
 _DECODE_ERRORS = (RowDecodeError, ValueError, struct.error, IndexError, KeyError,
                   UnicodeDecodeError)
+_BETWEEN = (Boundary.NOT_DEFINED, Boundary.SELF_CONTAINED, Boundary.END)  # parser states no transaction is open in
+_SKIM_RUN = 256  # ordinary transactions cut per call of the compiled walk
 
 
 @dataclass
@@ -44,6 +46,9 @@ class Options:
     segment_rows: int = 100_000
     segment_bytes: int = 64 << 20
     rows: bool = True  # emit row changes (they are decoded for the counts either way)
+    # Runs of ordinary transactions cut by the compiled walk (BinlogReader.skim); off, every event
+    # goes through the boundary parser and each transaction's look-ahead (the reference walk).
+    skim: bool = True
     # The schema history's tables at the walk's start, advanced by the DDL the walk meets
     # (binlake.schema): names and checks TABLE_MAPs. None: the binlog's own metadata only.
     schema: SchemaState | None = None
@@ -116,6 +121,7 @@ class FileAssembler:
             self.schema.flavor = self.fde.flavor
         self.mismatches: set[tuple[str, str, str]] = set()  # SCHEMA_MISMATCH said once per file
         self.counts = Counts()
+        self.skims = opts.skim
         self.resume = resume
         if resume is not None:
             self.txn, self.placing = resume.txn, resume.placing
@@ -158,25 +164,20 @@ class FileAssembler:
         return self.counts
 
     def steps(self, start: int | None = None) -> Iterator[None]:
-        """Run, yielding after every event: a caller streaming the records out can take them
-        as they come instead of holding a whole file's (see binlake.splits)."""
+        """Run, yielding after every event (a run of ordinary transactions: after each): a caller
+        streaming the records out can take them as they come instead of holding a whole file's
+        (see binlake.splits)."""
         start = self.reader.first_event_pos if start is None else start
         if self.resume is not None and self.resume.opening:
             opening = self.resume.txn.start
             self.counts.events += 1
             self._add(self.resume.txn, opening)
             start = opening.frame.end
+        pos: int | None = start
         try:
-            for frame, inner in self._stream(start, self._bad_payload):
-                self.counts.events += 1
-                try:
-                    self._on_frame(frame, inner)
-                except (BinlogError, RowDecodeError):
-                    raise
-                except Exception as exc:  # a bug: say where it happened
-                    exc.binlake_where = self._where(frame.pos)  # type: ignore[attr-defined]
-                    raise
-                yield
+            while pos is not None:
+                pos = yield from self._skim(pos)
+                pos = yield from self._walk(pos)
         except FatalBinlogError:
             raise
         except BinlogError as exc:
@@ -189,6 +190,66 @@ class FileAssembler:
             return
         self._flush_orphans()
         self._at_end()
+
+    def _between(self) -> bool:
+        """Whether the walk stands between transactions, where the compiled walk may take over."""
+        return self.skims and self.txn is None and self.parser.state in _BETWEEN
+
+    def _walk(self, start: int) -> Generator[None, None, int | None]:
+        """Event by event through the boundary parser, until a transaction has ended (the offset
+        after it); None at the end of the data."""
+        for frame, inner in self._stream(start, self._bad_payload):
+            self.counts.events += 1
+            try:
+                self._on_frame(frame, inner)
+            except (BinlogError, RowDecodeError):
+                raise
+            except Exception as exc:  # a bug: say where it happened
+                exc.binlake_where = self._where(frame.pos)  # type: ignore[attr-defined]
+                raise
+            yield
+            if frame.type == c.FORMAT_DESCRIPTION_EVENT and frame.pos != self.reader.first_event_pos:
+                self.skims = False  # a later format (a relay log's): only the reference walk follows it
+            if inner < 0 and frame.type != c.TRANSACTION_PAYLOAD_EVENT and self._between():
+                return frame.end
+        return None
+
+    def _skim(self, pos: int) -> Generator[None, None, int]:
+        """Runs of ordinary transactions (BinlogReader.skim): their ends and xids found by the
+        compiled walk, so neither the look-ahead nor a boundary decision per event is needed; the
+        offset of the first transaction it did not take."""
+        while self._between():
+            txns, _ = self.reader.skim(pos, ORDINARY_INSIDE, _SKIM_RUN)
+            for frames, xid in txns:
+                try:
+                    start = opening(frames[0], self.fde)
+                except _DECODE_ERRORS:  # the reference walk says what is wrong with it
+                    return pos
+                self._ordinary(start, frames, xid)
+                pos = frames[-1].end
+                yield
+            if len(txns) < _SKIM_RUN:
+                break
+        return pos
+
+    def _ordinary(self, start: Event, frames: list[Frame], xid: int) -> None:
+        last = frames[-1]
+        facts = Facts(complete=True, end=Event(last, -1, Boundary.END, xid=xid), end_pos=last.end,
+                      last_ts=last.timestamp)
+        self._flush_orphans()
+        self.txn = txn = open_txn(start, facts, self.file)
+        self.placing = Segmenter(self.opts.segment_rows, self.opts.segment_bytes, facts.end_pos)
+        self.counts.events += len(frames)
+        for f in frames:
+            try:
+                self._add_frame(txn, f, -1)
+            except (BinlogError, RowDecodeError):
+                raise
+            except Exception as exc:  # a bug: say where it happened
+                exc.binlake_where = self._where(f.pos)  # type: ignore[attr-defined]
+                raise
+        self.parser.state, self.parser.opener = Boundary.END, Opener.NONE  # as after its XID
+        self._close(txn)
 
     def _at_end(self) -> None:
         if self.txn is None:
@@ -343,18 +404,20 @@ class FileAssembler:
         return inner_frame.pos
 
     def _add(self, txn: Txn, e: Event) -> None:
-        f = e.frame
+        self._add_frame(txn, e.frame, e.inner)
+        if e.query is not None and self.schema is not None and e.role == "statement" and not e.query.error_code:
+            self.schema.apply(e.query.db, e.query.text, e.query.collation_server)
+
+    def _add_frame(self, txn: Txn, f: Frame, inner: int) -> None:
         t = f.type
         txn.event_count += 1
-        if e.inner >= 0 or t in c.MARIADB_COMPRESSED_EVENTS:
+        if inner >= 0 or t in c.MARIADB_COMPRESSED_EVENTS:
             txn.compressed = True
         if t == c.TABLE_MAP_EVENT:
             try:
                 self._table_map(f)
             except _DECODE_ERRORS as exc:
                 self._decode_failed(txn, f, exc)
-        elif e.query is not None and self.schema is not None and e.role == "statement" and not e.query.error_code:
-            self.schema.apply(e.query.db, e.query.text, e.query.collation_server)
         elif t in c.ROWS_EVENTS:
             self._rows(txn, f)
         elif t in (c.ROWS_QUERY_LOG_EVENT, c.ANNOTATE_ROWS_EVENT):

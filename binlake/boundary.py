@@ -123,6 +123,11 @@ EVENT_KINDS: dict[int, Kind] = {
 }
 
 
+# One byte per event type: 1 for those an ordinary transaction holds between its BEGIN and its XID
+# (table maps, rows, their statements), the types the compiled walk skims (BinlogReader.skim).
+ORDINARY_INSIDE = bytes(EVENT_KINDS.get(t) in (Kind.TABLE_MAP, Kind.ROWS, Kind.INSIDE) for t in range(256))
+
+
 def event_kind(type_code: int) -> Kind:
     return EVENT_KINDS.get(type_code, Kind.IGNORED)
 

@@ -57,6 +57,13 @@ def describe(parser: BoundaryParser, frame: Frame, inner: int, fde, next_type: i
     return e
 
 
+def opening(frame: Frame, fde) -> Event:
+    """The GTID event that opens an ordinary transaction (BinlogReader.skim), as describe types it
+    there; raises where its body cannot be read (the walk then takes it event by event)."""
+    gtid, _query, _role, _xid, _xa, _incident, opener = _decode(frame, event_kind(frame.type), fde, None)
+    return Event(frame, -1, Boundary.START, opener, gtid=gtid)
+
+
 _DECODED = frozenset({Kind.GTID, Kind.MARIA_GTID, Kind.QUERY, Kind.END, Kind.INCIDENT})
 Decoded = tuple[ev_codec.GtidInfo | None, ev_codec.Query | None, str | None, int | None,
                 ev_codec.XaPrepare | None, ev_codec.Incident | None, Opener | None]

@@ -241,9 +241,10 @@ class BinlogReader:
             self._mmap = None
         self.pages = None
 
-    def _walked(self, start: int, end: int) -> None:
-        # Walks are often short (one per transaction): release once together they cover
-        # RELEASE_BYTES, everything from the lowest start to the highest end since the last time.
+    def passed(self, start: int, end: int) -> None:
+        """A walk has passed file offsets [start, end): their pages go back once walks together
+        have passed RELEASE_BYTES (walks are often short, one per transaction), everything from
+        the lowest start to the highest end since the last time."""
         self._low, self._high = min(self._low, start), max(self._high, end)
         self._since += end - start
         if self._since >= RELEASE_BYTES:
@@ -323,6 +324,25 @@ class BinlogReader:
         type_map = self.fde.type_map
         return type_map[t] if type_map is not None and t < len(type_map) else t
 
+    def skim(self, pos: int, inside: bytes, most: int = 256, most_events: int = 4096
+             ) -> tuple[list[tuple[list[Frame], int]], int]:
+        """The ordinary transactions from file offset `pos` on, each as its frames and its xid, and
+        the offset after them (`pos` when there are none): a GTID (MySQL's then a QUERY 'BEGIN', or
+        MariaDB's without FL_STANDALONE), then only events of the types `inside` marks (one byte per
+        type), then an XID; whole in the data, every CRC32 matching, at most `most_events` events
+        (a bigger one is left to the walk that streams it), no more transactions once that many
+        events are cut.
+        Cut by the compiled walk (_frames.c) alone: where it is off, or the file's format is one it
+        does not read, none."""
+        fde = self.fde
+        if _frames is None or fde.binlog_version == 1 or fde.type_map is not None or pure_python():
+            return [], pos
+        txns, end = _frames.skim(Frame, self.data, self.base, pos, self.end, fde.header_len, fde.has_checksum,
+                                 fde.post_header_len(c.QUERY_EVENT), inside, most, most_events)
+        if end > pos and self.pages is not None:
+            self.passed(pos, end)
+        return txns, end
+
     def frames(self, start: int | None = None, end: int | None = None,
                verify: bool = True, only: frozenset[int] | None = None) -> Iterator[Frame]:
         """Yield frames from `start` (default: the first event) up to `end`; with `only`, the
@@ -352,14 +372,14 @@ class BinlogReader:
         try:
             while pos < stop:
                 if pos >= next_release:  # a long walk (a big transaction) releases as it goes
-                    self._walked(released, pos)
+                    self.passed(released, pos)
                     released, next_release = pos, pos + RELEASE_BYTES
                 if fast is not None:
                     got = fast.cut(Frame, data, base, pos, stop, next_release, fde.header_len, crc, verify, run)[0]
                     if got:
                         for frame in got:
+                            pos += frame.size  # before the yield: a frame handed on counts as passed
                             yield frame
-                            pos += frame.size
                         run = min(run * 2, _MOST_RUN)
                         continue
                 i = pos - base
@@ -398,18 +418,19 @@ class BinlogReader:
                         raise self._fail(pos, f"corrupt FORMAT_DESCRIPTION event: {e}") from None
                     if fde.has_checksum:
                         frame.body_end -= 4
+                    pos += size
                     yield frame
                     min_size = fde.header_len
                     crc = fde.has_checksum
                     if fde.type_map is not None:
                         fast = None
-                    pos += size
                     continue
                 elif crc:
                     body_end -= 4
-                yield Frame(pos, type_code, ts, server_id, size, log_pos, flags, data,
-                            i + fde.header_len, body_end, ok if verify else True)
+                frame = Frame(pos, type_code, ts, server_id, size, log_pos, flags, data,
+                              i + fde.header_len, body_end, ok if verify else True)
                 pos += size
+                yield frame
         finally:
             if self.pages is not None:
-                self._walked(released, pos)
+                self.passed(released, pos)
