@@ -11,7 +11,9 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
+from types import ModuleType
 
+from binlake.archive import loop
 from binlake.binlog import constants as c
 from binlake.binlog import events as ev_codec
 from binlake.binlog.framing import BinlogReader, Frame
@@ -180,12 +182,24 @@ class Indexer:
 
 def index_transactions(reader: BinlogReader, binlog_file: str, *, jump: bool = True,
                        verify: bool = True) -> Iterator[IndexEntry]:
-    """Yield one entry per transaction; stops quietly at a truncated tail (entry incomplete)."""
+    """Yield one entry per transaction; stops quietly at a truncated tail (entry incomplete).
+    With `jump`, runs of transactions whose GTID events give their lengths are counted off by the
+    archive's compiled loop (every event's CRC32 and position checked), the rest walked here."""
     indexer = Indexer(binlog_file, reader.fde)
     end = reader.end
-    frames = reader.frames(reader.first_event_pos, verify=verify)
+    fde = reader.fde
+    compiled = loop() if jump and fde.header_len == 19 and fde.type_map is None else None
+    pos = reader.first_event_pos
+    frames: Iterator[Frame] | None = None
     cut = None  # the type of an event cut short at the tail
     while True:
+        if compiled is not None and indexer.idle:
+            counted, pos = _counted_off(compiled, reader, pos)
+            if counted:
+                yield from indexer.counted(counted)
+                frames = None
+        if frames is None:
+            frames = reader.frames(pos, verify=verify)
         try:
             frame = next(frames)
         except StopIteration:
@@ -193,11 +207,25 @@ def index_transactions(reader: BinlogReader, binlog_file: str, *, jump: bool = T
         except BinlogError as exc:
             cut = reader.type_at(exc.offset)
             break
+        pos = frame.end
         if jump and indexer.idle:
             v = vouched_entry(frame, binlog_file)
             if v is not None and frame.pos + v.length <= end:
                 yield v
-                frames = reader.frames(frame.pos + v.length, verify=verify)
+                pos = frame.pos + v.length
+                frames = None
                 continue
         yield from indexer.feed(frame)
     yield from indexer.finish(end, cut)
+
+
+def _counted_off(compiled: ModuleType, reader: BinlogReader, pos: int) -> tuple[list, int]:
+    """The whole transactions from `pos` on that the compiled loop counts off by their GTID
+    events' lengths (start, length, gtid, commit_ts, server_id), and the offset after them."""
+    off, stop = pos - reader.base, reader.end - reader.base
+    if off < 0 or stop > len(reader.data):
+        return [], pos
+    _off, after, _ts, _type, found = compiled.txns(reader.data, off, stop, pos, reader.fde.has_checksum)
+    if after > pos:
+        reader.passed(pos, after)
+    return found, after

@@ -164,29 +164,65 @@ static int gtid_facts(const unsigned char *b, Py_ssize_t n, counted_t *t) {
     return 1;
 }
 
-/* The GTID as MySQL writes it, "uuid:gno". */
-static PyObject *gtid_text(const counted_t *t) {
-    static const char hex[] = "0123456789abcdef";
-    char s[64];
-    int w = 0;
-    for (int i = 0; i < 16; i++) {
-        if (i == 4 || i == 6 || i == 8 || i == 10) s[w++] = '-';
-        s[w++] = hex[t->sid[i] >> 4];
-        s[w++] = hex[t->sid[i] & 15];
-    }
-    w += snprintf(s + w, sizeof s - w, ":%lld", t->gno);
-    return PyUnicode_FromStringAndSize(s, w);
+/* Digits of v (< 10^20) at the end of s[0..n): where they start. */
+static int digits(char *s, int n, unsigned long long v) {
+    do {
+        s[--n] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    return n;
 }
 
-/* The commit time as records.ts_from_micros writes it, "YYYY-MM-DDTHH:MM:SS.ffffffZ". */
+/* The GTID as MySQL writes it, "uuid:gno"; the uuid's text kept from the last call (a file's
+ * transactions mostly share their server's). */
+static PyObject *gtid_text(const counted_t *t) {
+    static const char hex[] = "0123456789abcdef";
+    static unsigned char sid[16];
+    static char uuid[37];
+    static int known;
+    if (!known || memcmp(sid, t->sid, 16) != 0) {
+        int w = 0;
+        for (int i = 0; i < 16; i++) {
+            if (i == 4 || i == 6 || i == 8 || i == 10) uuid[w++] = '-';
+            uuid[w++] = hex[t->sid[i] >> 4];
+            uuid[w++] = hex[t->sid[i] & 15];
+        }
+        uuid[36] = ':';
+        memcpy(sid, t->sid, 16);
+        known = 1;
+    }
+    char s[64];
+    memcpy(s, uuid, 37);
+    if (t->gno < 0) return PyUnicode_FromFormat("%.37s%lld", uuid, t->gno);
+    char d[24];
+    int at = digits(d, sizeof d, (unsigned long long)t->gno);
+    memcpy(s + 37, d + at, sizeof d - at);
+    return PyUnicode_FromStringAndSize(s, 37 + (Py_ssize_t)(sizeof d - at));
+}
+
+/* The commit time as records.ts_from_micros writes it, "YYYY-MM-DDTHH:MM:SS.ffffffZ"; the
+ * second's text kept from the last call (transactions come many to a second). */
 static PyObject *ts_text(long long us) {
-    time_t secs = (time_t)(us / 1000000);
-    struct tm tm;
+    static long long second = -1;
+    static char text[32];
+    static int width;
+    if (us < 0) return NULL;
+    long long secs = us / 1000000;
+    if (secs != second) {
+        time_t t = (time_t)secs;
+        struct tm tm;
+        if (gmtime_r(&t, &tm) == NULL) return NULL;
+        width = snprintf(text, sizeof text, "%04d-%02d-%02dT%02d:%02d:%02d.", tm.tm_year + 1900, tm.tm_mon + 1,
+                         tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+        if (width <= 0 || width > 21) return NULL;
+        second = secs;
+    }
     char s[48];
-    if (gmtime_r(&secs, &tm) == NULL) return NULL;
-    int w = snprintf(s, sizeof s, "%04d-%02d-%02dT%02d:%02d:%02d.%06lldZ", tm.tm_year + 1900, tm.tm_mon + 1,
-                     tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, us % 1000000);
-    return PyUnicode_FromStringAndSize(s, w);
+    memcpy(s, text, (size_t)width);
+    long long frac = us % 1000000;
+    for (int i = 5; i >= 0; i--, frac /= 10) s[width + i] = (char)('0' + frac % 10);
+    s[width + 6] = 'Z';
+    return PyUnicode_FromStringAndSize(s, width + 7);
 }
 
 /* txns(buf, off, end, pos, checksum) -> (off, pos, last_ts, last_type, [(start, length, gtid,
