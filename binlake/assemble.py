@@ -17,7 +17,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from binlake.binlog import constants as c
 from binlake.binlog import events as ev_codec
@@ -29,9 +29,11 @@ from binlake.describe import Event, describe, opening
 from binlake.errors import BinlogError, FatalBinlogError, RowDecodeError
 from binlake.records import Facts, Txn, open_txn, transaction_record, ts_from_seconds
 from binlake.records import anomaly as make_anomaly
-from binlake.schema.ddl import SchemaState
 from binlake.segments import Segmenter
 from binlake.sinks import RecordSink, RowsAt, RowSink
+
+if TYPE_CHECKING:  # sqlglot, behind it, is imported only where a schema history is followed
+    from binlake.schema.ddl import SchemaState
 
 Emit = Callable[[str, dict], None]  # ("transaction" | "row_change" | "anomaly", record)
 _DECODE_ERRORS = (RowDecodeError, ValueError, struct.error, IndexError, KeyError,
