@@ -15,11 +15,12 @@ def compiled_paths() -> str:
     extensions went missing (a bind mount over an editable install) says so instead of silently
     running the reference paths, about ten times slower."""
     from binlake.archive import loop
-    from binlake.binlog import fastrows
+    from binlake.binlog import fastrows, framing
 
     if pure_python():
         return "pure Python (BINLAKE_PURE_PYTHON=1)"
-    found = {"row decoder _rowdecode": fastrows.enabled(), "copy loop _eventruns": loop() is not None}
+    found = {"row decoder _rowdecode": fastrows.enabled(), "copy loop _eventruns": loop() is not None,
+             "frame walk _frames": framing.compiled()}
     missing = [name for name, ok in found.items() if not ok]
-    return "compiled (row decoder, copy loop)" if not missing else \
+    return "compiled (row decoder, copy loop, frame walk)" if not missing else \
         f"NOT BUILT: {', '.join(missing)}: the pure-Python reference paths run (pip install binlake builds them)"

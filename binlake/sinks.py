@@ -206,20 +206,18 @@ class LineSink(_Holding):
 
     def _parts(self, at: RowsAt) -> tuple[bytes, bytes, bytes]:
         """The JSON lines of one rows event around seq, before and after: row_records' fields in
-        their order, as orjson writes them."""
-        d = orjson.dumps
-        mid = b"".join((b',"binlog_file":', d(at.binlog_file), b',"event_pos":', d(at.event_pos),
-                        b',"commit_ts":', d(at.commit_ts), b',"event_ts":', d(at.event_ts), b',"schema":',
-                        d(at.schema), b',"table":', d(at.table), b',"op":', d(at.op), b',"before":'))
-        tail = b"".join((b',"rows_query":', d(at.rows_query), b',"xid":', d(at.xid), b"}\n"))
-        return _head(at, self.ends), mid, tail
+        their order, as orjson writes them (an object's members, its braces cut off)."""
+        mid = orjson.dumps({"binlog_file": at.binlog_file, "event_pos": at.event_pos, "commit_ts": at.commit_ts,
+                            "event_ts": at.event_ts, "schema": at.schema, "table": at.table, "op": at.op})
+        tail = orjson.dumps({"rows_query": at.rows_query, "xid": at.xid})
+        return _head(at, self.ends), b"," + mid[1:-1] + b',"before":', b"," + tail[1:-1] + b"}\n"
 
 
 def _head(at: RowsAt, end_segment: bool) -> bytes:
     """What every JSON line of a segment starts with, up to `"seq":`."""
-    return b"".join((b'{"record":"row_change","txn_id":', orjson.dumps(at.txn_id), b',"segment_id":',
-                     orjson.dumps(at.segment_id), b',"end_segment":', b"true" if end_segment else b"false",
-                     b',"seq":'))
+    head = orjson.dumps({"record": "row_change", "txn_id": at.txn_id, "segment_id": at.segment_id,
+                         "end_segment": end_segment})
+    return head[:-1] + b',"seq":'
 
 
 def _swap_heads(chunks: list[bytes], head: bytes, new: bytes) -> Iterator[bytes]:
