@@ -5,7 +5,10 @@ starts, a light pass walks its events (headers and small bodies only: GTID, QUER
 text, XID, XA_PREPARE) to its end to learn the commit facts — commit timestamp, xid,
 outcome. The main pass then decodes its rows and streams them out already stamped,
 so a transaction is never held in memory whole: only the row changes of the current
-segment wait, to learn whether a later segment follows (`end_segment`).
+segment wait, to learn whether a later segment follows (`end_segment`). The transactions
+production writes most (a GTID, BEGIN, table maps and rows, XID) need neither the light pass
+nor the parser: the compiled walk (BinlogReader.skim) finds their ends and xids, runs at a time,
+and hands back their frames; the walk takes anything else event by event.
 
 This module is the walk and the transaction facts. Transactions and anomalies go to `emit`;
 row changes to a sink (binlake.sinks), numbered by binlake.segments. A walk may start inside
