@@ -59,6 +59,13 @@ class Segmenter:
         """The transaction ends: its last segment is handed on."""
         return _hand_on(sink, presentable, end_segment=True)
 
+    def surely_last(self, size: int, end: int) -> bool:
+        """Whether the segment that a rows event of `size` bytes ending at `end` starts is the
+        transaction's last whatever its rows: the rest of the transaction fits in it even at a row
+        per byte (a row image has at least its null bitmap). Known before the event is decoded."""
+        left = self.txn_end - end
+        return left >= 0 and self.rows + size + left < 0.9 * self.max_rows and self.bytes + size + left < self.max_bytes
+
     def likely_last(self, rows: int, size: int, end: int) -> bool:
         """Whether the segment that a rows event of `rows` rows and `size` bytes ending at `end`
         starts will be the transaction's last: the rest of the transaction, at this event's rows
@@ -97,6 +104,9 @@ class Unplaced:
 
     def close(self, sink: RowSink | None, presentable: bool) -> int:
         return 0
+
+    def surely_last(self, size: int, end: int) -> bool:
+        return False
 
     def likely_last(self, rows: int, size: int, end: int) -> bool:
         return False

@@ -34,6 +34,7 @@ Rows = list[tuple[dict | None, dict | None]]  # (before, after) per row, as rows
 class Numbering(Protocol):
     """The side of binlake.segments a sink consults (for LineSink's guess)."""
 
+    def surely_last(self, size: int, end: int) -> bool: ...
     def likely_last(self, rows: int, size: int, end: int) -> bool: ...
 
 
@@ -109,6 +110,7 @@ class _Holding:
     def __init__(self) -> None:
         self.held: list = []
         self.rows = 0
+        self.fast = fastrows.enabled()  # the compiled decoder is there and not turned off
 
     def drop(self) -> None:
         self.held, self.rows = [], 0
@@ -158,9 +160,11 @@ class LineSink(_Holding):
     def take(self, at: RowsAt, f: Frame, tm: rows_codec.TableMap, post_header_len: int,
              numbering: Numbering) -> tuple[int, int] | None:
         op = rows_codec.ROWS_EVENT_TYPES.get(f.type)
-        if op is None or tm.json_keys is None or not fastrows.enabled():
+        if op is None or tm.json_keys is None or not self.fast:
             return None
         first = self._starts(at)
+        if first and numbering.surely_last(f.size, f.end):  # written as the last at once: nothing to guess
+            self.ends, first = True, False
         done = rows_codec.render_rows(f.type, f.body, post_header_len, tm, op, self._parts(at), at.seq)
         if done is None:
             return None
@@ -239,7 +243,7 @@ class BlockSink(_Holding):
     def take(self, at: RowsAt, f: Frame, tm: rows_codec.TableMap, post_header_len: int,
              numbering: Numbering) -> tuple[int, int] | None:
         op = rows_codec.ROWS_EVENT_TYPES.get(f.type)
-        if op is None or tm.json_keys is None or not fastrows.enabled():
+        if op is None or tm.json_keys is None or not self.fast:
             return None
         done = rows_codec.render_columns(f.type, f.body, post_header_len, tm, op)
         if done is None:

@@ -38,19 +38,22 @@ class GtidInfo:
         return bool(self.flags & c.FL_STANDALONE)
 
 
+_GTID_HEAD = struct.Struct("<B16sq")  # flags, sid, gno
+_LOGICAL = struct.Struct("<qq")  # last_committed, sequence_number, after their type code 2
+
+
 def decode_mysql_gtid(type_code: int, body: bytes | memoryview) -> GtidInfo:
     """GTID (33) / ANONYMOUS_GTID (34): fixed offsets, optional tails by remaining length."""
     b = bytes(body)
-    flags = b[0]
-    sid = format_uuid(b[1:17])
-    (gno,) = struct.unpack_from("<q", b, 17)
-    info = GtidInfo(None if type_code == c.ANONYMOUS_GTID_LOG_EVENT else mysql_gtid(sid, gno),
+    n = len(b)
+    flags, sid, gno = _GTID_HEAD.unpack_from(b)
+    info = GtidInfo(None if type_code == c.ANONYMOUS_GTID_LOG_EVENT else mysql_gtid(format_uuid(sid), gno),
                     flags=flags)
     pos = 25
-    if len(b) >= pos + 17 and b[pos] == 2:  # LOGICAL_TIMESTAMP_TYPECODE
-        info.last_committed, info.sequence_number = struct.unpack_from("<qq", b, pos + 1)
+    if n >= pos + 17 and b[pos] == 2:  # LOGICAL_TIMESTAMP_TYPECODE
+        info.last_committed, info.sequence_number = _LOGICAL.unpack_from(b, pos + 1)
         pos += 17
-    if len(b) >= pos + 7:
+    if n >= pos + 7:
         ts = int.from_bytes(b[pos:pos + 7], "little")
         pos += 7
         if ts & (1 << 55):  # the original timestamp follows
@@ -60,7 +63,7 @@ def decode_mysql_gtid(type_code: int, body: bytes | memoryview) -> GtidInfo:
         else:
             info.original_commit_ts = ts
         info.immediate_commit_ts = ts
-        if len(b) > pos:
+        if n > pos:
             info.transaction_length, pos = varlen.read_packed(b, pos)
     return info
 

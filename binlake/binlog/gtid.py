@@ -11,7 +11,7 @@ from binlake.binlog import varlen
 
 
 def format_uuid(raw: bytes | memoryview) -> str:
-    return _uuid_text(bytes(raw))
+    return _uuid_text(raw if isinstance(raw, bytes) else bytes(raw))
 
 
 @functools.lru_cache(maxsize=256)  # a file's GTIDs come from a few servers: format each uuid once
