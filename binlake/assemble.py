@@ -234,7 +234,7 @@ class FileAssembler:
                 self._ordinary(start, frames, xid)
                 pos = frames[-1].end
                 yield
-            if len(txns) < _SKIM_RUN:
+            if not txns:
                 break
         return pos
 
