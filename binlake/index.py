@@ -136,11 +136,9 @@ class Indexer:
         """The entries of whole transactions the archive's compiled loop counted off by their GTID
         events, given as (start, length, gtid, commit_ts, server_id): what `vouched_entry` and
         `reached` make of the same events."""
-        out = []
-        for start, length, gtid, commit_ts, server_id in found:
-            out.append(IndexEntry(start, length, gtid or derived_txn_id(server_id, self.file, start), gtid, commit_ts))
-            if gtid:
-                self.gtids.append(gtid)
+        out = [IndexEntry(start, length, gtid or derived_txn_id(server_id, self.file, start), gtid, commit_ts)
+               for start, length, gtid, commit_ts, server_id in found]
+        self.gtids += [e.gtid for e in out if e.gtid]
         return out
 
     def reached(self, end: int) -> IndexEntry | None:
@@ -221,11 +219,13 @@ def index_transactions(reader: BinlogReader, binlog_file: str, *, jump: bool = T
 
 def _counted_off(compiled: ModuleType, reader: BinlogReader, pos: int) -> tuple[list, int]:
     """The whole transactions from `pos` on that the compiled loop counts off by their GTID
-    events' lengths (start, length, gtid, commit_ts, server_id), and the offset after them."""
+    events' lengths and the events' positions (start, length, gtid, commit_ts, server_id), and
+    the offset after them."""
     off, stop = pos - reader.base, reader.end - reader.base
     if off < 0 or stop > len(reader.data):
         return [], pos
-    _off, after, _ts, _type, found = compiled.txns(reader.data, off, stop, pos, reader.fde.has_checksum)
+    # CRC32s unchecked, as a jump leaves the events it passes
+    _off, after, _ts, _type, found = compiled.txns(reader.data, off, stop, pos, reader.fde.has_checksum, False)
     if after > pos:
         reader.passed(pos, after)
     return found, after

@@ -80,9 +80,10 @@ static int range_ok(Py_buffer *b, Py_ssize_t off, Py_ssize_t end) {
 }
 
 /* The size of the event at e (avail bytes there, at file position pos) if it is whole, not a
- * FORMAT_DESCRIPTION, ends no later than `until`, matches its CRC32 (checksum) and ends where its
- * header's log_pos says (0 and artificial events aside); else 0. */
-static Py_ssize_t event_ok(const unsigned char *e, Py_ssize_t avail, long long pos, int checksum, long long until) {
+ * FORMAT_DESCRIPTION, ends no later than `until`, matches its CRC32 (checksum, unless not `verify`)
+ * and ends where its header's log_pos says (0 and artificial events aside); else 0. */
+static Py_ssize_t event_ok(const unsigned char *e, Py_ssize_t avail, long long pos, int checksum, long long until,
+                           int verify) {
     if (avail < HEADER_LEN) return 0;
     Py_ssize_t size = u32(e + 9);
     uint32_t log_pos = u32(e + 13);
@@ -91,7 +92,7 @@ static Py_ssize_t event_ok(const unsigned char *e, Py_ssize_t avail, long long p
         pos + size > until)
         return 0;
     if (log_pos && log_pos != (uint32_t)(pos + size) && !(flags & LOG_EVENT_ARTIFICIAL_F)) return 0;
-    if (checksum && crc32(e, size - 4) != u32(e + size - 4)) return 0;
+    if (checksum && verify && crc32(e, size - 4) != u32(e + size - 4)) return 0;
     return size;
 }
 
@@ -114,7 +115,7 @@ static PyObject *checked(PyObject *self, PyObject *args) {
     const unsigned char *buf = b.buf;
     long long last_ts = -1, last_type = -1;
     Py_BEGIN_ALLOW_THREADS
-    while (pos < until && (size = event_ok(buf + off, end - off, pos, checksum, until)) > 0) {
+    while (pos < until && (size = event_ok(buf + off, end - off, pos, checksum, until, 1)) > 0) {
         last_ts = u32(buf + off);
         last_type = buf[off + 4];
         off += size;
@@ -225,19 +226,20 @@ static PyObject *ts_text(long long us) {
     return PyUnicode_FromStringAndSize(s, width + 7);
 }
 
-/* txns(buf, off, end, pos, checksum) -> (off, pos, last_ts, last_type, [(start, length, gtid,
+/* txns(buf, off, end, pos, checksum[, verify]) -> (off, pos, last_ts, last_type, [(start, length, gtid,
  * commit_ts, server_id), ...])
  *
  * Walks whole transactions, each opened by a GTID or ANONYMOUS_GTID event that gives its length
  * and commit time, all its events in buf[off:end] and event_ok, its last ending right at that
  * length. Stops before anything else, a transaction it cannot finish included, so the reference
- * path takes that from its GTID event on. gtid is None for an anonymous one. */
+ * path takes that from its GTID event on. gtid is None for an anonymous one. With verify false the
+ * CRC32s are not computed (a walk that only needs where transactions lie). */
 static PyObject *txns(PyObject *self, PyObject *args) {
     Py_buffer b;
     Py_ssize_t off, end, size;
     long long pos;
-    int checksum;
-    if (!PyArg_ParseTuple(args, "y*nnLp", &b, &off, &end, &pos, &checksum)) return NULL;
+    int checksum, verify = 1;
+    if (!PyArg_ParseTuple(args, "y*nnLp|p", &b, &off, &end, &pos, &checksum, &verify)) return NULL;
     if (!range_ok(&b, off, end)) {
         PyBuffer_Release(&b);
         return NULL;
@@ -257,10 +259,10 @@ static PyObject *txns(PyObject *self, PyObject *args) {
             !gtid_facts(g + HEADER_LEN, size - HEADER_LEN - (checksum ? 4 : 0), &t))
             break;
         long long until = pos + t.length;
-        if (until - pos > end - off || !event_ok(g, end - off, pos, checksum, until)) break;
+        if (until - pos > end - off || !event_ok(g, end - off, pos, checksum, until, verify)) break;
         Py_ssize_t at = off + size;
         long long p = pos + size, ts = u32(g), type = g[4];
-        while (p < until && (size = event_ok(buf + at, end - at, p, checksum, until)) > 0) {
+        while (p < until && (size = event_ok(buf + at, end - at, p, checksum, until, verify)) > 0) {
             ts = u32(buf + at);
             type = buf[at + 4];
             at += size;
