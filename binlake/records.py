@@ -158,8 +158,7 @@ def transaction_record(txn: Txn, end_pos: int, source: str, binlog_file: str, cu
         "transaction_length": length, "kind": kind, "outcome": outcome,
         "end_event": end_event, "synthetic_boundary": synthetic, "xid": txn.xid,
         "xa_xid": xa_xid, "commit_ts": txn.commit_ts,
-        "original_commit_ts": ts_from_micros(g.original_commit_ts)
-        if g and g.original_commit_ts else None,
+        "original_commit_ts": _original_ts(g, txn.commit_ts),
         "first_event_ts": ts_from_seconds(txn.first_ts),
         "last_committed": g.last_committed if g else None,
         "sequence_number": g.sequence_number if g else None,
@@ -176,6 +175,14 @@ def transaction_record(txn: Txn, end_pos: int, source: str, binlog_file: str, cu
                     f"{binlog_file}:{start_pos}: transaction_length {length} but the "
                     f"transaction spans {end_pos - start_pos} bytes")
     return rec, mismatch
+
+
+def _original_ts(g, commit_ts: str) -> str | None:
+    """The original commit time's text; the commit time's own where they are the same instant
+    (a transaction the server itself committed: most)."""
+    if not (g and g.original_commit_ts):
+        return None
+    return commit_ts if g.original_commit_ts == g.immediate_commit_ts else ts_from_micros(g.original_commit_ts)
 
 
 def classify_end(start: Event, end: Event | None) -> tuple[str, str, str | None]:
