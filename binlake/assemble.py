@@ -197,6 +197,12 @@ class FileAssembler:
         self._flush_orphans()
         self._at_end()
 
+    def _located(self, exc: Exception, pos: int) -> None:
+        """An exception out of the event at `pos`: a bug unless it is a binlog's own error, and a
+        bug says where it happened."""
+        if not isinstance(exc, (BinlogError, RowDecodeError)):
+            exc.binlake_where = self._where(pos)  # type: ignore[attr-defined]
+
     def _between(self) -> bool:
         """Whether the walk stands between transactions, where the compiled walk may take over."""
         return self.skims and self.txn is None and self.parser.state in _BETWEEN
@@ -208,10 +214,8 @@ class FileAssembler:
             self.counts.events += 1
             try:
                 self._on_frame(frame, inner)
-            except (BinlogError, RowDecodeError):
-                raise
-            except Exception as exc:  # a bug: say where it happened
-                exc.binlake_where = self._where(frame.pos)  # type: ignore[attr-defined]
+            except Exception as exc:
+                self._located(exc, frame.pos)
                 raise
             yield
             if frame.type == c.FORMAT_DESCRIPTION_EVENT and frame.pos != self.reader.first_event_pos:
@@ -249,10 +253,8 @@ class FileAssembler:
         for f in frames:
             try:
                 self._add_frame(txn, f, -1)
-            except (BinlogError, RowDecodeError):
-                raise
-            except Exception as exc:  # a bug: say where it happened
-                exc.binlake_where = self._where(f.pos)  # type: ignore[attr-defined]
+            except Exception as exc:
+                self._located(exc, f.pos)
                 raise
         self.parser.state, self.parser.opener = Boundary.END, Opener.NONE  # as after its XID
         self._close(txn)

@@ -182,7 +182,8 @@ def index_transactions(reader: BinlogReader, binlog_file: str, *, jump: bool = T
                        verify: bool = True) -> Iterator[IndexEntry]:
     """Yield one entry per transaction; stops quietly at a truncated tail (entry incomplete).
     With `jump`, runs of transactions whose GTID events give their lengths are counted off by the
-    archive's compiled loop (every event's CRC32 and position checked), the rest walked here."""
+    archive's compiled loop (every event's position checked; its CRC32 not, as a jump leaves it),
+    the rest walked here."""
     indexer = Indexer(binlog_file, reader.fde)
     end = reader.end
     fde = reader.fde
