@@ -159,9 +159,11 @@ static PyObject *base64_str(const unsigned char *p, Py_ssize_t n) {
 
 /* NEWDECIMAL: sign, integer digits without leading zeros, exactly `scale` fraction digits,
  * into out (>= 110 bytes); its length, or -1 for "fall back". precision and scale may come from a
- * JSON document's bytes: checked before they are used. */
+ * JSON document's bytes: checked before they are used. A column's precision is at most 65; a JSON
+ * document's decimal is MySQL's my_decimal, whose precision goes to 81 (a DECIMAL(65,30) value
+ * CAST AS JSON is logged with 66). */
 static int decimal_text(cursor_t *c, int precision, int scale, char *out) {
-    if (precision < 1 || precision > 65 || scale < 0 || scale > 30 || scale > precision) return -1;
+    if (precision < 1 || precision > 81 || scale < 0 || scale > 30 || scale > precision) return -1;
     int intg = precision - scale;
     int intg0 = intg / 9, frac0 = scale / 9;
     int intg0x = intg - intg0 * 9, frac0x = scale - frac0 * 9;
