@@ -22,6 +22,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "../binlog/_gtid.h"
+
 #define HEADER_LEN 19
 #define STOP_EVENT 3
 #define ROTATE_EVENT 4
@@ -134,96 +136,30 @@ typedef struct {
     unsigned char sid[16];
 } counted_t;
 
-/* What a MySQL 8.0.2+ GTID or ANONYMOUS_GTID event's body (n bytes) says of its transaction, as
- * events.decode_mysql_gtid reads it; 0 when it gives no length or commit time, or reads oddly
- * (the reference path then takes it). */
+/* What a MySQL 8.0.2+ GTID or ANONYMOUS_GTID event's body (n bytes) says of its transaction
+ * (_gtid.h); 0 when it gives no length or commit time, or reads oddly (the reference path then
+ * takes it). */
 static int gtid_facts(const unsigned char *b, Py_ssize_t n, counted_t *t) {
-    if (n < 25) return 0;
-    memcpy(t->sid, b + 1, 16);
-    t->gno = (long long)((uint64_t)u32(b + 17) | (uint64_t)u32(b + 21) << 32);
-    Py_ssize_t p = 25;
-    if (n >= p + 17 && b[p] == 2) p += 17;  /* logical timestamps */
-    if (n < p + 7) return 0;
-    uint64_t ts = 0;
-    for (int i = 6; i >= 0; i--) ts = ts << 8 | b[p + i];
-    p += 7;
-    if (ts & (1ULL << 55)) {  /* the original commit timestamp follows */
-        ts &= (1ULL << 55) - 1;
-        p += 7;
-    }
-    if (n <= p) return 0;
-    uint64_t len = b[p];
-    int width = len < 251 ? 0 : len == 0xFC ? 2 : len == 0xFD ? 3 : len == 0xFE ? 8 : -1;
-    if (width < 0 || n < p + 1 + width) return 0;
-    if (width) {
-        len = 0;
-        for (int i = width; i >= 1; i--) len = len << 8 | b[p + i];
-    }
-    if (len == 0 || ts == 0 || len > (uint64_t)1 << 62) return 0;
-    t->length = (long long)len;
-    t->commit_us = (long long)ts;
+    gtid_body_t g;
+    if (!gtid_read(b, n, &g) || !g.has_length || !g.stamped || g.length == 0 || g.immediate_us == 0 ||
+        g.length > (uint64_t)1 << 62)
+        return 0;
+    memcpy(t->sid, g.sid, 16);
+    t->gno = g.gno;
+    t->length = (long long)g.length;
+    t->commit_us = g.immediate_us;
     return 1;
 }
 
-/* Digits of v (< 10^20) at the end of s[0..n): where they start. */
-static int digits(char *s, int n, unsigned long long v) {
-    do {
-        s[--n] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    return n;
-}
-
-/* The GTID as MySQL writes it, "uuid:gno"; the uuid's text kept from the last call (a file's
- * transactions mostly share their server's). */
 static PyObject *gtid_text(const counted_t *t) {
-    static const char hex[] = "0123456789abcdef";
-    static unsigned char sid[16];
-    static char uuid[37];
-    static int known;
-    if (!known || memcmp(sid, t->sid, 16) != 0) {
-        int w = 0;
-        for (int i = 0; i < 16; i++) {
-            if (i == 4 || i == 6 || i == 8 || i == 10) uuid[w++] = '-';
-            uuid[w++] = hex[t->sid[i] >> 4];
-            uuid[w++] = hex[t->sid[i] & 15];
-        }
-        uuid[36] = ':';
-        memcpy(sid, t->sid, 16);
-        known = 1;
-    }
     char s[64];
-    memcpy(s, uuid, 37);
-    if (t->gno < 0) return PyUnicode_FromFormat("%.37s%lld", uuid, t->gno);
-    char d[24];
-    int at = digits(d, sizeof d, (unsigned long long)t->gno);
-    memcpy(s + 37, d + at, sizeof d - at);
-    return PyUnicode_FromStringAndSize(s, 37 + (Py_ssize_t)(sizeof d - at));
+    return PyUnicode_FromStringAndSize(s, gtid_text_into(s, t->sid, t->gno));
 }
 
-/* The commit time as records.ts_from_micros writes it, "YYYY-MM-DDTHH:MM:SS.ffffffZ"; the
- * second's text kept from the last call (transactions come many to a second). */
 static PyObject *ts_text(long long us) {
-    static long long second = -1;
-    static char text[32];
-    static int width;
-    if (us < 0) return NULL;
-    long long secs = us / 1000000;
-    if (secs != second) {
-        time_t t = (time_t)secs;
-        struct tm tm;
-        if (gmtime_r(&t, &tm) == NULL) return NULL;
-        width = snprintf(text, sizeof text, "%04d-%02d-%02dT%02d:%02d:%02d.", tm.tm_year + 1900, tm.tm_mon + 1,
-                         tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
-        if (width <= 0 || width > 21) return NULL;
-        second = secs;
-    }
-    char s[48];
-    memcpy(s, text, (size_t)width);
-    long long frac = us % 1000000;
-    for (int i = 5; i >= 0; i--, frac /= 10) s[width + i] = (char)('0' + frac % 10);
-    s[width + 6] = 'Z';
-    return PyUnicode_FromStringAndSize(s, width + 7);
+    char s[32];
+    int n = gtid_ts_into(s, us);
+    return n ? PyUnicode_FromStringAndSize(s, n) : NULL;
 }
 
 /* txns(buf, off, end, pos, checksum[, verify]) -> (off, pos, last_ts, last_type, [(start, length, gtid,

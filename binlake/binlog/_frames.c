@@ -18,20 +18,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
-#include <dlfcn.h>
-#include <stdint.h>
-#include <string.h>
-
-#define HEADER_LEN 19 /* what the reference unpacks of a header (v3/v4 files) */
-#define FORMAT_DESCRIPTION_EVENT 15
-
-/* The binlog's checksum is zlib's crc32, as zlib.crc32 computes it. */
-typedef unsigned long (*zlib_crc32_t)(unsigned long, const unsigned char *, unsigned int);
-static zlib_crc32_t zlib_crc32;
-
-static uint32_t u32(const unsigned char *p) {
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
+#include "_walk.h"
 
 /* A Frame of the event at file offset pos (data's index i), as the reference loop makes it. */
 static PyObject *frame_at(PyObject *frame_cls, PyObject *data, const unsigned char *e, long long pos, long long i,
@@ -48,20 +35,6 @@ static PyObject *frame_at(PyObject *frame_cls, PyObject *data, const unsigned ch
     if (made) frame = PyObject_Vectorcall(frame_cls, a, 11, NULL);
     for (int k = 0; k < 11; k++) Py_XDECREF(a[k]);
     return frame;
-}
-
-/* The size of an ordinary event at pos (index i), or 0 where the reference loop must take it: a
- * FORMAT_DESCRIPTION event, a header that cannot be one, an event running past stop or the data. */
-static long long ordinary(const Py_buffer *b, long long i, long long pos, long long stop, long long min_size) {
-    if (i < 0 || stop - pos < HEADER_LEN || i + HEADER_LEN > b->len) return 0;
-    const unsigned char *e = (const unsigned char *)b->buf + i;
-    long long size = u32(e + 9);
-    if (e[4] == FORMAT_DESCRIPTION_EVENT || size < min_size || pos + size > stop || i + size > b->len) return 0;
-    return size;
-}
-
-static int crc_matches(const unsigned char *e, long long size) {
-    return (uint32_t)zlib_crc32(0, e, (unsigned int)(size - 4)) == u32(e + size - 4);
 }
 
 /* cut(frame_cls, data, base, pos, stop, limit, header_len, crc, verify, most) -> (frames, pos)
@@ -107,66 +80,6 @@ fail:
     return NULL;
 }
 
-/* Event types skim() knows by number (binlake/binlog/constants.py). */
-#define QUERY_EVENT 2
-#define XID_EVENT 16
-#define GTID_LOG_EVENT 33
-#define ANONYMOUS_GTID_LOG_EVENT 34
-#define GTID_TAGGED_LOG_EVENT 42
-#define MARIA_GTID_EVENT 162
-#define FL_STANDALONE 1
-#define FL_COMPLETED_XA 128
-
-/* Whether a QUERY event's text is exactly "BEGIN" (what the servers log after a GTID), its status
- * variables and database name inside the event as check_query() wants them. */
-static int is_begin(const unsigned char *body, long long body_len, Py_ssize_t phl) {
-    if (phl < 11 || body_len < phl) return 0;
-    long long status_len = phl >= 13 ? (body[11] | body[12] << 8) : 0;
-    long long text = phl + status_len + body[8] + 1;
-    return text + 5 == body_len && memcmp(body + text, "BEGIN", 5) == 0;
-}
-
-/* The end of the ordinary transaction at pos and its xid, or 0 where the reference walk must take
- * it. Ordinary: a GTID (MySQL's, then a QUERY "BEGIN"; MariaDB's without FL_STANDALONE, which is its
- * BEGIN), then only events `inside` allows (table maps, rows, their statements), then an XID; every
- * event whole in [pos, stop), its CRC32 matching, at most `most_events` of them. */
-static long long transaction_end(const Py_buffer *b, long long base, long long pos, long long stop, Py_ssize_t header_len,
-                                 int crc, Py_ssize_t query_phl, const unsigned char *inside, Py_ssize_t most_events,
-                                 unsigned long long *xid, Py_ssize_t *events) {
-    const unsigned char *buf = b->buf;
-    long long min_size = header_len + (crc ? 4 : 0);
-    int begun = 0; /* the BEGIN seen (a MariaDB GTID is its own) */
-    for (Py_ssize_t n = 0; n < most_events; n++) {
-        long long i = pos - base;
-        long long size = ordinary(b, i, pos, stop, min_size);
-        if (size == 0) return 0;
-        const unsigned char *e = buf + i, *body = e + header_len;
-        long long body_len = size - header_len - (crc ? 4 : 0);
-        if (crc && !crc_matches(e, size)) return 0;
-        int t = e[4];
-        if (n == 0) {
-            if (t == MARIA_GTID_EVENT) {
-                if (body_len < 13 || body[12] & (FL_STANDALONE | FL_COMPLETED_XA)) return 0;
-                begun = 1;
-            } else if (t != GTID_LOG_EVENT && t != ANONYMOUS_GTID_LOG_EVENT && t != GTID_TAGGED_LOG_EVENT) {
-                return 0;
-            }
-        } else if (!begun) {
-            if (t != QUERY_EVENT || !is_begin(body, body_len, query_phl)) return 0;
-            begun = 1;
-        } else if (t == XID_EVENT) {
-            if (body_len < 8) return 0;
-            *xid = (unsigned long long)u32(body) | (unsigned long long)u32(body + 4) << 32;
-            *events = n + 1;
-            return pos + size;
-        } else if (!inside[t]) {
-            return 0;
-        }
-        pos += size;
-    }
-    return 0;
-}
-
 /* skim(frame_cls, data, base, pos, stop, header_len, crc, query_phl, inside, most, most_events) -> (txns, pos)
  *
  * The ordinary transactions from file offset pos on (transaction_end), at most `most` of them, each
@@ -197,11 +110,10 @@ static PyObject *skim(PyObject *Py_UNUSED(self), PyObject *args) {
     const unsigned char *buf = b.buf;
     Py_ssize_t events = 0;
     while (PyList_GET_SIZE(out) < most && events < most_events) {
-        unsigned long long xid;
-        Py_ssize_t n;
-        long long end = transaction_end(&b, base, pos, stop, header_len, crc, query_phl, inside.buf, most_events,
-                                        &xid, &n);
+        txn_end_t t;
+        long long end = transaction_end(&b, base, pos, stop, header_len, crc, query_phl, inside.buf, most_events, &t);
         if (end == 0) break;
+        Py_ssize_t n = t.events;
         events += n;
         PyObject *frames = PyList_New(n);
         if (frames == NULL) goto fail;
@@ -215,7 +127,7 @@ static PyObject *skim(PyObject *Py_UNUSED(self), PyObject *args) {
             PyList_SET_ITEM(frames, k, frame);
             pos += size;
         }
-        PyObject *txn = Py_BuildValue("(NK)", frames, xid);
+        PyObject *txn = Py_BuildValue("(NK)", frames, t.xid);
         if (txn == NULL || PyList_Append(out, txn) < 0) {
             Py_XDECREF(txn);
             goto fail;
@@ -241,11 +153,6 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_frames", NULL, -1, methods, NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__frames(void) {
-    void *libz = dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (libz != NULL) zlib_crc32 = (zlib_crc32_t)dlsym(libz, "crc32");
-    if (zlib_crc32 == NULL) { /* no zlib to match zlib.crc32 with: the reference loop does all */
-        PyErr_SetString(PyExc_ImportError, "libz.so.1 (crc32) not found");
-        return NULL;
-    }
+    if (walk_init() < 0) return NULL;
     return PyModule_Create(&module);
 }
