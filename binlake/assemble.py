@@ -30,6 +30,7 @@ from binlake.binlog.payload import inner_frames
 from binlake.boundary import ORDINARY_INSIDE, Boundary, BoundaryParser, Kind, Opener, event_kind
 from binlake.describe import Event, describe, opening
 from binlake.errors import BinlogError, FatalBinlogError, RowDecodeError
+from binlake.lane import Lane, Lines
 from binlake.records import Facts, Txn, open_txn, transaction_record, ts_from_seconds
 from binlake.records import anomaly as make_anomaly
 from binlake.segments import Segmenter
@@ -66,6 +67,7 @@ class Counts:
     row_changes: int = 0
     anomalies: int = 0
     ignored_unknown: int = 0  # unknown events flagged ignorable, skipped
+    laned: int = 0  # transactions written by the lane (binlake.lane), of `transactions`
 
 
 class Placing(Protocol):
@@ -108,7 +110,9 @@ class FileAssembler:
     """Runs the boundary parser over one file and emits its records."""
 
     def __init__(self, reader: BinlogReader, opts: Options, emit: Emit, sink: RowSink | None = None,
-                 binlog_file: str | None = None, resume: Resume | None = None) -> None:
+                 binlog_file: str | None = None, resume: Resume | None = None, lines: Lines | None = None) -> None:
+        """lines: where records may also be written as JSON lines (binlake.lane), the stream `emit`
+        and the sink write theirs to, for the transactions the lane takes."""
         self.reader = reader
         self.opts = opts
         self.emit = emit
@@ -133,6 +137,10 @@ class FileAssembler:
             self.txn, self.placing = resume.txn, resume.placing
             self.parser.state, self.parser.opener = resume.state, resume.opener
             self.table_maps = {tm.table_id: tm for tm in resume.table_maps}
+        self.lane: Lane | None = None
+        if lines is not None and opts.skim and resume is None and Lane.fits(reader):
+            self.lane = Lane(reader, lines, opts.source, self.file, opts.rows, opts.segment_rows,
+                             opts.segment_bytes, self.table_maps, self.schema)
 
     # -- output ------------------------------------------------------------------------
 
@@ -229,7 +237,13 @@ class FileAssembler:
         compiled walk, so neither the look-ahead nor a boundary decision per event is needed; the
         offset of the first transaction it did not take."""
         while self._between():
-            txns, _ = self.reader.skim(pos, ORDINARY_INSIDE, _SKIM_RUN)
+            if self.lane is not None and self.orphans is None:  # orphans are said before what follows
+                pos, laned = self._laned(pos)
+                if laned:
+                    yield
+                    continue
+            # with the lane, the skim takes only the one transaction the lane stopped at
+            txns, _ = self.reader.skim(pos, ORDINARY_INSIDE, _SKIM_RUN if self.lane is None else 1)
             for frames, xid in txns:
                 try:
                     start = opening(frames[0], self.fde)
@@ -241,6 +255,22 @@ class FileAssembler:
             if not txns:
                 break
         return pos
+
+    def _laned(self, pos: int) -> tuple[int, int]:
+        """The run of transactions the lane writes from `pos`: the offset after them, and how many."""
+        assert self.lane is not None
+        try:
+            end, txns, events, rows = self.lane.run(pos)
+        except Exception as exc:
+            self._located(exc, pos)
+            raise
+        if txns:
+            self.counts.transactions += txns
+            self.counts.laned += txns
+            self.counts.events += events
+            self.counts.row_changes += rows
+            self.parser.state, self.parser.opener = Boundary.END, Opener.NONE  # as after an XID
+        return end, txns
 
     def _ordinary(self, start: Event, frames: list[Frame], xid: int) -> None:
         last = frames[-1]
@@ -415,6 +445,8 @@ class FileAssembler:
         self._add_frame(txn, e.frame, e.inner)
         if e.query is not None and self.schema is not None and e.role == "statement" and not e.query.error_code:
             self.schema.apply(e.query.db, e.query.text, e.query.collation_server)
+            if self.lane is not None:
+                self.lane.forget()
 
     def _add_frame(self, txn: Txn, f: Frame, inner: int) -> None:
         t = f.type

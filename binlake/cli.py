@@ -21,7 +21,7 @@ def cmd_scan(args: argparse.Namespace) -> int:
     # the row decoder and mysql-replication at every start.
     from binlake.assemble import Options
     from binlake.malloc import keep_freed_memory
-    from binlake.records import json_line
+    from binlake.records import record_line
     from binlake.scan import scan_files
     from binlake.sinks import LineSink
 
@@ -36,14 +36,13 @@ def cmd_scan(args: argparse.Namespace) -> int:
 
     def emit(kind: str, rec: dict) -> None:
         if kind in wanted:
-            if "record" not in rec:
-                rec = {"record": kind, **rec}
-            out.write(json_line(rec))
+            out.write(record_line(kind, rec))
 
     opts = Options(source=args.source, segment_rows=args.segment_rows,
                    segment_bytes=args.segment_bytes, rows=args.rows, schema=_schema_state(args))
-    # With --rows, a segment's row changes come as JSON lines already (binlake.sinks).
-    summary = scan_files(args.files, opts, emit, LineSink(out.writelines))
+    # With --rows, a segment's row changes come as JSON lines already (binlake.sinks), and the
+    # lane (binlake.lane) writes whole transactions' lines; anomalies it leaves to the walk.
+    summary = scan_files(args.files, opts, emit, LineSink(out.writelines), out.write)
     if args.summary:
         print(_dump({"record": "summary", **vars(summary)}), file=sys.stderr)
     return 0

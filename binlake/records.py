@@ -45,6 +45,11 @@ def json_line(rec: dict) -> bytes:
     return orjson.dumps(rec, option=orjson.OPT_APPEND_NEWLINE)
 
 
+def record_line(kind: str, rec: dict) -> bytes:
+    """A record as `binlake scan` prints it, its kind first (`record`)."""
+    return json_line(rec if "record" in rec else {"record": kind, **rec})
+
+
 def image_json(image: dict) -> bytes:
     """A row image as the tables' `before`/`after` JSON text (column names, or numbers where a
     table map gave none, as keys)."""

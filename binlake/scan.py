@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields
 
 from binlake.assemble import Counts, Emit, FileAssembler, Options
@@ -22,10 +22,17 @@ class ScanSummary(Counts):
 
 
 def scan_files(paths: Iterable[str | os.PathLike], opts: Options, emit: Emit,
-               sink: RowSink | None = None) -> ScanSummary:
+               sink: RowSink | None = None, write: Callable[[bytes], object] | None = None) -> ScanSummary:
     """Scan each file in turn; raises BinlogError (file:offset) when a file cannot be read.
-    Row changes go to `sink` (binlake.sinks), else to `emit` as records."""
+    Row changes go to `sink` (binlake.sinks), else to `emit` as records. `write`: the stream
+    `emit` and the sink write JSON lines to, where the lane (binlake.lane) writes its own."""
     summary = ScanSummary()
+
+    def counting_lines(lines: bytes, txns: int) -> None:  # the lane's: committed dml transactions
+        summary.by_kind["dml"] = summary.by_kind.get("dml", 0) + txns
+        summary.by_outcome["committed"] = summary.by_outcome.get("committed", 0) + txns
+        assert write is not None
+        write(lines)
 
     def counting_emit(kind: str, rec: dict) -> None:
         if kind == "transaction":
@@ -35,7 +42,8 @@ def scan_files(paths: Iterable[str | os.PathLike], opts: Options, emit: Emit,
 
     for path in paths:
         with BinlogReader.open(path, name=os.fspath(path)) as reader:
-            counts = FileAssembler(reader, opts, counting_emit, sink, os.path.basename(path)).run()
+            counts = FileAssembler(reader, opts, counting_emit, sink, os.path.basename(path),
+                                   lines=counting_lines if write is not None else None).run()
         summary.files += 1
         for f in fields(Counts):
             setattr(summary, f.name, getattr(summary, f.name) + getattr(counts, f.name))

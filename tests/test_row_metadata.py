@@ -39,4 +39,5 @@ def test_every_column_type_without_column_names(factory, metadata, request, monk
         for source, rows in (("the test wrote", wrote), ("the server held", held))})
     # the compiled path took the plain table's statements, as with FULL metadata
     assert used["compiled"] >= 6 + 100 + 1, used
+    assert used["laned"] == len(fast["transaction"]) > 100, used  # and the lane wrote each transaction
     assert {k for r in fast["row_change"] for k in (r["after"] or {})} == {f"col_{i + 1}" for i in range(len(NAMES))}

@@ -37,7 +37,17 @@ from pymysqlreplication.row_event import RowsEvent
 from binlake.binlog import _rowdecode, fastrows, rows
 from tests.support import json_binary as jb
 from tests.support import wkb
-from tests.support.scanning import DATA, PUBLIC, REPO, headers, lines_path, records_path, scan
+from tests.support.scanning import (
+    DATA,
+    PUBLIC,
+    REPO,
+    headers,
+    lines_path,
+    lines_records,
+    records_path,
+    scan,
+    scan_lines,
+)
 from tests.support.workload import binlake_value, from_pymysql, sql_arg
 from tests.test_public_fixtures import READABLE
 
@@ -251,18 +261,24 @@ def written_range(server, flavor: str, into: Path) -> tuple[list[Path], list[tup
 
 
 def decoded_alike(files: list[Path], monkeypatch) -> tuple[dict, dict]:
-    """The records of files and how many rows events each path decoded, once the compiled and the
-    reference paths are seen to give the same records, and `scan --rows`'s lines (written
-    straight from the images) orjson's lines of the reference."""
+    """The records of files as `binlake scan --rows` prints them (the lane's lines, binlake.lane,
+    read back), and how many rows events each path decoded and how many transactions the lane
+    wrote; once the compiled and the reference paths are seen to give the same records, the
+    printed lines those records, and the sink's lines (written straight from the images) orjson's
+    lines of the reference."""
     fast, ref, used = _both(files, monkeypatch)
     assert ref["anomaly"] == [] and fast["anomaly"] == []
     for kind in ref:
         assert _typed(fast[kind]) == _typed(ref[kind]), kind
+    printed, summary = scan_lines(files)
+    laned = lines_records(printed)
+    for kind in ("transaction", "row_change"):
+        assert _typed(laned[kind]) == _typed(fast[kind]), kind
     lines = lines_path(files)
     with monkeypatch.context() as m:
         m.setenv("BINLAKE_PURE_PYTHON", "1")
         assert lines == records_path(files)
-    return fast, used
+    return laned, {**used, "laned": summary.laned}
 
 
 def assert_images(row_changes: list[dict], sources: dict[str, list[tuple]]) -> None:
@@ -291,6 +307,8 @@ def test_same_records_for_every_column_type_on_a_live_server(flavor, request, mo
     # the compiled path took every statement (6 inserts, 100 updates, a delete: a rows event each at
     # the least), the edge rows' negative TIMEs included
     assert used["compiled"] >= 6 + 100 + 1 and used["reference"] == 0, used
+    # and the lane (binlake.lane) wrote every transaction, statements that are not UTF-8 included
+    assert used["laned"] == len(fast["transaction"]) > 100, used
     values = {k for r in fast["row_change"] if r["table"] == "plain" and r["after"] for k, v in r["after"].items()
               if v is not None}
     assert values == set(NAMES)
@@ -668,7 +686,8 @@ def test_geometry_and_vector_tables_take_the_compiled_path(flavor, request, monk
     files = logged(request.getfixturevalue(f"{flavor}_server"),
                    f"CREATE TABLE {{db}}.g (id INT PRIMARY KEY, g GEOMETRY, p POINT{vector})", write, tmp_path)
     fast, used = decoded_alike(files, monkeypatch)
-    assert used == {"compiled": len(GEOMETRY_SQL) + 2, "reference": 0}, used
+    n = len(GEOMETRY_SQL) + 2  # statements, a transaction each: the lane wrote them all
+    assert used == {"compiled": n, "reference": 0, "laned": n}, used
     texts = [r["after"]["g"] for r in fast["row_change"] if r["op"] == "insert"]
     assert texts[0] == "POINT(1 2)" and texts[1].startswith("SRID=4326;"), texts
 

@@ -20,12 +20,12 @@ from binlake.assemble import Options
 from binlake.binlog.framing import BinlogReader
 from binlake.scan import scan_files
 from binlake.sinks import LineSink
-from tests.support.scanning import DATA, PUBLIC, REPO, headers
+from tests.support.scanning import DATA, PUBLIC, REPO, damaged_rows, ordinary_count
 from tests.test_public_fixtures import READABLE
 
 SAMPLES = REPO / "binlake" / "samples"
 REAL = sorted([*DATA.glob("mysql/binlog.0*"), *DATA.glob("mariadb/binlog.0*"), *SAMPLES.glob("*/binlog.0*")])
-GTIDS, MARIA_GTID, QUERY, XID = (33, 34, 42), 162, 2, 16
+GTIDS = {33, 34, 42}  # GTID, ANONYMOUS_GTID, GTID_TAGGED (the servers' type codes)
 # TABLE_MAP, rows v1/v2/partial, MariaDB's compressed rows, ROWS_QUERY, ANNOTATE_ROWS (the servers' type codes)
 INSIDE = {19, 23, 24, 25, 30, 31, 32, 39, *range(166, 172), 29, 160}
 
@@ -54,26 +54,7 @@ def _records(path: Path, skim: bool) -> tuple[list[bytes], int]:
 def _ordinary(data: bytes) -> int:
     """Transactions of the file that are GTID, BEGIN (none after a MariaDB GTID that is not
     standalone), table maps and rows, XID: from the event headers and the BEGIN's text."""
-    n = 0
-    at = headers(data)
-    for k, (pos, t, _size) in enumerate(at):
-        j = k + 1
-        if t == MARIA_GTID and not data[pos + 19 + 12] & (1 | 128):
-            pass
-        elif t in GTIDS and j < len(at) and at[j][1] == QUERY and _text(data, at[j]) == b"BEGIN":
-            j += 1
-        else:
-            continue
-        while j < len(at) and at[j][1] in INSIDE:
-            j += 1
-        n += j < len(at) and at[j][1] == XID
-    return n
-
-
-def _text(data: bytes, header: tuple[int, int, int]) -> bytes:
-    pos, _, size = header
-    body = data[pos + 19:pos + size - 4]
-    return body[13 + int.from_bytes(body[11:13], "little") + body[8] + 1:]
+    return ordinary_count(data, GTIDS, INSIDE, 1 | 128)  # not FL_STANDALONE nor FL_COMPLETED_XA
 
 
 @pytest.mark.parametrize("path", REAL, ids=lambda p: str(p.relative_to(REPO)))
@@ -96,24 +77,9 @@ def test_same_records_on_the_public_corpus(name: str):
     assert _records(path, True)[0] == _records(path, False)[0]
 
 
-def _damaged(tmp_path: Path, how: str) -> Path:
-    src = DATA / "mysql" / "binlog.000002"
-    data = bytearray(src.read_bytes())
-    at = headers(bytes(data))
-    rows = [h for h in at if h[1] in (30, 31, 32)]
-    pos, _, size = rows[len(rows) // 2]
-    if how == "flipped":
-        data[pos + size - 8] ^= 0xFF
-    else:
-        data = data[:pos + size // 2]
-    out = tmp_path / f"{how}.000002"
-    out.write_bytes(bytes(data))
-    return out
-
-
 @pytest.mark.parametrize("how", ["flipped", "cut"])
 def test_a_damaged_transaction_gives_the_same_records(tmp_path: Path, how: str):
-    path = _damaged(tmp_path, how)
+    path = damaged_rows(DATA / "mysql" / "binlog.000002", tmp_path, how, 0.5)
     skimmed, taken = _records(path, True)
     assert skimmed == _records(path, False)[0]
     code = b'"CHECKSUM_MISMATCH"' if how == "flipped" else b'"TRUNCATED"'

@@ -14,7 +14,8 @@
  * skim() goes one step further for the transactions production writes most (a GTID, BEGIN, table
  * maps and rows, XID): it finds where each ends and its xid, so that the walk (binlake.assemble)
  * needs neither its look-ahead nor a boundary decision per event for them. Same contract: it takes
- * only what it recognises whole and leaves the rest, damage included, to the reference walk.
+ * only what it recognises whole and leaves the rest, damage included, to the reference walk. What
+ * an ordinary transaction is lives in _walk.h, which the lane (_rowdecode.c) shares.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

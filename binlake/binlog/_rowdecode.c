@@ -6,12 +6,18 @@
  * public fixtures. Anything it does not handle, or any byte it does not expect, raises
  * Fallback: the caller then decodes the event with the reference path, which also words the
  * error when the event is really broken. So this file never decides what an error says.
+ *
+ * Its last part, the lane, writes runs of whole ordinary transactions as `binlake scan`'s JSON
+ * lines with these decoders (binlake/lane.py).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
 #include <math.h>
+
+#include "_gtid.h"
+#include "_walk.h"
 
 static PyObject *Fallback;
 
@@ -542,7 +548,6 @@ static int coordinate_text(text_t *t, double x) {
     return rc;
 }
 
-static uint32_t u32(const unsigned char *p) { return (uint32_t)le(p, 4); }
 
 /* n points (x y, joined by ","): 0, 1 fall back, -1 error. */
 static int points_text(text_t *t, cursor_t *c, uint32_t n) {
@@ -898,14 +903,8 @@ static Py_ssize_t count_bits(const unsigned char *bm, Py_ssize_t n) {
     return k;
 }
 
-/* The plan's columns into cols, and the event's bitmaps checked against them: 0, or -1 with an
- * exception set (Fallback when the event does not fit the plan). */
-static int load_plan(PyObject *plan, col_t *cols, Py_ssize_t ncols, const Py_buffer *body, Py_ssize_t pos,
-                     const Py_buffer *pr1, const Py_buffer *pr2, int op) {
-    if (pr1->len * 8 < ncols || (op == 1 && pr2->len * 8 < ncols) || pos < 0 || pos > body->len) {
-        PyErr_SetNone(Fallback);
-        return -1;
-    }
+/* The plan's columns into cols: 0, or -1 with an exception set. */
+static int plan_columns(PyObject *plan, col_t *cols, Py_ssize_t ncols) {
     for (Py_ssize_t i = 0; i < ncols; i++) {
         PyObject *t = PyTuple_GET_ITEM(plan, i);
         if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 5) { PyErr_SetString(PyExc_TypeError, "bad plan"); return -1; }
@@ -917,6 +916,17 @@ static int load_plan(PyObject *plan, col_t *cols, Py_ssize_t ncols, const Py_buf
         if (PyErr_Occurred()) return -1;
     }
     return 0;
+}
+
+/* The plan's columns into cols, and the event's bitmaps checked against them: 0, or -1 with an
+ * exception set (Fallback when the event does not fit the plan). */
+static int load_plan(PyObject *plan, col_t *cols, Py_ssize_t ncols, const Py_buffer *body, Py_ssize_t pos,
+                     const Py_buffer *pr1, const Py_buffer *pr2, int op) {
+    if (pr1->len * 8 < ncols || (op == 1 && pr2->len * 8 < ncols) || pos < 0 || pos > body->len) {
+        PyErr_SetNone(Fallback);
+        return -1;
+    }
+    return plan_columns(plan, cols, ncols);
 }
 
 /* decode(body, pos, plan, present, present2, op) -> [(before, after), ...]
@@ -1028,15 +1038,35 @@ static int utf8_len(const unsigned char *s, Py_ssize_t left) {
 
 /* Does any byte of w need a look: a control character, '"', '\\', or not ASCII? (The bit hacks
  * "haszero" and "hasless": exact about whether any byte matches.) */
+/* The length of the ill-formed sequence at s (left bytes) that Python's "replace" error handler
+ * takes for one U+FFFD: its maximal subpart, a lead byte and the continuation bytes it accepts
+ * (Unicode's "U+FFFD substitution of maximal subparts"), else one byte. */
+static int utf8_bad(const unsigned char *s, Py_ssize_t left) {
+    unsigned char c0 = s[0], lo = 0x80, hi = 0xBF;
+    int need;
+    if (c0 >= 0xC2 && c0 <= 0xDF) need = 1;
+    else if (c0 >= 0xE0 && c0 <= 0xEF) need = 2, lo = c0 == 0xE0 ? 0xA0 : 0x80, hi = c0 == 0xED ? 0x9F : 0xBF;
+    else if (c0 >= 0xF0 && c0 <= 0xF4) need = 3, lo = c0 == 0xF0 ? 0x90 : 0x80, hi = c0 == 0xF4 ? 0x8F : 0xBF;
+    else return 1;
+    int k = 1;
+    if (k < left && s[k] >= lo && s[k] <= hi)
+        for (k++; k <= need && k < left && (s[k] & 0xC0) == 0x80; k++) {}
+    return k;
+}
+
 static inline int special8(uint64_t w) {
     const uint64_t ones = 0x0101010101010101ULL, high = 0x8080808080808080ULL;
     uint64_t q = w ^ (0x22 * ones), b = w ^ (0x5C * ones);
     return (((w - 0x20 * ones) & ~w) | ((q - ones) & ~q) | ((b - ones) & ~b) | w) & high ? 1 : 0;
 }
 
+/* put_str's check beside 0 (the bytes are known UTF-8) and 1 (validate them) */
+#define UTF8_REPLACE 2
+
 /* A JSON string of UTF-8 bytes, escaped as orjson escapes (\" \\ \b \t \n \f \r, other controls
  * \u00xx, the rest as is), in one pass. check: validate the UTF-8 too; 1 when it is not valid
- * (what was written of it stays: the caller starts again from its mark). */
+ * (what was written of it stays: the caller starts again from its mark); UTF8_REPLACE: what is not
+ * valid is written as bytes.decode("utf-8", "replace") gives it. */
 static int put_str(out_t *o, const unsigned char *s, Py_ssize_t n, int check) {
     static const char HEX[] = "0123456789abcdef";
     if (reserve(o, n + 2) < 0) return -1;
@@ -1051,7 +1081,16 @@ static int put_str(out_t *o, const unsigned char *s, Py_ssize_t n, int check) {
         unsigned char ch = s[i];
         if (ch >= 0x80) {
             int k = check ? utf8_len(s + i, n - i) : 1;
-            if (!k) return 1;
+            if (!k && check != UTF8_REPLACE) return 1;
+            if (!k) {  /* U+FFFD for the ill-formed sequence, as bytes.decode("utf-8", "replace") */
+                k = utf8_bad(s + i, n - i);
+                if (reserve(o, (i - run) + 3 + (n - i) + 1) < 0) return -1;
+                memcpy(o->p + o->len, s + run, i - run);
+                o->len += i - run;
+                memcpy(o->p + o->len, "\xEF\xBF\xBD", 3);
+                o->len += 3;
+                run = i + k;
+            }
             i += k;
             continue;
         }
@@ -1246,19 +1285,58 @@ static int put_image(out_t *o, cursor_t *c, const col_t *cols, PyObject *keys, P
     return put(o, "}", 1);
 }
 
+/* Whether keys has a JSON key (bytes) per column of the plan; else a TypeError set. */
+static int keys_fit(PyObject *plan, PyObject *keys) {
+    Py_ssize_t ncols = PyTuple_GET_SIZE(plan);
+    int fit = PyTuple_GET_SIZE(keys) == ncols;
+    for (Py_ssize_t i = 0; fit && i < ncols; i++) fit = PyBytes_Check(PyTuple_GET_ITEM(keys, i));
+    if (!fit) PyErr_SetString(PyExc_TypeError, "bad keys");
+    return fit;
+}
+
 /* The plan's columns (PyMem_Free them) with the JSON key of each, for render() and columns();
  * NULL with an exception set. */
 static col_t *keyed_plan(PyObject *plan, PyObject *keys, const Py_buffer *body, Py_ssize_t pos,
                          const Py_buffer *pr1, const Py_buffer *pr2, int op) {
     Py_ssize_t ncols = PyTuple_GET_SIZE(plan);
-    if (PyTuple_GET_SIZE(keys) != ncols) { PyErr_SetString(PyExc_TypeError, "bad keys"); return NULL; }
-    for (Py_ssize_t i = 0; i < ncols; i++) {
-        if (!PyBytes_Check(PyTuple_GET_ITEM(keys, i))) { PyErr_SetString(PyExc_TypeError, "bad keys"); return NULL; }
-    }
+    if (!keys_fit(plan, keys)) return NULL;
     col_t *cols = PyMem_Calloc(ncols ? ncols : 1, sizeof(col_t));
     if (!cols) { PyErr_NoMemory(); return NULL; }
     if (load_plan(plan, cols, ncols, body, pos, pr1, pr2, op) < 0) { PyMem_Free(cols); return NULL; }
     return cols;
+}
+
+/* What each JSON line of a rows event is made of around its seq and images. */
+typedef struct {
+    const char *head;  /* up to `"seq":` */
+    Py_ssize_t head_len;
+    const char *mid;  /* after the seq, up to `"before":` */
+    Py_ssize_t mid_len;
+    const char *tail;  /* after the images, with the newline */
+    Py_ssize_t tail_len;
+} line_parts_t;
+
+/* The row changes of the images at c as JSON lines into o, numbered from seq; *rows counted.
+ * Each: head, its seq, mid, before, `,"after":`, after, tail. 0 done, 1 fall back, -1 error. */
+static int lines_into(out_t *o, cursor_t *c, const col_t *cols, PyObject *keys, Py_ssize_t ncols,
+                      const unsigned char *p1, const unsigned char *p2, int op, const line_parts_t *parts,
+                      long long seq, Py_ssize_t *rows) {
+    Py_ssize_t n1 = count_bits(p1, ncols), n2 = op == 1 ? count_bits(p2, ncols) : 0;
+    int rc = 0;
+    while (c->p < c->end && !rc) {
+        const unsigned char *row = c->p;
+        if ((rc = put(o, parts->head, parts->head_len)) || (rc = put_i64(o, seq++)) ||
+            (rc = put(o, parts->mid, parts->mid_len)))
+            break;
+        if (op == 0) rc = put(o, "null,\"after\":", 13);
+        if (!rc) rc = put_image(o, c, cols, keys, ncols, p1, n1);
+        if (!rc && op != 0) rc = put(o, ",\"after\":", 9);
+        if (!rc) rc = op == 1 ? put_image(o, c, cols, keys, ncols, p2, n2) : op == 2 ? put(o, "null", 4) : 0;
+        if (!rc) rc = put(o, parts->tail, parts->tail_len);
+        if (!rc && c->p == row) rc = 1;  /* a row of no bytes (no column in the images): not MySQL's */
+        (*rows)++;
+    }
+    return rc;
 }
 
 /* render(body, pos, plan, keys, present, present2, op, head, seq, mid, tail) -> (rows, lines)
@@ -1278,25 +1356,13 @@ static PyObject *render(PyObject *self, PyObject *args) {
     col_t *cols = keyed_plan(plan, keys, &body, pos, &pr1, &pr2, op);
     if (!cols) goto done;
     const unsigned char *p1 = pr1.buf, *p2 = pr2.buf;
-    Py_ssize_t n1 = count_bits(p1, ncols), n2 = op == 1 ? count_bits(p2, ncols) : 0;
     cursor_t c = {(const unsigned char *)body.buf + pos, (const unsigned char *)body.buf + body.len};
     o.cap = 2 * (body.len - pos) + 1024;
     o.bytes = PyBytes_FromStringAndSize(NULL, o.cap);
     if (!o.bytes) goto done;
     o.p = PyBytes_AS_STRING(o.bytes);
-    int rc = 0;
-    while (c.p < c.end && !rc) {
-        const unsigned char *row = c.p;
-        if ((rc = put(&o, head.buf, head.len)) || (rc = put_i64(&o, seq++)) || (rc = put(&o, mid.buf, mid.len)))
-            break;
-        if (op == 0) rc = put(&o, "null,\"after\":", 13);
-        if (!rc) rc = put_image(&o, &c, cols, keys, ncols, p1, n1);
-        if (!rc && op != 0) rc = put(&o, ",\"after\":", 9);
-        if (!rc) rc = op == 1 ? put_image(&o, &c, cols, keys, ncols, p2, n2) : op == 2 ? put(&o, "null", 4) : 0;
-        if (!rc) rc = put(&o, tail.buf, tail.len);
-        if (!rc && c.p == row) rc = 1;  /* a row of no bytes (no column in the images): not MySQL's */
-        rows++;
-    }
+    line_parts_t parts = {head.buf, head.len, mid.buf, mid.len, tail.buf, tail.len};
+    int rc = lines_into(&o, &c, cols, keys, ncols, p1, p2, op, &parts, seq, &rows);
     if (rc > 0) PyErr_SetNone(Fallback);
     if (rc || _PyBytes_Resize(&o.bytes, o.len) < 0) goto done;
     result = Py_BuildValue("nO", rows, o.bytes);
@@ -1423,11 +1489,391 @@ done:
     return out;
 }
 
+/* ---- The lane ----------------------------------------------------------------------------------
+ * lane() writes runs of ordinary transactions (a GTID, BEGIN, table maps and rows of tables the
+ * compiled decoder takes, an XID) straight as the JSON lines `binlake scan` prints: each one's row
+ * changes, then its record, byte for byte what the walk of binlake.assemble writes for them
+ * (tests/test_lane.py compares the two on the test data and the public fixtures). Python is called
+ * once per run, and once per table map the run has not seen before; the framing, CRC32s, commit
+ * facts, images and record are done here. Same contract as the walk (_walk.h): it takes only what
+ * it recognises whole and stops before anything else, including a transaction it would have to say
+ * something unusual about (a length that disagrees, a segment that fills, an image the decoder
+ * falls back on, a tagged GTID); binlake.assemble's walk then takes that one. */
+
+#define WRITE_ROWS_EVENT_V1 23
+#define DELETE_ROWS_EVENT_V1 25
+#define ROWS_QUERY_LOG_EVENT 29
+#define ANNOTATE_ROWS_EVENT 160
+#define STMT_END_F 1
+#define WRITE_ROWS_EVENT 30
+#define DELETE_ROWS_EVENT 32
+#define LANE_TABLES 64     /* table maps (and tables) one transaction may have in the lane */
+#define LANE_EVENTS 4096   /* events of one transaction in the lane (skim's bound too) */
+#define LANE_BYTES (8 << 20)  /* lines one call writes, about */
+
+/* A table's plan with its columns loaded once, for every rows event of the table. */
+typedef struct {
+    Py_ssize_t ncols;
+    col_t *cols;
+    PyObject *plan, *keys;
+} compiled_t;
+
+static void compiled_free(PyObject *capsule) {
+    compiled_t *t = PyCapsule_GetPointer(capsule, "binlake.compiled");
+    if (t == NULL) return;
+    PyMem_Free(t->cols);
+    Py_XDECREF(t->plan);
+    Py_XDECREF(t->keys);
+    PyMem_Free(t);
+}
+
+/* compile(plan, keys) -> the plan (fastrows.plan) and its JSON keys (fastrows.json_keys), loaded. */
+static PyObject *compile_plan(PyObject *self, PyObject *args) {
+    PyObject *plan, *keys;
+    if (!PyArg_ParseTuple(args, "O!O!", &PyTuple_Type, &plan, &PyTuple_Type, &keys) || !keys_fit(plan, keys))
+        return NULL;
+    compiled_t *t = PyMem_Calloc(1, sizeof *t);
+    if (t == NULL) return PyErr_NoMemory();
+    t->ncols = PyTuple_GET_SIZE(plan);
+    t->cols = PyMem_Calloc(t->ncols ? t->ncols : 1, sizeof(col_t));
+    t->plan = Py_NewRef(plan);
+    t->keys = Py_NewRef(keys);
+    PyObject *capsule = NULL;
+    if (t->cols == NULL) PyErr_NoMemory();
+    else if (plan_columns(plan, t->cols, t->ncols) == 0) capsule = PyCapsule_New(t, "binlake.compiled", compiled_free);
+    if (capsule == NULL) {
+        PyMem_Free(t->cols);
+        Py_DECREF(plan);
+        Py_DECREF(keys);
+        PyMem_Free(t);
+    }
+    return capsule;
+}
+
+/* What a call of lane() is given: the file's format, the texts every line shares, and where the
+ * table maps are kept. */
+typedef struct {
+    Py_ssize_t header_len, query_phl;
+    int crc, rows;
+    long long seg_rows, seg_bytes;
+    const unsigned char *inside;
+    PyObject *source, *file;  /* their JSON texts (bytes) */
+    const char *file_name;  /* the file's name as UTF-8, and the namespace of derived ids (16 bytes) */
+    Py_ssize_t file_name_len, namespace_len;
+    const unsigned char *namespace;
+    PyObject *maps;  /* TABLE_MAP body -> entry (binlake.lane), None where the walk must take it */
+    PyObject *learn;  /* body -> entry or None, for a body maps does not have */
+    PyObject *table_maps;  /* the walk's table id -> TableMap, kept as the walk keeps it */
+    out_t tail;  /* the lines' tail while a statement's rows are read: its text in it */
+} lane_t;
+
+/* An entry: (compiled, TableMap, "schema.table" as UTF-8, its JSON text, `"schema":…,"table":…,`). */
+#define E_COMPILED 0
+#define E_TABLE_MAP 1
+#define E_NAME 2
+#define E_NAME_JSON 3
+#define E_MEMBERS 4
+
+/* The entry of the table map whose body is given, learnt the first time: borrowed; Py_None where
+ * the walk must take the transaction; NULL with an exception set. */
+static PyObject *known_map(const lane_t *L, const unsigned char *body, long long n) {
+    PyObject *key = PyBytes_FromStringAndSize((const char *)body, n);
+    if (key == NULL) return NULL;
+    PyObject *entry = PyDict_GetItemWithError(L->maps, key);
+    if (entry == NULL && !PyErr_Occurred()) {
+        PyObject *learnt = PyObject_CallOneArg(L->learn, key);
+        if (learnt != NULL && learnt != Py_None &&
+            (!PyTuple_Check(learnt) || PyTuple_GET_SIZE(learnt) != 5 ||
+             !PyCapsule_IsValid(PyTuple_GET_ITEM(learnt, E_COMPILED), "binlake.compiled") ||
+             !PyBytes_Check(PyTuple_GET_ITEM(learnt, E_NAME)) || !PyBytes_Check(PyTuple_GET_ITEM(learnt, E_NAME_JSON)) ||
+             !PyBytes_Check(PyTuple_GET_ITEM(learnt, E_MEMBERS)))) {
+            PyErr_SetString(PyExc_TypeError, "learn: (compiled, table map, name, its JSON, members) or None");
+            Py_CLEAR(learnt);
+        }
+        if (learnt != NULL && PyDict_SetItem(L->maps, key, learnt) == 0) entry = learnt;
+        Py_XDECREF(learnt);  /* maps holds it */
+    }
+    Py_DECREF(key);
+    return entry;
+}
+
+/* Entries in the order of their "schema.table" names: UTF-8's byte order is the code points'
+ * (Python's sorted()). */
+static int by_name(const void *a, const void *b) {
+    PyObject *x = PyTuple_GET_ITEM(*(PyObject *const *)a, E_NAME), *y = PyTuple_GET_ITEM(*(PyObject *const *)b, E_NAME);
+    Py_ssize_t nx = PyBytes_GET_SIZE(x), ny = PyBytes_GET_SIZE(y);
+    int c = memcmp(PyBytes_AS_STRING(x), PyBytes_AS_STRING(y), nx < ny ? nx : ny);
+    return c ? c : (nx > ny) - (nx < ny);
+}
+
+static int put_bytes(out_t *o, PyObject *b) { return put(o, PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b)); }
+
+/* A transaction's facts, as records.transaction_record words them. */
+typedef struct {
+    char id[96], commit[32], original[32], first[32];
+    int id_len, commit_len, original_len, first_len;  /* original_len 0: null */
+    int anonymous;  /* no GTID: its id is derived (records.derived_txn_id) */
+    gtid_body_t g;
+} facts_t;
+
+/* The facts of the transaction [start, end) whose XID is at te->last: 0, or 1 where the walk must
+ * take it. */
+static int txn_facts(const lane_t *L, const unsigned char *buf, long long base, long long start, long long end,
+                     const txn_end_t *te, facts_t *f) {
+    const unsigned char *e = buf + (start - base), *body = e + L->header_len;
+    long long n = u32(e + 9) - L->header_len - (L->crc ? 4 : 0);
+    memset(&f->g, 0, sizeof f->g);
+    f->anonymous = e[4] == ANONYMOUS_GTID_LOG_EVENT;
+    if (e[4] == GTID_LOG_EVENT || f->anonymous) {
+        if (!gtid_read(body, n, &f->g) || (f->g.has_length && f->g.length && f->g.length != (uint64_t)(end - start)))
+            return 1;
+        if (!f->anonymous) f->id_len = gtid_text_into(f->id, f->g.sid, f->g.gno);
+        else if (derived_id(f->id, L->namespace, (unsigned long)u32(e + 5), L->file_name, L->file_name_len, start) < 0)
+            return 1;
+        else f->id_len = 36;
+    } else if (e[4] == MARIA_GTID_EVENT) {  /* seq, domain, flags (transaction_end checked the size) */
+        if (body[12] & (FL_PREPARED_XA | FL_COMPLETED_XA)) return 1;
+        f->id_len = snprintf(f->id, sizeof f->id, "%lu-%lu-%llu", (unsigned long)u32(body + 8),
+                             (unsigned long)u32(e + 5), (unsigned long long)le(body, 8));
+    } else {
+        return 1;
+    }
+    long long commit_us = f->g.immediate_us ? f->g.immediate_us : (long long)u32(buf + (te->last - base)) * 1000000;
+    f->commit_len = gtid_ts_into(f->commit, commit_us);
+    f->first_len = gtid_ts_into(f->first, (long long)u32(e) * 1000000);
+    f->original_len = 0;
+    if (f->g.original_us == f->g.immediate_us && f->g.original_us) {
+        memcpy(f->original, f->commit, f->commit_len);
+        f->original_len = f->commit_len;
+    } else if (f->g.original_us && !(f->original_len = gtid_ts_into(f->original, f->g.original_us))) {
+        return 1;
+    }
+    return f->commit_len && f->first_len ? 0 : 1;
+}
+
+/* Its rows event at e as lines into o (none when the call writes no rows), seq on from *seq. 0 done,
+ * 1 the walk must take the transaction, -1 an exception set. */
+static int lane_rows(const lane_t *L, const unsigned char *e, long long pos, const facts_t *f, PyObject *entry,
+                     line_parts_t *parts, out_t *o, long long *seq, Py_ssize_t *got) {
+    long long size = u32(e + 9), n = size - L->header_len - (L->crc ? 4 : 0);
+    const unsigned char *body = e + L->header_len;
+    int t = e[4], op = t - (t >= WRITE_ROWS_EVENT ? WRITE_ROWS_EVENT : WRITE_ROWS_EVENT_V1);
+    const compiled_t *plan = PyCapsule_GetPointer(PyTuple_GET_ITEM(entry, E_COMPILED), "binlake.compiled");
+    long long p = 8;
+    if (t >= WRITE_ROWS_EVENT) {  /* v2: its extra data's length (itself included) */
+        if (n < 10) return 1;
+        p = 8 + (long long)le(body + 8, 2);
+    }
+    uint64_t ncols;  /* then the images' bitmaps */
+    if (!packed_int(body, n, &p, &ncols) || ncols != (uint64_t)plan->ncols) return 1;
+    long long nb = (plan->ncols + 7) / 8;
+    const unsigned char *p1 = body + p, *p2 = op == 1 ? body + p + nb : p1;
+    p += op == 1 ? 2 * nb : nb;
+    if (p > n) return 1;
+    /* mid: `,"binlog_file":…,"event_pos":…,"commit_ts":"…","event_ts":"…","schema":…,"table":…,"op":"…","before":` */
+    static const char *ops[3] = {"insert", "update", "delete"};
+    char ts[32], mid[1024];
+    int tsn = gtid_ts_into(ts, (long long)u32(e) * 1000000);
+    PyObject *members = PyTuple_GET_ITEM(entry, E_MEMBERS);
+    if (!tsn || PyBytes_GET_SIZE(L->file) + PyBytes_GET_SIZE(members) > 800) return 1;
+    int mn = snprintf(mid, sizeof mid, ",\"binlog_file\":%s,\"event_pos\":%lld,\"commit_ts\":\"%.*s\",\"event_ts\":\"%.*s\",",
+                      PyBytes_AS_STRING(L->file), pos, f->commit_len, f->commit, tsn, ts);
+    memcpy(mid + mn, PyBytes_AS_STRING(members), PyBytes_GET_SIZE(members));
+    mn += (int)PyBytes_GET_SIZE(members);
+    mn += snprintf(mid + mn, sizeof mid - mn, "\"op\":\"%s\",\"before\":", ops[op]);
+    parts->mid = mid;
+    parts->mid_len = mn;
+    cursor_t c = {body + p, body + n};
+    Py_ssize_t mark = o->len;
+    int rc = lines_into(o, &c, plan->cols, plan->keys, plan->ncols, p1, p2, op, parts, *seq, got);
+    if (!L->rows) o->len = mark;
+    *seq += *got;
+    parts->mid = NULL;
+    return rc;
+}
+
+/* The ordinary transaction [start, end) (transaction_end's te) as lines into o: 0 done, 1 the walk
+ * must take it (o as it was), -1 an exception set. *rows: its row changes. */
+static int lane_txn(lane_t *L, const Py_buffer *b, long long base, long long start, long long end,
+                    const txn_end_t *te, out_t *o, Py_ssize_t *rows) {
+    const unsigned char *buf = b->buf;
+    facts_t f;
+    if (txn_facts(L, buf, base, start, end, te, &f)) return 1;
+    char head[160], xid[40];
+    line_parts_t parts = {head, 0, NULL, 0, NULL, 0};
+    parts.head_len = snprintf(head, sizeof head, "{\"record\":\"row_change\",\"txn_id\":\"%.*s\",\"segment_id\":1,"
+                              "\"end_segment\":true,\"seq\":", f.id_len, f.id);
+    int xid_len = snprintf(xid, sizeof xid, ",\"xid\":%llu}\n", te->xid);
+    out_t *tail = &L->tail;
+    const unsigned char *said = NULL;  /* the statement whose rows are being read (ROWS_QUERY, ANNOTATE_ROWS) */
+    long long said_len = 0;
+    int told = 0;  /* the tail says it */
+
+    Py_ssize_t mark = o->len, counts[3] = {0, 0, 0}, ntables = 0, nmapped = 0;
+    PyObject *tables[LANE_TABLES], *mapped[LANE_TABLES];
+    uint64_t ids[LANE_TABLES];
+    long long seq = 0, seg_bytes = 0, pos = start;
+    int rc = 0;
+    for (Py_ssize_t k = 0; k < te->events && !rc; k++) {
+        const unsigned char *e = buf + (pos - base), *body = e + L->header_len;
+        long long size = u32(e + 9), n = size - L->header_len - (L->crc ? 4 : 0), at = pos;
+        int t = e[4];
+        pos += size;
+        if (t == TABLE_MAP_EVENT) {
+            PyObject *entry = n < 8 ? Py_None : known_map(L, body, n);
+            if (entry == NULL) rc = -1;
+            else if (entry == Py_None) rc = 1;
+            if (rc) break;
+            uint64_t id = le(body, 6);
+            Py_ssize_t i = 0;
+            while (i < nmapped && ids[i] != id) i++;
+            if (i == LANE_TABLES) { rc = 1; break; }
+            ids[i] = id;
+            mapped[i] = entry;
+            nmapped += i == nmapped;
+            PyObject *key = PyLong_FromUnsignedLongLong(id);  /* the walk's table maps, as it keeps them */
+            if (key == NULL || PyDict_SetItem(L->table_maps, key, PyTuple_GET_ITEM(entry, E_TABLE_MAP)) < 0) rc = -1;
+            Py_XDECREF(key);
+            continue;
+        }
+        if (t == ROWS_QUERY_LOG_EVENT || t == ANNOTATE_ROWS_EVENT) {  /* events.decode_rows_query, decode_annotate_rows */
+            int skip = t == ROWS_QUERY_LOG_EVENT && n > 0;  /* a length byte that overflows: the text is the rest */
+            said = body + skip;
+            said_len = n - skip;
+            told = 0;
+            continue;
+        }
+        if (t < WRITE_ROWS_EVENT_V1 || t > DELETE_ROWS_EVENT || (t > DELETE_ROWS_EVENT_V1 && t < WRITE_ROWS_EVENT))
+            continue;  /* its GTID, BEGIN, XID */
+        if (!told) {  /* `,"rows_query":…,"xid":…}` and the newline */
+            tail->len = 0;
+            if ((rc = put(tail, ",\"rows_query\":", 14)) ||
+                (rc = said ? put_str(tail, said, said_len, UTF8_REPLACE) : put(tail, "null", 4)) || (rc = put(tail, xid, xid_len)))
+                break;
+            parts.tail = tail->p;
+            parts.tail_len = tail->len;
+            told = 1;
+        }
+        /* a segment that is full at a rows event ends there (segments.Segmenter): not the lane's */
+        if (n < 8 || (seq && (seq >= L->seg_rows || seg_bytes >= L->seg_bytes))) { rc = 1; break; }
+        uint64_t id = le(body, 6);
+        Py_ssize_t i = 0, got = 0;
+        while (i < nmapped && ids[i] != id) i++;
+        if (i == nmapped) { rc = 1; break; }  /* mapped before the transaction, or not at all */
+        if ((rc = lane_rows(L, e, at, &f, mapped[i], &parts, o, &seq, &got))) break;
+        if (le(body + 6, 2) & STMT_END_F) said = NULL, told = 0;  /* the statement's last rows event */
+        counts[t - (t >= WRITE_ROWS_EVENT ? WRITE_ROWS_EVENT : WRITE_ROWS_EVENT_V1)] += got;
+        seg_bytes += size;
+        Py_ssize_t j = 0;
+        while (j < ntables && by_name(&tables[j], &mapped[i]) != 0) j++;
+        if (j == LANE_TABLES) { rc = 1; break; }
+        if (j == ntables) tables[ntables++] = mapped[i];
+    }
+    if (rc) {
+        o->len = mark;
+        return rc;
+    }
+    *rows = (Py_ssize_t)seq;
+    qsort(tables, ntables, sizeof tables[0], by_name);
+#define P(x) do { if ((x) < 0) return -1; } while (0)
+#define S(lit) P(put(o, lit, sizeof lit - 1))
+    S("{\"record\":\"transaction\",\"txn_id\":\""); P(put(o, f.id, f.id_len));
+    if (f.anonymous) S("\",\"gtid\":null");
+    else { S("\",\"gtid\":\""); P(put(o, f.id, f.id_len)); S("\""); }
+    S(",\"source\":"); P(put_bytes(o, L->source));
+    S(",\"server_id\":"); P(put_u64(o, u32(buf + (start - base) + 5)));
+    S(",\"binlog_file\":"); P(put_bytes(o, L->file));
+    S(",\"start_pos\":"); P(put_i64(o, start));
+    S(",\"end_pos\":"); P(put_i64(o, end));
+    S(",\"transaction_length\":");
+    if (f.g.has_length && f.g.length) P(put_u64(o, f.g.length)); else S("null");
+    S(",\"kind\":\"dml\",\"outcome\":\"committed\",\"end_event\":\"XID\",\"synthetic_boundary\":false,\"xid\":");
+    P(put_u64(o, te->xid));
+    S(",\"xa_xid\":null,\"commit_ts\":\""); P(put(o, f.commit, f.commit_len));
+    S("\",\"original_commit_ts\":");
+    if (f.original_len) { S("\""); P(put(o, f.original, f.original_len)); S("\""); } else S("null");
+    S(",\"first_event_ts\":\""); P(put(o, f.first, f.first_len));
+    S("\",\"last_committed\":");
+    if (f.g.logical) { P(put_i64(o, f.g.last_committed)); S(",\"sequence_number\":"); P(put_i64(o, f.g.sequence_number)); }
+    else S("null,\"sequence_number\":null");
+    S(",\"compressed\":false,\"event_count\":"); P(put_i64(o, te->events));
+    S(",\"row_count\":"); P(put_i64(o, seq));
+    S(",\"rows_inserted\":"); P(put_i64(o, counts[0]));
+    S(",\"rows_updated\":"); P(put_i64(o, counts[1]));
+    S(",\"rows_deleted\":"); P(put_i64(o, counts[2]));
+    S(",\"tables\":[");
+    for (Py_ssize_t j = 0; j < ntables; j++) {
+        if (j) S(",");
+        P(put_bytes(o, PyTuple_GET_ITEM(tables[j], E_NAME_JSON)));
+    }
+    S("],\"statement\":null,\"segment_count\":1}\n");
+#undef S
+#undef P
+    return 0;
+}
+
+/* lane(data, base, pos, stop, fixed, maps, learn, table_maps, most) -> (lines, pos, txns, events, rows)
+ * fixed: (header_len, crc, query_phl, inside, source, file, rows, seg_rows, seg_bytes, file_name,
+ * namespace), a file's;
+ * inside: 256 bytes, the types an ordinary transaction may hold (table maps, v1 and v2 rows);
+ * source, file: JSON texts; rows: whether row changes are written (they are counted either way).
+ * At most `most` transactions; pos: the offset after the last. */
+static PyObject *lane(PyObject *self, PyObject *args) {
+    PyObject *data, *fixed;
+    long long base, pos, stop;
+    Py_ssize_t most, inside_len;
+    lane_t L;
+    if (!PyArg_ParseTuple(args, "OLLLO!O!OO!n", &data, &base, &pos, &stop, &PyTuple_Type, &fixed, &PyDict_Type,
+                          &L.maps, &L.learn, &PyDict_Type, &L.table_maps, &most))
+        return NULL;
+    if (!PyArg_ParseTuple(fixed, "npny#O!O!pLLy#y#", &L.header_len, &L.crc, &L.query_phl, &L.inside, &inside_len,
+                          &PyBytes_Type, &L.source, &PyBytes_Type, &L.file, &L.rows, &L.seg_rows, &L.seg_bytes,
+                          &L.file_name, &L.file_name_len, &L.namespace, &L.namespace_len))
+        return NULL;
+    if (inside_len != 256 || L.namespace_len != 16) {
+        PyErr_SetString(PyExc_ValueError, "inside: 256 bytes, one per event type; namespace: 16 bytes");
+        return NULL;
+    }
+    Py_ssize_t txns = 0, events = 0, rows = 0;
+    Py_buffer b;
+    if (zlib_crc32 == NULL || PyObject_GetBuffer(data, &b, PyBUF_SIMPLE) < 0) {  /* the walk takes it all */
+        PyErr_Clear();
+        return Py_BuildValue("(yLnnn)", "", pos, txns, events, rows);
+    }
+    out_t o = {PyBytes_FromStringAndSize(NULL, 1 << 16), NULL, 0, 1 << 16};
+    L.tail = (out_t){PyBytes_FromStringAndSize(NULL, 1 << 10), NULL, 0, 1 << 10};
+    PyObject *result = NULL;
+    if (o.bytes == NULL || L.tail.bytes == NULL) goto done;
+    o.p = PyBytes_AS_STRING(o.bytes);
+    L.tail.p = PyBytes_AS_STRING(L.tail.bytes);
+    while (txns < most && o.len < LANE_BYTES) {
+        txn_end_t te;
+        long long end = transaction_end(&b, base, pos, stop, L.header_len, L.crc, L.query_phl, L.inside, LANE_EVENTS,
+                                        &te);
+        Py_ssize_t n = 0;
+        int rc = end ? lane_txn(&L, &b, base, pos, end, &te, &o, &n) : 1;
+        if (rc < 0) goto done;
+        if (rc) break;
+        txns++;
+        events += te.events;
+        rows += L.rows ? n : 0;
+        pos = end;
+    }
+    if (_PyBytes_Resize(&o.bytes, o.len) == 0) result = Py_BuildValue("(OLnnn)", o.bytes, pos, txns, events, rows);
+done:
+    Py_XDECREF(o.bytes);
+    Py_XDECREF(L.tail.bytes);
+    PyBuffer_Release(&b);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"decode", decode, METH_VARARGS, "Row images of a rows event body from pos: [(before, after), ...]."},
     {"render", render, METH_VARARGS, "The row changes of a rows event body from pos as JSON lines: (rows, bytes)."},
     {"columns", columns, METH_VARARGS, "A rows event's images from pos as JSON texts in Arrow buffers: (rows, before, after)."},
     {"swap_heads", swap_heads, METH_VARARGS, "JSON lines with each line's first `old` bytes replaced."},
+    {"compile", compile_plan, METH_VARARGS, "A plan and its JSON keys, loaded once for the lane."},
+    {"lane", lane, METH_VARARGS, "A run of ordinary transactions as JSON lines: (lines, pos, txns, events, rows)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1441,6 +1887,7 @@ PyMODINIT_FUNC PyInit__rowdecode(void) {
     float_dumps = PyObject_GetAttrString(orjson, "dumps");
     Py_DECREF(orjson);
     if (!float_dumps) return NULL;
+    if (walk_init() < 0) PyErr_Clear();  /* no zlib: the rows are still decoded here, the lane is off */
     Fallback = PyErr_NewException("binlake.binlog._rowdecode.Fallback", NULL, NULL);
     if (!Fallback || PyModule_AddObject(m, "Fallback", Fallback) < 0) return NULL;
     Py_INCREF(Fallback);

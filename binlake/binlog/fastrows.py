@@ -219,6 +219,23 @@ def columns(as_type: int, body: bytes, op: str, table_plan: tuple, keys: tuple
     return flags, rows, before, after
 
 
+def lane_built() -> bool:
+    """Whether the lane (binlake.lane) is compiled: the decoder and zlib's crc32 it checks with."""
+    return _rowdecode is not None and hasattr(_rowdecode, "lane")
+
+
+def compiled(table_plan: tuple, keys: tuple) -> Any:
+    """A table's plan and JSON keys loaded once, for every rows event of it in the lane."""
+    return _rowdecode.compile(table_plan, keys)
+
+
+def lane(data, base: int, pos: int, stop: int, fixed: tuple, maps: dict, learn: Callable, table_maps: dict,
+         most: int) -> tuple[bytes, int, int, int, int]:
+    """A run of ordinary transactions as JSON lines (binlake.lane): (lines, the offset after them,
+    transactions, events, row changes written)."""
+    return _rowdecode.lane(data, base, pos, stop, fixed, maps, learn, table_maps, most)
+
+
 def swap_heads(lines: bytes, old: int, new: bytes) -> bytes:
     """JSON lines with each line's first `old` bytes (its head) replaced by new."""
     if _rowdecode is not None:

@@ -11,7 +11,8 @@ from pathlib import Path
 import orjson
 
 from binlake.assemble import Options
-from binlake.scan import scan_files
+from binlake.records import record_line
+from binlake.scan import ScanSummary, scan_files
 from binlake.sinks import BlockSink, LineSink, RecordSink
 
 REPO = Path(__file__).resolve().parents[2]
@@ -50,6 +51,24 @@ def lines_path(paths, **opts) -> bytes:
     chunks: list[bytes] = []
     scan_files(paths, Options(**opts), lambda kind, rec: None, LineSink(chunks.extend))
     return b"".join(chunks)
+
+
+def scan_lines(paths, **opts) -> tuple[bytes, ScanSummary]:
+    """What `binlake scan --rows --anomalies` prints, made in-process the same way (the lane
+    included, binlake.lane), and its summary."""
+    chunks: list[bytes] = []
+    summary = scan_files(paths, Options(**opts), lambda kind, rec: chunks.append(record_line(kind, rec)),
+                         LineSink(chunks.extend), chunks.append)
+    return b"".join(chunks), summary
+
+
+def lines_records(lines: bytes) -> dict[str, list[dict]]:
+    """JSON lines read back as records, by kind."""
+    out: dict[str, list[dict]] = {"transaction": [], "row_change": [], "anomaly": []}
+    for line in lines.splitlines():
+        rec = orjson.loads(line)
+        out[rec["record"]].append(rec)
+    return out
 
 
 def blocks_path(paths, **opts) -> list:
@@ -91,6 +110,51 @@ def headers(data: bytes) -> list[tuple[int, int, int]]:
         assert size >= 19, f"event at {pos}: size {size}, not a v4 header"
         out.append((pos, data[pos + 4], size))
         pos += size
+    return out
+
+
+QUERY, XID, MARIA_GTID = 2, 16, 162  # the servers' type codes
+
+
+def ordinary_count(data: bytes, gtids: set[int], inside: set[int], maria_not: int) -> int:
+    """Transactions of a binlog file's bytes of one shape, from the event headers and the BEGIN's
+    text with no binlake code: an event of `gtids` then a QUERY "BEGIN" (or MariaDB's GTID with no
+    flag of `maria_not`: it is its own BEGIN), only events of `inside`, then an XID."""
+    n = 0
+    at = headers(data)
+    for k, (pos, t, _size) in enumerate(at):
+        j = k + 1
+        if t == MARIA_GTID and not data[pos + 19 + 12] & maria_not:
+            pass
+        elif t in gtids and j < len(at) and at[j][1] == QUERY and _query_text(data, at[j]) == b"BEGIN":
+            j += 1
+        else:
+            continue
+        while j < len(at) and at[j][1] in inside:
+            j += 1
+        n += j < len(at) and at[j][1] == XID
+    return n
+
+
+def _query_text(data: bytes, header: tuple[int, int, int]) -> bytes:
+    """A QUERY event's statement (CRC32 after it, status variables and schema name before it)."""
+    pos, _, size = header
+    body = data[pos + 19:pos + size - 4]
+    return body[13 + int.from_bytes(body[11:13], "little") + body[8] + 1:]
+
+
+def damaged_rows(src: Path, into: Path, how: str, where: float = 0.5) -> Path:
+    """A copy of src (in into) with the v2 rows event `where` along its rows events damaged: one
+    byte of its body flipped ("flipped"), or the file cut in its middle ("cut")."""
+    data = bytearray(src.read_bytes())
+    rows = [h for h in headers(bytes(data)) if h[1] in (30, 31, 32)]
+    pos, _, size = rows[int(len(rows) * where)]
+    if how == "flipped":
+        data[pos + size - 8] ^= 0xFF
+    else:
+        data = data[:pos + size // 2]
+    out = into / f"{how}{src.suffix}"
+    out.write_bytes(bytes(data))
     return out
 
 

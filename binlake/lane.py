@@ -1,0 +1,102 @@
+"""The lane: runs of ordinary transactions written straight as `binlake scan`'s JSON lines.
+
+The transactions production writes most — a GTID, BEGIN, table maps and rows of tables the
+compiled decoder takes, an XID — cost the walk of binlake.assemble some twenty microseconds of
+Python each, most of it per event. The lane hands a run of them to compiled code
+(`_rowdecode.lane`): framing, CRC32s, commit facts, row images and the transaction's record, each
+transaction's row changes then its record, byte for byte the lines the walk writes for them
+(tests/test_lane.py). Python is called once per run, and once per table map not seen before
+(`learn`). Their statements (ROWS_QUERY, MariaDB's ANNOTATE_ROWS) are carried as the walk carries
+them, and a transaction without GTID (an ANONYMOUS_GTID: a server at its shipped gtid_mode) gets
+the id records.derived_txn_id gives it. Anything else — another kind of transaction, a table the
+compiled decoder leaves to the reference path, a statement that is not UTF-8, a tagged GTID, a
+length that disagrees, a segment that fills, damage — stops the run, and the walk takes that
+transaction.
+
+Only where the caller writes the records as lines (`binlake scan`): the lane writes a transaction's
+row changes and its record to one stream, in the walk's order.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import orjson
+
+from binlake import pure_python
+from binlake.binlog import constants as c
+from binlake.binlog import fastrows
+from binlake.binlog import rows as rows_codec
+from binlake.binlog.framing import BinlogReader
+from binlake.records import TXN_NAMESPACE
+
+if TYPE_CHECKING:
+    from binlake.schema.ddl import SchemaState
+
+# (JSON lines, how many transactions they hold): every one a committed dml transaction.
+Lines = Callable[[bytes, int], None]
+
+_ROWS = {c.WRITE_ROWS_EVENT_V1: 8, c.UPDATE_ROWS_EVENT_V1: 8, c.DELETE_ROWS_EVENT_V1: 8,
+         c.WRITE_ROWS_EVENT: 10, c.UPDATE_ROWS_EVENT: 10, c.DELETE_ROWS_EVENT: 10}  # type -> post-header
+_STATEMENTS = {c.TABLE_MAP_EVENT, c.ROWS_QUERY_LOG_EVENT, c.ANNOTATE_ROWS_EVENT}
+_MOST = 4096  # transactions per call
+_LEARN_ERRORS = (ValueError, struct.error, IndexError, KeyError, UnicodeError, TypeError)
+
+
+class Lane:
+    """The lane over one file's reader: `run` from an offset between transactions."""
+
+    def __init__(self, reader: BinlogReader, write: Lines, source: str, binlog_file: str, rows: bool,
+                 segment_rows: int, segment_bytes: int, table_maps: dict, schema: SchemaState | None) -> None:
+        fde = reader.fde
+        self.reader = reader
+        self.write = write
+        self.flavor = fde.flavor
+        self.table_maps = table_maps  # the walk's, kept as it keeps them
+        self.schema = schema
+        self.maps: dict[bytes, tuple | None] = {}  # TABLE_MAP body -> what the lane needs of it
+        # what the lane's transactions may hold: table maps, and rows events of the layouts it reads
+        inside = bytes(t in _STATEMENTS or fde.post_header_len(t) == _ROWS.get(t) for t in range(256))
+        self.fixed = (fde.header_len, fde.has_checksum, fde.post_header_len(c.QUERY_EVENT), inside,
+                      orjson.dumps(source), orjson.dumps(binlog_file), rows, segment_rows, segment_bytes,
+                      binlog_file.encode("utf-8", "surrogatepass"), TXN_NAMESPACE.bytes)
+
+    @staticmethod
+    def fits(reader: BinlogReader) -> bool:
+        """Whether the lane reads this file's format: today's headers and table maps."""
+        fde = reader.fde
+        return (fastrows.lane_built() and not pure_python() and fde.binlog_version == 4 and fde.type_map is None
+                and fde.header_len == 19 and fde.post_header_len(c.TABLE_MAP_EVENT) == 8)
+
+    def run(self, pos: int) -> tuple[int, int, int, int]:
+        """Write the run of transactions the lane takes from `pos`: (the offset after them, how many
+        transactions, events, row changes written)."""
+        r = self.reader
+        lines, end, txns, events, rows = fastrows.lane(r.data, r.base, pos, r.end, self.fixed, self.maps,
+                                                       self.learn, self.table_maps, _MOST)
+        if txns:
+            self.write(lines, txns)
+            if r.pages is not None:
+                r.passed(pos, end)
+        return end, txns, events, rows
+
+    def forget(self) -> None:
+        """The schema history moved on (a DDL): table maps are named afresh."""
+        self.maps.clear()
+
+    def learn(self, body: bytes) -> tuple | None:
+        """What the lane needs of a TABLE_MAP it has not seen (body: the event's); None where its
+        transactions are the walk's: a table the compiled decoder does not take whole, one that
+        disagrees with the schema history (the walk says so), a map that cannot be read."""
+        try:
+            table = self.schema.table(*rows_codec.table_map_name(body, 8)) if self.schema is not None else None
+            tm = rows_codec.decode_table_map(body, 8, self.flavor, table)
+            if tm.mismatch or tm.fast is None or tm.json_keys is None:
+                return None
+            name = f"{tm.schema}.{tm.table}"
+            return (fastrows.compiled(tm.fast, tm.json_keys), tm, name.encode("utf-8", "surrogatepass"),
+                    orjson.dumps(name), orjson.dumps({"schema": tm.schema, "table": tm.table})[1:-1] + b",")
+        except _LEARN_ERRORS:
+            return None

@@ -1,0 +1,128 @@
+"""The lane (binlake.lane) writes, byte for byte, what the walk writes.
+
+`binlake scan` hands runs of ordinary transactions to compiled code that writes their lines itself.
+Each file of the real-server recordings (tests/data, both flavors), the bundled samples and the
+public corpus is scanned as `binlake scan --rows --anomalies` prints it, with the lane and by the
+reference walk (`Options(skim=False)`: every event through the boundary parser and each
+transaction's look-ahead, the walk the ground-truth tests hold to the servers); the bytes must be
+equal, with and without rows, and with segments small enough to fill inside a transaction. That the
+lane takes what it should is counted from the files' own headers, read with no binlake code.
+Damaged copies give the same lines both ways. The values the lane writes are held to the servers
+themselves by the type matrix (test_type_matrix) and the random rows of every type
+(test_rowdecode, test_row_metadata), which read their records from the lane's lines.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.support.scanning import DATA, PUBLIC, REPO, damaged_rows, headers, lines_records, ordinary_count, scan_lines
+from tests.test_public_fixtures import READABLE
+from tests.test_rowdecode import logged
+
+SAMPLES = REPO / "binlake" / "samples"
+REAL = sorted([*DATA.glob("mysql/binlog.0*"), *DATA.glob("mariadb/binlog.0*"), *SAMPLES.glob("*/binlog.0*")])
+GTIDS = {33, 34}  # GTID, ANONYMOUS_GTID (the servers' type codes)
+# TABLE_MAP, rows v1 and v2 (not partial JSON, not MariaDB's compressed), ROWS_QUERY, ANNOTATE_ROWS
+INSIDE = {19, 23, 24, 25, 30, 31, 32, 29, 160}
+MARIA_NOT_ORDINARY = 1 | 64 | 128  # FL_STANDALONE, FL_PREPARED_XA, FL_COMPLETED_XA
+
+
+def _both(path: Path, **opts) -> tuple[bytes, bytes, int]:
+    """The lines with the lane and by the reference walk, and how many transactions the lane wrote."""
+    laned, summary = scan_lines([path], **opts)
+    walked, none = scan_lines([path], skim=False, **opts)
+    assert none.laned == 0
+    assert {k: v for k, v in vars(summary).items() if k != "laned"} == \
+        {k: v for k, v in vars(none).items() if k != "laned"}
+    return laned, walked, summary.laned
+
+
+def _ordinary(data: bytes) -> int:
+    """Transactions of the file the lane is for, from its headers (ordinary_count): a GTID (MySQL's,
+    with or without a GTID, then BEGIN; MariaDB's not standalone nor XA), only table maps, v1/v2
+    rows and their statements, then an XID. (That each table is one the compiled decoder takes is
+    not read here: every table of these files is.)"""
+    return ordinary_count(data, GTIDS, INSIDE, MARIA_NOT_ORDINARY)
+
+
+@pytest.mark.parametrize("path", REAL, ids=lambda p: str(p.relative_to(REPO)))
+def test_same_lines_on_real_server_files(path: Path):
+    laned, walked, taken = _both(path)
+    assert laned == walked
+    assert taken == _ordinary(path.read_bytes()), "the lane took every ordinary transaction"
+
+
+def test_the_recordings_have_transactions_for_the_lane():
+    assert all(_ordinary(p.read_bytes()) for p in DATA.glob("*/binlog.000001"))
+
+
+@pytest.mark.parametrize("opts", [{"rows": False}, {"segment_rows": 2}, {"segment_bytes": 200}],
+                         ids=["no-rows", "2-row-segments", "200-byte-segments"])
+def test_same_lines_without_rows_and_with_small_segments(opts: dict):
+    for path in REAL:
+        laned, walked, _ = _both(path, **opts)
+        assert laned == walked, path
+
+
+@pytest.mark.parametrize("name", sorted(READABLE))
+def test_same_lines_on_the_public_corpus(name: str):
+    path = PUBLIC / name
+    if not path.exists():
+        pytest.fail(f"missing from the public corpus: {path}")
+    laned, walked, _ = _both(path)
+    assert laned == walked
+
+
+def test_the_lane_takes_anonymous_and_maria_transactions():
+    """The public corpus holds what the recordings do not (anonymous GTIDs: MySQL's shipped
+    gtid_mode=OFF); the lane must take them, not leave them to the walk."""
+    taken = {name: _both(PUBLIC / name)[2] for name in sorted(READABLE) if (PUBLIC / name).exists()}
+    anonymous = [n for n in taken if _anonymous(PUBLIC / n)]
+    assert anonymous and sum(taken[n] for n in anonymous) > 0
+
+
+def _anonymous(path: Path) -> int:
+    return sum(1 for _pos, t, _size in headers(path.read_bytes()) if t == 34)
+
+
+@pytest.mark.parametrize("how", ["flipped", "cut"])
+def test_a_damaged_transaction_gives_the_same_lines(tmp_path: Path, how: str):
+    path = damaged_rows(DATA / "mysql" / "binlog.000001", tmp_path, how, 1 / 3)
+    laned, walked, taken = _both(path)
+    assert laned == walked and taken > 0
+    code = b'"CHECKSUM_MISMATCH"' if how == "flipped" else b'"TRUNCATED"'
+    assert code in laned
+
+
+# Statements that are not UTF-8 (a BLOB's literal bytes), as the servers log them in ROWS_QUERY /
+# ANNOTATE_ROWS: each kind of ill-formed sequence Python's "replace" handler takes for one U+FFFD
+# (a lone continuation byte, a truncated sequence, overlongs, surrogates, past U+10FFFF, 5 bytes),
+# beside well-formed text. None holds a quote or a backslash: they stay literal bytes.
+NOT_UTF8 = [b"\xff", b"\x80\xbf", b"\xc3", b"\xc0\xaf", b"\xe2\x82", b"\xe0\x80\xaf", b"\xed\xa0\x80",
+            b"\xf0\x9f\x98", b"\xf4\x90\x80\x80", b"\xf8\x88\x80\x80\x80",
+            b"\xe1\x80\xe2\xf0\x91\x92\xf1\xbf\x41", b"ok \xe2\x82\xac \xf0\x9f\x98\x80 \xe2\x82 end"]
+
+
+@pytest.mark.parametrize("server", ["mysql_server", "mariadb_server"])
+def test_a_statement_that_is_not_utf8(server: str, request, tmp_path: Path):
+    """Each INSERT's statement, as the server logs it beside its rows, is the statement the test
+    sent, its bytes decoded as Python's bytes.decode("utf-8", "replace") does (docs/transactions.md,
+    "Fields"); the lane writes every one of these transactions."""
+    sent = [b"INSERT INTO %s.t VALUES (%d, _binary'" % (b"%s", i) + raw + b"')" for i, raw in enumerate(NOT_UTF8)]
+
+    def write(cur, db: str) -> None:
+        for statement in sent:  # the bytes as they are: pymysql sends a str's surrogates back as bytes
+            cur.execute((statement % db.encode()).decode("utf-8", "surrogateescape"))
+
+    files = logged(request.getfixturevalue(server), "CREATE TABLE {db}.t (id INT PRIMARY KEY, b BLOB)", write, tmp_path)
+    lines, summary = scan_lines(files)
+    got = lines_records(lines)
+    assert summary.laned == len(got["transaction"]) == len(sent)
+    assert lines == scan_lines(files, skim=False)[0]
+    statements = [r["rows_query"] for r in got["row_change"]]
+    assert len(statements) == len(sent)
+    for n, (text, statement) in enumerate(zip(statements, sent, strict=True)):
+        assert text.endswith(statement.split(b".t VALUES", 1)[1].decode("utf-8", "replace")), n
