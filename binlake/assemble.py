@@ -34,7 +34,7 @@ from binlake.lane import Lane, Lines
 from binlake.records import Facts, Txn, open_txn, transaction_record, ts_from_seconds
 from binlake.records import anomaly as make_anomaly
 from binlake.segments import Segmenter
-from binlake.sinks import RecordSink, RowsAt, RowSink
+from binlake.sinks import BlockSink, LineSink, RecordSink, RowsAt, RowSink
 
 if TYPE_CHECKING:  # sqlglot, behind it, is imported only where a schema history is followed
     from binlake.schema.ddl import SchemaState
@@ -112,7 +112,8 @@ class FileAssembler:
     def __init__(self, reader: BinlogReader, opts: Options, emit: Emit, sink: RowSink | None = None,
                  binlog_file: str | None = None, resume: Resume | None = None, lines: Lines | None = None) -> None:
         """lines: where records may also be written as JSON lines (binlake.lane), the stream `emit`
-        and the sink write theirs to, for the transactions the lane takes."""
+        and a LineSink write theirs to, for the transactions the lane takes (a BlockSink is handed
+        their row changes as blocks)."""
         self.reader = reader
         self.opts = opts
         self.emit = emit
@@ -138,9 +139,12 @@ class FileAssembler:
             self.parser.state, self.parser.opener = resume.state, resume.opener
             self.table_maps = {tm.table_id: tm for tm in resume.table_maps}
         self.lane: Lane | None = None
-        if lines is not None and opts.skim and resume is None and Lane.fits(reader):
+        # The lane writes row changes as lines (a LineSink's) or hands them on as blocks (a BlockSink's)
+        lanes_rows = not opts.rows or isinstance(sink, LineSink | BlockSink)
+        if lines is not None and lanes_rows and opts.skim and resume is None and Lane.fits(reader):
+            blocks = sink.laned if opts.rows and isinstance(sink, BlockSink) else None
             self.lane = Lane(reader, lines, opts.source, self.file, opts.rows, opts.segment_rows,
-                             opts.segment_bytes, self.table_maps, self.schema)
+                             opts.segment_bytes, self.table_maps, self.schema, blocks)
 
     # -- output ------------------------------------------------------------------------
 

@@ -264,6 +264,12 @@ class BlockSink(_Holding):
             self.emit_blocks(held)
         return rows
 
+    def laned(self, blocks: list[RowBlock]) -> None:
+        """Blocks of whole transactions the lane (binlake.lane) decoded, each of its transaction's
+        only segment: handed on at once (nothing of a segment is held between transactions)."""
+        if blocks:
+            self.emit_blocks(blocks)
+
     def _keep(self, block: RowBlock) -> None:
         if block.rows:
             self.held.append(block)

@@ -33,6 +33,8 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+import orjson
+
 from binlake.archive.chain import archived_after, repeats
 from binlake.archive.identity import name_of
 from binlake.archive.run import binlog_key, refusals
@@ -352,7 +354,13 @@ def run_split(split: Split, opts: Options, store=None, blocks: bool = False) -> 
             piece = Piece(reader, opts, lambda k, r: out.append((k, r)), name, split.survey, split.piece, sink)
             asm = piece.asm
         else:
-            asm = FileAssembler(reader, opts, lambda k, r: out.append((k, r)), sink, binlog_file=name)
+            # The lane (binlake.lane) writes the records of the transactions it takes as JSON
+            # lines, each read back as the walk's own, and hands their rows to the BlockSink.
+            def laned(lines: bytes, _txns: int) -> None:
+                out.extend(("transaction", orjson.loads(line)) for line in lines.splitlines())
+
+            asm = FileAssembler(reader, opts, lambda k, r: out.append((k, r)), sink, binlog_file=name,
+                                lines=laned if not opts.rows or blocks else None)
         for _ in itertools.chain(asm.steps(), [None]):  # the last records come after the last step
             for kind, rec in out:
                 if kind == "anomaly":

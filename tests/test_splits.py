@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import mmap
 import shutil
+from dataclasses import astuple
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ from binlake.assemble import Options
 from binlake.binlog import framing
 from binlake.binlog.framing import BinlogReader
 from binlake.errors import BinlakeError
-from binlake.splits import assemble_locally, parse_time, plan
+from binlake.splits import assemble_locally, parse_time, plan, run_split
 from tests.support.lake import differences, scanned
 from tests.support.scanning import DATA, scan
 
@@ -47,6 +48,36 @@ def test_any_split_size_gives_the_scan(archived, split_bytes):
     flavor, store, files = archived
     got = scanned(run_local(store, split_bytes))
     assert differences(got, reference(flavor, files)) == {}
+
+
+@pytest.mark.parametrize("split_bytes", [300, 1 << 30])
+def test_the_facts_pass_reads_the_lanes_records_as_the_walks(archived, split_bytes):
+    """Without rows (the Spark job's facts pass), the transactions the lane takes (binlake.lane)
+    come back as records equal to the reference walk's (skim off: no lane), and the scan's."""
+    flavor, store, files = archived
+    laned = run_local(store, split_bytes, rows=False)
+    assert laned == run_local(store, split_bytes, rows=False, skim=False)
+    got, want = scanned(laned), reference(flavor, files)
+    assert got["transactions"] == want["transactions"] and got["anomalies"] == want["anomalies"]
+
+
+@pytest.mark.parametrize("split_bytes", [2_000, 1 << 30])
+def test_the_rows_pass_gets_the_walks_blocks_from_the_lane(archived, split_bytes):
+    """The Spark job's rows pass (run_split with blocks): the blocks the lane hands on are, field for
+    field and byte for byte, the ones the reference walk's BlockSink makes (skim off: no lane)."""
+    _flavor, store, _files = archived
+    p = plan(store, None, *EVERYTHING, split_bytes)
+
+    def blocks(**opts) -> list[tuple]:
+        out = []
+        for split in p.splits:
+            for kind, got in run_split(split, Options(**opts), blocks=True):
+                if kind == "row_blocks":
+                    out += [(astuple(b.at), b.rows, b.before, b.after, b.end_segment) for b in got]
+        return out
+
+    laned = blocks()
+    assert laned == blocks(skim=False) and len(laned) > 20
 
 
 def test_pieces_of_big_transactions_number_rows_as_one_reader(archived):

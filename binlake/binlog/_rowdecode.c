@@ -1407,6 +1407,34 @@ static PyObject *column_done(column_t *col) {
     return PyTuple_Pack(2, col->offsets.bytes, col->data.bytes);
 }
 
+static void columns_release(column_t *c1, column_t *c2) {
+    Py_XDECREF(c1->data.bytes);
+    Py_XDECREF(c1->offsets.bytes);
+    Py_XDECREF(c2->data.bytes);
+    Py_XDECREF(c2->offsets.bytes);
+}
+
+/* The images at c as columns: c1 the first image of each row (an insert's after, an update's or a
+ * delete's before), c2 an update's after; *rows counted. 0 done, 1 fall back, -1 error. */
+static int images_into(column_t *c1, column_t *c2, cursor_t *c, const col_t *cols, PyObject *keys, Py_ssize_t ncols,
+                       const unsigned char *p1, const unsigned char *p2, int op, Py_ssize_t *rows) {
+    Py_ssize_t n1 = count_bits(p1, ncols), n2 = op == 1 ? count_bits(p2, ncols) : 0;
+    Py_ssize_t size = c->end - c->p, guess = size / 16 + 16;
+    if (column_start(c1, guess, 2 * size + 64) < 0 || (op == 1 && column_start(c2, guess, 2 * size + 64) < 0))
+        return -1;
+    int rc = 0;
+    while (c->p < c->end && !rc) {
+        const unsigned char *row = c->p;
+        rc = put_image(&c1->data, c, cols, keys, ncols, p1, n1);
+        if (!rc) rc = column_mark(c1);
+        if (!rc && op == 1) rc = put_image(&c2->data, c, cols, keys, ncols, p2, n2);
+        if (!rc && op == 1) rc = column_mark(c2);
+        if (!rc && c->p == row) rc = 1;  /* a row of no bytes (no column in the images): not MySQL's */
+        (*rows)++;
+    }
+    return rc;
+}
+
 /* columns(body, pos, plan, keys, present, present2, op) -> (rows, before, after)
  * before / after: (offsets, data) of the images as JSON objects, the same text render() writes
  * in a line; None for the side the operation has none of (an insert's before, a delete's after).
@@ -1424,21 +1452,8 @@ static PyObject *columns(PyObject *self, PyObject *args) {
     col_t *cols = keyed_plan(plan, keys, &body, pos, &pr1, &pr2, op);
     if (!cols) goto done;
     const unsigned char *p1 = pr1.buf, *p2 = pr2.buf;
-    Py_ssize_t n1 = count_bits(p1, ncols), n2 = op == 1 ? count_bits(p2, ncols) : 0;
     cursor_t c = {(const unsigned char *)body.buf + pos, (const unsigned char *)body.buf + body.len};
-    Py_ssize_t size = body.len - pos, guess = size / 16 + 16;
-    if (column_start(&c1, guess, 2 * size + 64) < 0 || (op == 1 && column_start(&c2, guess, 2 * size + 64) < 0))
-        goto done;
-    int rc = 0;
-    while (c.p < c.end && !rc) {
-        const unsigned char *row = c.p;
-        rc = put_image(&c1.data, &c, cols, keys, ncols, p1, n1);
-        if (!rc) rc = column_mark(&c1);
-        if (!rc && op == 1) rc = put_image(&c2.data, &c, cols, keys, ncols, p2, n2);
-        if (!rc && op == 1) rc = column_mark(&c2);
-        if (!rc && c.p == row) rc = 1;  /* a row of no bytes (no column in the images): not MySQL's */
-        rows++;
-    }
+    int rc = images_into(&c1, &c2, &c, cols, keys, ncols, p1, p2, op, &rows);
     if (rc > 0) PyErr_SetNone(Fallback);
     if (rc || !(first = column_done(&c1)) || (op == 1 && !(second = column_done(&c2)))) goto done;
     if (op == 0) result = Py_BuildValue("nOO", rows, Py_None, first);
@@ -1446,10 +1461,7 @@ static PyObject *columns(PyObject *self, PyObject *args) {
 done:
     Py_XDECREF(first);
     Py_XDECREF(second);
-    Py_XDECREF(c1.data.bytes);
-    Py_XDECREF(c1.offsets.bytes);
-    Py_XDECREF(c2.data.bytes);
-    Py_XDECREF(c2.offsets.bytes);
+    columns_release(&c1, &c2);
     PyMem_Free(cols);
     PyBuffer_Release(&body);
     PyBuffer_Release(&pr1);
@@ -1565,7 +1577,20 @@ typedef struct {
     PyObject *learn;  /* body -> entry or None, for a body maps does not have */
     PyObject *table_maps;  /* the walk's table id -> TableMap, kept as the walk keeps it */
     out_t tail;  /* the lines' tail while a statement's rows are read: its text in it */
+    PyObject *blocks;  /* a list: the rows events as blocks (binlake.lane), not lines; else NULL */
 } lane_t;
+
+/* In blocks mode, what a transaction's blocks share, made once per transaction (or statement). */
+typedef struct {
+    PyObject *txn_id, *commit, *xid, *statement;  /* statement: Py_None when none was logged */
+} shared_t;
+
+static void shared_clear(shared_t *s) {
+    Py_CLEAR(s->txn_id);
+    Py_CLEAR(s->commit);
+    Py_CLEAR(s->xid);
+    Py_CLEAR(s->statement);
+}
 
 /* An entry: (compiled, TableMap, "schema.table" as UTF-8, its JSON text, `"schema":…,"table":…,`). */
 #define E_COMPILED 0
@@ -1651,10 +1676,33 @@ static int txn_facts(const lane_t *L, const unsigned char *buf, long long base, 
     return f->commit_len && f->first_len ? 0 : 1;
 }
 
-/* Its rows event at e as lines into o (none when the call writes no rows), seq on from *seq. 0 done,
- * 1 the walk must take the transaction, -1 an exception set. */
+/* A rows event's images as a block appended to L->blocks: (txn_id, seq, event_pos, commit_ts,
+ * event_ts, TableMap, op, rows_query, xid, rows, before, after), before and after an Arrow string
+ * column's (offsets, data) as columns() gives them. 0, 1 fall back, -1 error. */
+static int lane_block(const lane_t *L, const shared_t *shared, cursor_t *c, const compiled_t *plan,
+                      const unsigned char *p1, const unsigned char *p2, int op, PyObject *table_map, long long seq,
+                      long long pos, const char *ts, int tsn, const char *op_name, Py_ssize_t *got) {
+    column_t c1 = {{NULL, NULL, 0, 0}, {NULL, NULL, 0, 0}}, c2 = c1;
+    PyObject *first = NULL, *second = NULL, *block = NULL;
+    int rc = images_into(&c1, &c2, c, plan->cols, plan->keys, plan->ncols, p1, p2, op, got);
+    if (!rc && (!(first = column_done(&c1)) || (op == 1 && !(second = column_done(&c2))))) rc = -1;
+    if (!rc) {
+        PyObject *before = op == 0 ? Py_None : first, *after = op == 0 ? first : op == 1 ? second : Py_None;
+        block = Py_BuildValue("(OLLOs#OsOOnOO)", shared->txn_id, seq, pos, shared->commit, ts, (Py_ssize_t)tsn,
+                              table_map, op_name, shared->statement, shared->xid, *got, before, after);
+        if (block == NULL || PyList_Append(L->blocks, block) < 0) rc = -1;
+    }
+    Py_XDECREF(block);
+    Py_XDECREF(first);
+    Py_XDECREF(second);
+    columns_release(&c1, &c2);
+    return rc;
+}
+
+/* Its rows event at e as lines into o (none when the call writes no rows), or in blocks mode as a
+ * block; seq on from *seq. 0 done, 1 the walk must take the transaction, -1 an exception set. */
 static int lane_rows(const lane_t *L, const unsigned char *e, long long pos, const facts_t *f, PyObject *entry,
-                     line_parts_t *parts, out_t *o, long long *seq, Py_ssize_t *got) {
+                     line_parts_t *parts, shared_t *shared, out_t *o, long long *seq, Py_ssize_t *got) {
     long long size = u32(e + 9), n = size - L->header_len - (L->crc ? 4 : 0);
     const unsigned char *body = e + L->header_len;
     int t = e[4], op = t - (t >= WRITE_ROWS_EVENT ? WRITE_ROWS_EVENT : WRITE_ROWS_EVENT_V1);
@@ -1670,10 +1718,17 @@ static int lane_rows(const lane_t *L, const unsigned char *e, long long pos, con
     const unsigned char *p1 = body + p, *p2 = op == 1 ? body + p + nb : p1;
     p += op == 1 ? 2 * nb : nb;
     if (p > n) return 1;
-    /* mid: `,"binlog_file":…,"event_pos":…,"commit_ts":"…","event_ts":"…","schema":…,"table":…,"op":"…","before":` */
     static const char *ops[3] = {"insert", "update", "delete"};
     char ts[32], mid[1024];
     int tsn = gtid_ts_into(ts, (long long)u32(e) * 1000000);
+    cursor_t c = {body + p, body + n};
+    if (L->blocks) {
+        int rc = tsn ? lane_block(L, shared, &c, plan, p1, p2, op, PyTuple_GET_ITEM(entry, E_TABLE_MAP), *seq, pos,
+                                  ts, tsn, ops[op], got) : 1;
+        *seq += *got;
+        return rc;
+    }
+    /* mid: `,"binlog_file":…,"event_pos":…,"commit_ts":"…","event_ts":"…","schema":…,"table":…,"op":"…","before":` */
     PyObject *members = PyTuple_GET_ITEM(entry, E_MEMBERS);
     if (!tsn || PyBytes_GET_SIZE(L->file) + PyBytes_GET_SIZE(members) > 800) return 1;
     int mn = snprintf(mid, sizeof mid, ",\"binlog_file\":%s,\"event_pos\":%lld,\"commit_ts\":\"%.*s\",\"event_ts\":\"%.*s\",",
@@ -1683,7 +1738,6 @@ static int lane_rows(const lane_t *L, const unsigned char *e, long long pos, con
     mn += snprintf(mid + mn, sizeof mid - mn, "\"op\":\"%s\",\"before\":", ops[op]);
     parts->mid = mid;
     parts->mid_len = mn;
-    cursor_t c = {body + p, body + n};
     Py_ssize_t mark = o->len;
     int rc = lines_into(o, &c, plan->cols, plan->keys, plan->ncols, p1, p2, op, parts, *seq, got);
     if (!L->rows) o->len = mark;
@@ -1705,6 +1759,14 @@ static int lane_txn(lane_t *L, const Py_buffer *b, long long base, long long sta
                               "\"end_segment\":true,\"seq\":", f.id_len, f.id);
     int xid_len = snprintf(xid, sizeof xid, ",\"xid\":%llu}\n", te->xid);
     out_t *tail = &L->tail;
+    shared_t shared = {NULL, NULL, NULL, NULL};
+    Py_ssize_t blocks_mark = L->blocks ? PyList_GET_SIZE(L->blocks) : 0;
+    if (L->blocks && (!(shared.txn_id = PyUnicode_FromStringAndSize(f.id, f.id_len)) ||
+                      !(shared.commit = PyUnicode_FromStringAndSize(f.commit, f.commit_len)) ||
+                      !(shared.xid = PyLong_FromUnsignedLongLong(te->xid)))) {
+        shared_clear(&shared);
+        return -1;
+    }
     const unsigned char *said = NULL;  /* the statement whose rows are being read (ROWS_QUERY, ANNOTATE_ROWS) */
     long long said_len = 0;
     int told = 0;  /* the tail says it */
@@ -1745,6 +1807,12 @@ static int lane_txn(lane_t *L, const Py_buffer *b, long long base, long long sta
         }
         if (t < WRITE_ROWS_EVENT_V1 || t > DELETE_ROWS_EVENT || (t > DELETE_ROWS_EVENT_V1 && t < WRITE_ROWS_EVENT))
             continue;  /* its GTID, BEGIN, XID */
+        if (!told && L->blocks) {  /* the statement as events.decode_rows_query gives it */
+            Py_CLEAR(shared.statement);
+            shared.statement = said ? PyUnicode_DecodeUTF8((const char *)said, said_len, "replace") : Py_NewRef(Py_None);
+            if (shared.statement == NULL) { rc = -1; break; }
+            told = 1;
+        }
         if (!told) {  /* `,"rows_query":…,"xid":…}` and the newline */
             tail->len = 0;
             if ((rc = put(tail, ",\"rows_query\":", 14)) ||
@@ -1760,7 +1828,7 @@ static int lane_txn(lane_t *L, const Py_buffer *b, long long base, long long sta
         Py_ssize_t i = 0, got = 0;
         while (i < nmapped && ids[i] != id) i++;
         if (i == nmapped) { rc = 1; break; }  /* mapped before the transaction, or not at all */
-        if ((rc = lane_rows(L, e, at, &f, mapped[i], &parts, o, &seq, &got))) break;
+        if ((rc = lane_rows(L, e, at, &f, mapped[i], &parts, &shared, o, &seq, &got))) break;
         if (le(body + 6, 2) & STMT_END_F) said = NULL, told = 0;  /* the statement's last rows event */
         counts[t - (t >= WRITE_ROWS_EVENT ? WRITE_ROWS_EVENT : WRITE_ROWS_EVENT_V1)] += got;
         seg_bytes += size;
@@ -1769,8 +1837,10 @@ static int lane_txn(lane_t *L, const Py_buffer *b, long long base, long long sta
         if (j == LANE_TABLES) { rc = 1; break; }
         if (j == ntables) tables[ntables++] = mapped[i];
     }
+    shared_clear(&shared);
     if (rc) {
         o->len = mark;
+        if (L->blocks && PyList_SetSlice(L->blocks, blocks_mark, PyList_GET_SIZE(L->blocks), NULL) < 0) return -1;
         return rc;
     }
     *rows = (Py_ssize_t)seq;
@@ -1812,19 +1882,21 @@ static int lane_txn(lane_t *L, const Py_buffer *b, long long base, long long sta
     return 0;
 }
 
-/* lane(data, base, pos, stop, fixed, maps, learn, table_maps, most) -> (lines, pos, txns, events, rows)
+/* lane(data, base, pos, stop, fixed, maps, learn, table_maps, most[, blocks]) -> (lines, pos, txns, events, rows)
  * fixed: (header_len, crc, query_phl, inside, source, file, rows, seg_rows, seg_bytes, file_name,
  * namespace), a file's;
  * inside: 256 bytes, the types an ordinary transaction may hold (table maps, v1 and v2 rows);
  * source, file: JSON texts; rows: whether row changes are written (they are counted either way).
- * At most `most` transactions; pos: the offset after the last. */
+ * At most `most` transactions; pos: the offset after the last. With `blocks` (a list), each rows
+ * event is appended to it as a block (lane_block) instead, and only the records are lines. */
 static PyObject *lane(PyObject *self, PyObject *args) {
     PyObject *data, *fixed;
     long long base, pos, stop;
     Py_ssize_t most, inside_len;
     lane_t L;
-    if (!PyArg_ParseTuple(args, "OLLLO!O!OO!n", &data, &base, &pos, &stop, &PyTuple_Type, &fixed, &PyDict_Type,
-                          &L.maps, &L.learn, &PyDict_Type, &L.table_maps, &most))
+    L.blocks = NULL;
+    if (!PyArg_ParseTuple(args, "OLLLO!O!OO!n|O!", &data, &base, &pos, &stop, &PyTuple_Type, &fixed, &PyDict_Type,
+                          &L.maps, &L.learn, &PyDict_Type, &L.table_maps, &most, &PyList_Type, &L.blocks))
         return NULL;
     if (!PyArg_ParseTuple(fixed, "npny#O!O!pLLy#y#", &L.header_len, &L.crc, &L.query_phl, &L.inside, &inside_len,
                           &PyBytes_Type, &L.source, &PyBytes_Type, &L.file, &L.rows, &L.seg_rows, &L.seg_bytes,
