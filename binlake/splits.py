@@ -316,11 +316,13 @@ def run_survey(split: Split, store=None) -> Survey | None:
         return None  # the split's own task reports it
 
 
-def run_split(split: Split, opts: Options, store=None, blocks: bool = False) -> Iterator[tuple[str, Any]]:
+def run_split(split: Split, opts: Options, store=None, blocks: bool = False,
+              lines: bool = False) -> Iterator[tuple[str, Any]]:
     """Records of one split as ("transaction" | "row_change" | "anomaly", record) and, for a piece
     of a big transaction, ("piece", PieceRecord). With `blocks`, the row changes come as
     ("row_blocks", [RowBlock, ...]) instead (a big transaction's pieces' unplaced: see
-    binlake.spark.job's rows pass).
+    binlake.spark.job's rows pass). With `lines` (and no rows: the facts pass), the records of the
+    transactions the lane takes (binlake.lane) come as their JSON lines, ("transaction_lines", bytes).
 
     Row changes stream out as they are decoded; the split's bytes are memory-mapped (or
     spooled to a temporary file from S3), never read into memory whole. Anomalies carry
@@ -355,9 +357,16 @@ def run_split(split: Split, opts: Options, store=None, blocks: bool = False) -> 
             asm = piece.asm
         else:
             # The lane (binlake.lane) writes the records of the transactions it takes as JSON
-            # lines, each read back as the walk's own, and hands their rows to the BlockSink.
-            def laned(lines: bytes, _txns: int) -> None:
-                out.extend(("transaction", orjson.loads(line)) for line in lines.splitlines())
+            # lines, each read back as the walk's own (or handed on as they are), and hands their
+            # rows to the BlockSink.
+            def laned(text: bytes, _txns: int) -> None:
+                if not lines:
+                    out.extend(("transaction", orjson.loads(line)) for line in text.splitlines())
+                    return
+                out.append(("transaction_lines", text))
+                # an anomaly is dated by the last transaction before it, never inside a run: its last
+                last = orjson.loads(text.rsplit(b"\n", 2)[-2])
+                starts.append((last["start_pos"], last["commit_ts"]))
 
             asm = FileAssembler(reader, opts, lambda k, r: out.append((k, r)), sink, binlog_file=name,
                                 lines=laned if not opts.rows or blocks else None)
@@ -377,7 +386,7 @@ def run_split(split: Split, opts: Options, store=None, blocks: bool = False) -> 
         rec["commit_ts"] = _date(starts, rec["start_pos"], split.fallback_ts)
         yield "anomaly", rec
     log.info("%s %s [%d, %d): %d events, %d transactions, %d row changes, %d anomalies", split.source, name,
-             start, end, asm.counts.events, len(starts), asm.counts.row_changes, len(pending))
+             start, end, asm.counts.events, asm.counts.transactions, asm.counts.row_changes, len(pending))
 
 
 def _date(starts: list[tuple[int, str]], pos: int, fallback: str) -> str:

@@ -76,7 +76,7 @@ def test_same_lines_on_the_public_corpus(name: str):
     assert laned == walked
 
 
-def test_the_lane_takes_anonymous_and_maria_transactions():
+def test_the_lane_takes_anonymous_transactions():
     """The public corpus holds what the recordings do not (anonymous GTIDs: MySQL's shipped
     gtid_mode=OFF); the lane must take them, not leave them to the walk."""
     taken = {name: _both(PUBLIC / name)[2] for name in sorted(READABLE) if (PUBLIC / name).exists()}

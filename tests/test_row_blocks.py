@@ -7,12 +7,13 @@ Every file the tests know is read both ways, with the default segments and with 
 
 from __future__ import annotations
 
+import orjson
 import pytest
 
 from binlake.binlog import _rowdecode, fastrows
 from binlake.spark import schema
 from binlake.spark.job import BATCH, _arrow_schema
-from tests.support.scanning import PUBLIC, assert_same_items, blocks_path, records_list
+from tests.support.scanning import PUBLIC, assert_same_items, blocks_path, records_list, scan_lines
 from tests.test_json_lines import SMALL
 from tests.test_public_fixtures import READABLE
 from tests.test_rowdecode import FILES
@@ -103,3 +104,19 @@ def test_columns_of_a_rows_event():
     with pytest.raises(_rowdecode.Fallback) as e:  # a row of no bytes is declined, not looped on
         _rowdecode.columns(b"\x00" * 8, 0, plan[:1], keys[:1], b"\x00", b"", 0)
     assert e.value.args == ()  # with no words: the reference path words errors
+
+
+STAGED = _arrow_schema(schema.STAGED)
+
+
+@pytest.mark.parametrize("name", sorted(FILES))
+def test_the_lanes_transaction_lines_make_the_records_batches(name):
+    """The facts pass hands the lane's transaction lines (binlake.lane) to Arrow's JSON reader
+    (schema.lines_batch): the batch holds what the records path (arrow_record, arrow_batch) makes of
+    the same transactions, value for value, timestamps and lists included."""
+    lines, summary = scan_lines(FILES[name], rows=False)
+    txns = b"".join(line for line in lines.splitlines(keepends=True) if line.startswith(b'{"record":"transaction"'))
+    recs = [schema.arrow_record("transaction", orjson.loads(line), "src")["transaction"] for line in txns.splitlines()]
+    got = schema.lines_batch(STAGED, "transaction", txns).to_pylist()
+    assert summary.laned > 0 and len(got) == len(recs) > 10
+    assert_same_items(got, schema.arrow_batch(STAGED, "transaction", recs).to_pylist(), "transaction")

@@ -108,6 +108,30 @@ def arrow_batch(arrow, kind: str, recs: list[dict]):
     return pa.RecordBatch.from_arrays(cols, schema=arrow)
 
 
+def lines_batch(arrow, kind: str, lines: bytes):
+    """One Arrow batch of STAGED (`arrow`) from records of one kind as JSON lines (the lane's,
+    binlake.lane), parsed by Arrow's JSON reader in C++ into the kind's column (timestamps from
+    their text, fields by name, `record` left out); the other kinds' columns all null."""
+    import pyarrow as pa
+    import pyarrow.json as pj
+
+    struct = arrow.field(kind).type
+    table = pj.read_json(pa.BufferReader(lines), read_options=pj.ReadOptions(block_size=max(len(lines), 1 << 20)),
+                         parse_options=pj.ParseOptions(explicit_schema=pa.schema(list(struct)),
+                                                       unexpected_field_behavior="ignore"))
+    n = table.num_rows
+    children = [table.column(f.name).combine_chunks() for f in struct]
+    cols = []
+    for f in arrow:
+        if f.name == "kind":
+            cols.append(pa.repeat(pa.scalar(kind, pa.string()), n))
+        elif f.name == kind:
+            cols.append(pa.StructArray.from_arrays(children, fields=list(struct)))
+        else:
+            cols.append(pa.nulls(n, f.type))
+    return pa.RecordBatch.from_arrays(cols, schema=arrow)
+
+
 def records_batch(arrow, recs: list[dict]):
     """One Arrow batch of a flat schema (ROW_CHANGES') from records in arrow_record's shape."""
     import pyarrow as pa
