@@ -32,6 +32,7 @@ from binlake.binlog import constants as c
 from binlake.binlog import fastrows
 from binlake.binlog import rows as rows_codec
 from binlake.binlog.framing import BinlogReader
+from binlake.errors import RowDecodeError
 from binlake.records import TXN_NAMESPACE
 from binlake.sinks import RowBlock, RowsAt
 
@@ -45,7 +46,7 @@ _ROWS = {c.WRITE_ROWS_EVENT_V1: 8, c.UPDATE_ROWS_EVENT_V1: 8, c.DELETE_ROWS_EVEN
          c.WRITE_ROWS_EVENT: 10, c.UPDATE_ROWS_EVENT: 10, c.DELETE_ROWS_EVENT: 10}  # type -> post-header
 _STATEMENTS = {c.TABLE_MAP_EVENT, c.ROWS_QUERY_LOG_EVENT, c.ANNOTATE_ROWS_EVENT}
 _MOST = 4096  # transactions per call
-_LEARN_ERRORS = (ValueError, struct.error, IndexError, KeyError, UnicodeError, TypeError)
+_LEARN_ERRORS = (RowDecodeError, ValueError, struct.error, IndexError, KeyError, UnicodeError, TypeError)
 
 
 class Lane:
