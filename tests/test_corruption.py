@@ -275,3 +275,18 @@ def test_an_invalid_ddl_event_is_replayed_by_no_reader(tmp_path):
     (a,) = scan(bad)["anomaly"]  # the transaction the statement was (its GTID at 337) cannot be whole
     assert (a["code"], a["start_pos"]) == ("DECODE_ERROR", 337)
     assert a["detail"].startswith(f"{path.name}:414: cannot decode QUERY event: status_vars_len 45 and db_len 250 ")
+
+
+def test_a_damaged_compressed_query_is_a_decode_error(tmp_path):
+    """MariaDB's log_bin_compress: a QUERY_COMPRESSED (165) whose zlib stream is damaged is the
+    event's DECODE_ERROR beside its CHECKSUM_MISMATCH, and the scan goes on (it raised zlib.error)."""
+    path = DATA / "mariadb" / "binlog.000002"
+    data = bytearray(path.read_bytes())
+    pos, _, size = next(e for e in headers(data) if e[1] == 165)
+    data[pos + size - 10] ^= 0xFF  # inside the zlib stream, before the CRC32
+    bad = copy_as(tmp_path, path, bytes(data), "zlib")
+    proc = run_cli("scan", "--anomalies", str(bad))
+    assert proc.returncode == 0, proc.stderr
+    codes = {(r["code"], r["start_pos"]) for r in ndjson(proc.stdout) if r["record"] == "anomaly"}
+    assert ("CHECKSUM_MISMATCH", pos) in codes
+    assert any(code in ("DECODE_ERROR", "BOUNDARY_TRANSITION") for code, _ in codes), codes

@@ -269,7 +269,10 @@ def uncompress_maria(data: bytes) -> bytes:
     if not head & 0x80 or (head >> 4) & 0x07 != 0 or nlen == 0 or nlen > 4:
         raise ValueError(f"unknown MariaDB compression header 0x{head:02x}")
     size = int.from_bytes(data[1:1 + nlen], "big")
-    out = zlib.decompress(data[1 + nlen:])
+    try:
+        out = zlib.decompress(data[1 + nlen:])
+    except zlib.error as e:  # damaged: a decode error of its event, as any other
+        raise ValueError(f"compressed data does not uncompress: {e}") from None
     if len(out) != size:
         raise ValueError(f"compressed data gives {len(out)} bytes, header says {size}")
     return out

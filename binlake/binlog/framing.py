@@ -9,6 +9,7 @@ body beyond the FORMAT_DESCRIPTION event, so a walk costs one header per event.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import mmap
 import os
@@ -237,7 +238,8 @@ class BinlogReader:
 
     def close(self) -> None:
         if self._mmap is not None:
-            self._mmap.close()
+            with contextlib.suppress(BufferError):  # a view still held (an exception's frames): the
+                self._mmap.close()  # map goes with it, and that exception is the one to see
             self._mmap = None
         self.pages = None
 
