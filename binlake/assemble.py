@@ -112,8 +112,8 @@ class FileAssembler:
     def __init__(self, reader: BinlogReader, opts: Options, emit: Emit, sink: RowSink | None = None,
                  binlog_file: str | None = None, resume: Resume | None = None, lines: Lines | None = None) -> None:
         """lines: where records may also be written as JSON lines (binlake.lane), the stream `emit`
-        and a LineSink write theirs to, for the transactions the lane takes (a BlockSink is handed
-        their row changes as blocks)."""
+        and a LineSink write theirs to, for the transactions the lane takes (a BlockSink with
+        `emit_run` is handed their row changes as columns)."""
         self.reader = reader
         self.opts = opts
         self.emit = emit
@@ -139,12 +139,13 @@ class FileAssembler:
             self.parser.state, self.parser.opener = resume.state, resume.opener
             self.table_maps = {tm.table_id: tm for tm in resume.table_maps}
         self.lane: Lane | None = None
-        # The lane writes row changes as lines (a LineSink's) or hands them on as blocks (a BlockSink's)
-        lanes_rows = not opts.rows or isinstance(sink, LineSink | BlockSink)
+        # The lane writes row changes as lines (a LineSink's) or hands them on as columns (a
+        # BlockSink's that takes runs)
+        runs = sink.laned if opts.rows and isinstance(sink, BlockSink) and sink.emit_run else None
+        lanes_rows = not opts.rows or isinstance(sink, LineSink) or runs is not None
         if lines is not None and lanes_rows and opts.skim and resume is None and Lane.fits(reader):
-            blocks = sink.laned if opts.rows and isinstance(sink, BlockSink) else None
             self.lane = Lane(reader, lines, opts.source, self.file, opts.rows, opts.segment_rows,
-                             opts.segment_bytes, self.table_maps, self.schema, blocks)
+                             opts.segment_bytes, self.table_maps, self.schema, runs)
 
     # -- output ------------------------------------------------------------------------
 

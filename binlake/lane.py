@@ -15,8 +15,9 @@ transaction.
 
 Where the caller takes the records as lines (`binlake scan`; the Spark job's facts pass, which
 reads them back): the lane writes a transaction's row changes and its record to one stream, in the
-walk's order. For the Spark job's rows pass it hands each rows event on as the RowBlock the sink
-would have made (binlake.sinks.BlockSink), the records still as lines.
+walk's order. For the Spark job's rows pass it hands the run's row changes on as columns
+(binlake.sinks.RowRun, made into one Arrow batch by binlake.spark.schema.run_batch), the records
+still as lines.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from binlake.binlog import rows as rows_codec
 from binlake.binlog.framing import BinlogReader
 from binlake.errors import RowDecodeError
 from binlake.records import TXN_NAMESPACE
-from binlake.sinks import RowBlock, RowsAt
+from binlake.sinks import RowRun
 
 if TYPE_CHECKING:
     from binlake.schema.ddl import SchemaState
@@ -54,12 +55,12 @@ class Lane:
 
     def __init__(self, reader: BinlogReader, write: Lines, source: str, binlog_file: str, rows: bool,
                  segment_rows: int, segment_bytes: int, table_maps: dict, schema: SchemaState | None,
-                 blocks: Callable[[list[RowBlock]], None] | None = None) -> None:
-        """blocks: where the row changes go as RowBlocks (the Spark job's rows pass), not as lines."""
+                 runs: Callable[[RowRun], None] | None = None) -> None:
+        """runs: where the row changes go as columns (the Spark job's rows pass), not as lines."""
         fde = reader.fde
         self.reader = reader
         self.write = write
-        self.blocks = blocks
+        self.runs = runs
         self.file = binlog_file
         self.flavor = fde.flavor
         self.table_maps = table_maps  # the walk's, kept as it keeps them
@@ -82,22 +83,16 @@ class Lane:
         """Write the run of transactions the lane takes from `pos`: (the offset after them, how many
         transactions, events, row changes written)."""
         r = self.reader
-        got: list[tuple] | None = [] if self.blocks is not None else None
+        got: list[tuple] | None = [] if self.runs is not None else None
         lines, end, txns, events, rows = fastrows.lane(r.data, r.base, pos, r.end, self.fixed, self.maps,
                                                        self.learn, self.table_maps, _MOST, got)
         if txns:
-            if got and self.blocks is not None:
-                self.blocks([self._block(*b) for b in got if b[9]])
+            if got and self.runs is not None:
+                self.runs(RowRun(self.file, *got[0]))
             self.write(lines, txns)
             if r.pages is not None:
                 r.passed(pos, end)
         return end, txns, events, rows
-
-    def _block(self, txn_id: str, seq: int, pos: int, commit_ts: str, event_ts: str, tm, op: str,
-               rows_query: str | None, xid: int, rows: int, before, after) -> RowBlock:
-        """A block the lane made as the sink's RowBlock: its transaction's only segment's."""
-        at = RowsAt(txn_id, 1, seq, self.file, pos, commit_ts, event_ts, tm.schema, tm.table, op, rows_query, xid)
-        return RowBlock(at, rows, before, after, end_segment=True)
 
     def forget(self) -> None:
         """The schema history moved on (a DDL): table maps are named afresh."""

@@ -72,6 +72,32 @@ class RowBlock:
     end_segment: bool = False
 
 
+@dataclass(slots=True)
+class RowRun:
+    """The row changes of a run of whole transactions the lane decoded (binlake.lane), as columns:
+    per rows event its fields (`blocks`: BLOCK_FIELDS int64s each, indexing `txn_ids`, `tables` and
+    `statements`), per row its images' JSON texts as Arrow string columns' (offsets, data) and
+    whether it has each (`valid`: a byte per row, 1 before, 2 after). Each transaction is its only
+    segment's (segment 1, end_segment true)."""
+
+    binlog_file: str
+    blocks: bytes
+    txn_ids: list[str]
+    tables: list  # TableMaps
+    statements: list[str]
+    before: tuple[bytes, bytes]
+    after: tuple[bytes, bytes]
+    valid: bytes
+
+    @property
+    def rows(self) -> int:
+        return len(self.valid)
+
+
+# A RowRun's fields per rows event, in `blocks` (_rowdecode.c's B_*)
+BLOCK_FIELDS = ("seq", "event_pos", "commit_us", "event_us", "xid", "rows", "op", "txn", "table", "statement")
+
+
 class RowSink(Protocol):
     def take(self, at: RowsAt, f: Frame, tm: rows_codec.TableMap, post_header_len: int,
              numbering: Numbering) -> tuple[int, int] | None:
@@ -236,9 +262,11 @@ def _swap_heads(chunks: list[bytes], head: bytes, new: bytes) -> Iterator[bytes]
 class BlockSink(_Holding):
     """Row changes as RowBlocks, one per rows event, a segment's at once."""
 
-    def __init__(self, emit_blocks: Callable[[list[RowBlock]], None]) -> None:
+    def __init__(self, emit_blocks: Callable[[list[RowBlock]], None],
+                 emit_run: Callable[[RowRun], None] | None = None) -> None:
         super().__init__()
         self.emit_blocks = emit_blocks
+        self.emit_run = emit_run  # where the lane's runs go (binlake.lane); None: the lane is not asked
 
     def take(self, at: RowsAt, f: Frame, tm: rows_codec.TableMap, post_header_len: int,
              numbering: Numbering) -> tuple[int, int] | None:
@@ -264,11 +292,11 @@ class BlockSink(_Holding):
             self.emit_blocks(held)
         return rows
 
-    def laned(self, blocks: list[RowBlock]) -> None:
-        """Blocks of whole transactions the lane (binlake.lane) decoded, each of its transaction's
-        only segment: handed on at once (nothing of a segment is held between transactions)."""
-        if blocks:
-            self.emit_blocks(blocks)
+    def laned(self, run: RowRun) -> None:
+        """The row changes of whole transactions the lane (binlake.lane) decoded, handed on at once
+        (nothing of a segment is held between transactions)."""
+        assert self.emit_run is not None
+        self.emit_run(run)
 
     def _keep(self, block: RowBlock) -> None:
         if block.rows:

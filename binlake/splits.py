@@ -321,7 +321,8 @@ def run_split(split: Split, opts: Options, store=None, blocks: bool = False,
     """Records of one split as ("transaction" | "row_change" | "anomaly", record) and, for a piece
     of a big transaction, ("piece", PieceRecord). With `blocks`, the row changes come as
     ("row_blocks", [RowBlock, ...]) instead (a big transaction's pieces' unplaced: see
-    binlake.spark.job's rows pass). With `lines` (and no rows: the facts pass), the records of the
+    binlake.spark.job's rows pass), and those of the transactions the lane takes as ("row_run",
+    RowRun). With `lines` (and no rows: the facts pass), the records of the
     transactions the lane takes (binlake.lane) come as their JSON lines, ("transaction_lines", bytes).
 
     Row changes stream out as they are decoded; the split's bytes are memory-mapped (or
@@ -348,7 +349,8 @@ def run_split(split: Split, opts: Options, store=None, blocks: bool = False,
                                    f"{store.url}/{key}: the object holds {rng.total} bytes but its manifest "
                                    f"says {size}"))
         out: list[tuple[str, Any]] = []
-        sink = BlockSink(lambda b: out.append(("row_blocks", b))) if blocks else None
+        sink = BlockSink(lambda b: out.append(("row_blocks", b)), lambda r: out.append(("row_run", r))) \
+            if blocks else None
         reader = BinlogReader(rng.data, f"{store.url}/{key}", base=start,
                               fde=FormatDescription.from_dict(split.fde), pages=rng.pages)
         piece = None

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import mmap
 import shutil
-from dataclasses import astuple
 from pathlib import Path
 
 import pytest
@@ -62,22 +61,31 @@ def test_the_facts_pass_reads_the_lanes_records_as_the_walks(archived, split_byt
 
 
 @pytest.mark.parametrize("split_bytes", [2_000, 1 << 30])
-def test_the_rows_pass_gets_the_walks_blocks_from_the_lane(archived, split_bytes):
-    """The Spark job's rows pass (run_split with blocks): the blocks the lane hands on are, field for
-    field and byte for byte, the ones the reference walk's BlockSink makes (skim off: no lane)."""
+def test_the_rows_pass_gets_the_walks_rows_from_the_lane(archived, split_bytes):
+    """The Spark job's rows pass (run_split with blocks): the rows of the lane's runs, made into
+    Arrow batches (schema.run_batch), are row for row the ones the reference walk's blocks make
+    (skim off: no lane; schema.blocks_batch)."""
+    from binlake.spark import schema
+    from binlake.spark.job import _arrow_schema
+
     _flavor, store, _files = archived
     p = plan(store, None, *EVERYTHING, split_bytes)
+    arrow = _arrow_schema(schema.ROW_CHANGES)
 
-    def blocks(**opts) -> list[tuple]:
-        out = []
+    def rows(**opts) -> tuple[list[dict], int]:
+        out, laned = [], 0
         for split in p.splits:
             for kind, got in run_split(split, Options(**opts), blocks=True):
                 if kind == "row_blocks":
-                    out += [(astuple(b.at), b.rows, b.before, b.after, b.end_segment) for b in got]
-        return out
+                    out += schema.blocks_batch(arrow, got, split.source).to_pylist()
+                elif kind == "row_run":
+                    out += schema.run_batch(arrow, got, split.source).to_pylist()
+                    laned += got.rows
+        return out, laned
 
-    laned = blocks()
-    assert laned == blocks(skim=False) and len(laned) > 20
+    got, laned = rows()
+    want, none = rows(skim=False)
+    assert got == want and none == 0 and laned > 20
 
 
 def test_pieces_of_big_transactions_number_rows_as_one_reader(archived):

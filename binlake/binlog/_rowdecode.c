@@ -1577,19 +1577,40 @@ typedef struct {
     PyObject *learn;  /* body -> entry or None, for a body maps does not have */
     PyObject *table_maps;  /* the walk's table id -> TableMap, kept as the walk keeps it */
     out_t tail;  /* the lines' tail while a statement's rows are read: its text in it */
-    PyObject *blocks;  /* a list: the rows events as blocks (binlake.lane), not lines; else NULL */
+    /* Columns mode (the Spark job's rows pass): the run's row changes as columns, not lines. */
+    PyObject *runs;  /* a list the run is appended to (lane_columns); NULL: lines */
+    column_t before, after;  /* each row's images' JSON texts (an empty one where it has none) */
+    out_t valid;  /* per row: 1 it has a before image, 2 an after image */
+    out_t blocks;  /* per rows event, BLOCK_FIELDS int64s */
+    PyObject *txn_ids, *tables, *statements;  /* what the blocks' indexes name */
 } lane_t;
 
-/* In blocks mode, what a transaction's blocks share, made once per transaction (or statement). */
+/* A rows event's fields in columns mode, each an int64 (binlake.sinks.RowRun reads them). */
+enum { B_SEQ, B_EVENT_POS, B_COMMIT_US, B_EVENT_US, B_XID, B_ROWS, B_OP, B_TXN, B_TABLE, B_STATEMENT, BLOCK_FIELDS };
+
+/* In columns mode, where a transaction's blocks point: indexes into the run's lists. */
 typedef struct {
-    PyObject *txn_id, *commit, *xid, *statement;  /* statement: Py_None when none was logged */
+    long long txn, statement, commit_us;  /* statement: -1 when none was logged */
 } shared_t;
 
-static void shared_clear(shared_t *s) {
-    Py_CLEAR(s->txn_id);
-    Py_CLEAR(s->commit);
-    Py_CLEAR(s->xid);
-    Py_CLEAR(s->statement);
+/* Where the run's columns and lists stood before a transaction, to go back to if it is the walk's. */
+typedef struct {
+    Py_ssize_t before_offsets, before_data, after_offsets, after_data, valid, blocks, txn_ids, tables, statements;
+} run_mark_t;
+
+static void run_marked(const lane_t *L, run_mark_t *m) {
+    *m = (run_mark_t){L->before.offsets.len, L->before.data.len, L->after.offsets.len, L->after.data.len,
+                      L->valid.len, L->blocks.len, PyList_GET_SIZE(L->txn_ids), PyList_GET_SIZE(L->tables),
+                      PyList_GET_SIZE(L->statements)};
+}
+
+static int run_back(lane_t *L, const run_mark_t *m) {
+    L->before.offsets.len = m->before_offsets, L->before.data.len = m->before_data;
+    L->after.offsets.len = m->after_offsets, L->after.data.len = m->after_data;
+    L->valid.len = m->valid, L->blocks.len = m->blocks;
+    return PyList_SetSlice(L->txn_ids, m->txn_ids, PY_SSIZE_T_MAX, NULL) < 0 ||
+           PyList_SetSlice(L->tables, m->tables, PY_SSIZE_T_MAX, NULL) < 0 ||
+           PyList_SetSlice(L->statements, m->statements, PY_SSIZE_T_MAX, NULL) < 0 ? -1 : 0;
 }
 
 /* An entry: (compiled, TableMap, "schema.table" as UTF-8, its JSON text, `"schema":…,"table":…,`). */
@@ -1638,6 +1659,7 @@ typedef struct {
     char id[96], commit[32], original[32], first[32];
     int id_len, commit_len, original_len, first_len;  /* original_len 0: null */
     int anonymous;  /* no GTID: its id is derived (records.derived_txn_id) */
+    long long commit_us;
     gtid_body_t g;
 } facts_t;
 
@@ -1664,6 +1686,7 @@ static int txn_facts(const lane_t *L, const unsigned char *buf, long long base, 
         return 1;
     }
     long long commit_us = f->g.immediate_us ? f->g.immediate_us : (long long)u32(buf + (te->last - base)) * 1000000;
+    f->commit_us = commit_us;
     f->commit_len = gtid_ts_into(f->commit, commit_us);
     f->first_len = gtid_ts_into(f->first, (long long)u32(e) * 1000000);
     f->original_len = 0;
@@ -1676,33 +1699,37 @@ static int txn_facts(const lane_t *L, const unsigned char *buf, long long base, 
     return f->commit_len && f->first_len ? 0 : 1;
 }
 
-/* A rows event's images as a block appended to L->blocks: (txn_id, seq, event_pos, commit_ts,
- * event_ts, TableMap, op, rows_query, xid, rows, before, after), before and after an Arrow string
- * column's (offsets, data) as columns() gives them. 0, 1 fall back, -1 error. */
-static int lane_block(const lane_t *L, const shared_t *shared, cursor_t *c, const compiled_t *plan,
-                      const unsigned char *p1, const unsigned char *p2, int op, PyObject *table_map, long long seq,
-                      long long pos, const char *ts, int tsn, const char *op_name, Py_ssize_t *got) {
-    column_t c1 = {{NULL, NULL, 0, 0}, {NULL, NULL, 0, 0}}, c2 = c1;
-    PyObject *first = NULL, *second = NULL, *block = NULL;
-    int rc = images_into(&c1, &c2, c, plan->cols, plan->keys, plan->ncols, p1, p2, op, got);
-    if (!rc && (!(first = column_done(&c1)) || (op == 1 && !(second = column_done(&c2))))) rc = -1;
-    if (!rc) {
-        PyObject *before = op == 0 ? Py_None : first, *after = op == 0 ? first : op == 1 ? second : Py_None;
-        block = Py_BuildValue("(OLLOs#OsOOnOO)", shared->txn_id, seq, pos, shared->commit, ts, (Py_ssize_t)tsn,
-                              table_map, op_name, shared->statement, shared->xid, *got, before, after);
-        if (block == NULL || PyList_Append(L->blocks, block) < 0) rc = -1;
+/* A rows event's images appended to the run's columns, and its block (BLOCK_FIELDS): 0, 1 fall
+ * back, -1 error. */
+static int lane_block(lane_t *L, const shared_t *shared, cursor_t *c, const compiled_t *plan,
+                      const unsigned char *p1, const unsigned char *p2, int op, long long table, long long seq,
+                      long long pos, long long event_us, unsigned long long xid, Py_ssize_t *got) {
+    Py_ssize_t n1 = count_bits(p1, plan->ncols), n2 = op == 1 ? count_bits(p2, plan->ncols) : 0;
+    int rc = 0;
+    while (c->p < c->end && !rc) {
+        const unsigned char *row = c->p;
+        char v = op == 0 ? 2 : op == 1 ? 3 : 1;
+        if (op != 0) rc = put_image(&L->before.data, c, plan->cols, plan->keys, plan->ncols, p1, n1);
+        if (!rc) rc = column_mark(&L->before);
+        if (!rc && op != 2)
+            rc = put_image(&L->after.data, c, plan->cols, plan->keys, plan->ncols, op == 1 ? p2 : p1, op == 1 ? n2 : n1);
+        if (!rc) rc = column_mark(&L->after);
+        if (!rc) rc = put(&L->valid, &v, 1);
+        if (!rc && c->p == row) rc = 1;  /* a row of no bytes (no column in the images): not MySQL's */
+        (*got)++;
     }
-    Py_XDECREF(block);
-    Py_XDECREF(first);
-    Py_XDECREF(second);
-    columns_release(&c1, &c2);
-    return rc;
+    if (rc) return rc;
+    int64_t f[BLOCK_FIELDS] = {seq, pos, shared->commit_us, event_us, (int64_t)xid, *got, op, shared->txn, table,
+                               shared->statement};
+    return put(&L->blocks, (const char *)f, sizeof f);
 }
 
-/* Its rows event at e as lines into o (none when the call writes no rows), or in blocks mode as a
- * block; seq on from *seq. 0 done, 1 the walk must take the transaction, -1 an exception set. */
-static int lane_rows(const lane_t *L, const unsigned char *e, long long pos, const facts_t *f, PyObject *entry,
-                     line_parts_t *parts, shared_t *shared, out_t *o, long long *seq, Py_ssize_t *got) {
+/* Its rows event at e as lines into o (none when the call writes no rows), or in columns mode into
+ * the run's columns; seq on from *seq. 0 done, 1 the walk must take the transaction, -1 an
+ * exception set. */
+static int lane_rows(lane_t *L, const unsigned char *e, long long pos, const facts_t *f, PyObject *entry,
+                     long long table, unsigned long long xid, line_parts_t *parts, shared_t *shared, out_t *o,
+                     long long *seq, Py_ssize_t *got) {
     long long size = u32(e + 9), n = size - L->header_len - (L->crc ? 4 : 0);
     const unsigned char *body = e + L->header_len;
     int t = e[4], op = t - (t >= WRITE_ROWS_EVENT ? WRITE_ROWS_EVENT : WRITE_ROWS_EVENT_V1);
@@ -1722,9 +1749,8 @@ static int lane_rows(const lane_t *L, const unsigned char *e, long long pos, con
     char ts[32], mid[1024];
     int tsn = gtid_ts_into(ts, (long long)u32(e) * 1000000);
     cursor_t c = {body + p, body + n};
-    if (L->blocks) {
-        int rc = tsn ? lane_block(L, shared, &c, plan, p1, p2, op, PyTuple_GET_ITEM(entry, E_TABLE_MAP), *seq, pos,
-                                  ts, tsn, ops[op], got) : 1;
+    if (L->runs) {
+        int rc = lane_block(L, shared, &c, plan, p1, p2, op, table, *seq, pos, (long long)u32(e) * 1000000, xid, got);
         *seq += *got;
         return rc;
     }
@@ -1759,13 +1785,15 @@ static int lane_txn(lane_t *L, const Py_buffer *b, long long base, long long sta
                               "\"end_segment\":true,\"seq\":", f.id_len, f.id);
     int xid_len = snprintf(xid, sizeof xid, ",\"xid\":%llu}\n", te->xid);
     out_t *tail = &L->tail;
-    shared_t shared = {NULL, NULL, NULL, NULL};
-    Py_ssize_t blocks_mark = L->blocks ? PyList_GET_SIZE(L->blocks) : 0;
-    if (L->blocks && (!(shared.txn_id = PyUnicode_FromStringAndSize(f.id, f.id_len)) ||
-                      !(shared.commit = PyUnicode_FromStringAndSize(f.commit, f.commit_len)) ||
-                      !(shared.xid = PyLong_FromUnsignedLongLong(te->xid)))) {
-        shared_clear(&shared);
-        return -1;
+    shared_t shared = {-1, -1, f.commit_us};
+    run_mark_t run_mark;
+    if (L->runs) {
+        run_marked(L, &run_mark);
+        shared.txn = PyList_GET_SIZE(L->txn_ids);
+        PyObject *id = PyUnicode_FromStringAndSize(f.id, f.id_len);
+        int added = id != NULL && PyList_Append(L->txn_ids, id) == 0;
+        Py_XDECREF(id);
+        if (!added) return -1;
     }
     const unsigned char *said = NULL;  /* the statement whose rows are being read (ROWS_QUERY, ANNOTATE_ROWS) */
     long long said_len = 0;
@@ -1773,6 +1801,7 @@ static int lane_txn(lane_t *L, const Py_buffer *b, long long base, long long sta
 
     Py_ssize_t mark = o->len, counts[3] = {0, 0, 0}, ntables = 0, nmapped = 0;
     PyObject *tables[LANE_TABLES], *mapped[LANE_TABLES];
+    long long listed[LANE_TABLES];  /* columns mode: each map's index in the run's tables, -1 not yet */
     uint64_t ids[LANE_TABLES];
     long long seq = 0, seg_bytes = 0, pos = start;
     int rc = 0;
@@ -1792,6 +1821,7 @@ static int lane_txn(lane_t *L, const Py_buffer *b, long long base, long long sta
             if (i == LANE_TABLES) { rc = 1; break; }
             ids[i] = id;
             mapped[i] = entry;
+            listed[i] = -1;
             nmapped += i == nmapped;
             PyObject *key = PyLong_FromUnsignedLongLong(id);  /* the walk's table maps, as it keeps them */
             if (key == NULL || PyDict_SetItem(L->table_maps, key, PyTuple_GET_ITEM(entry, E_TABLE_MAP)) < 0) rc = -1;
@@ -1807,10 +1837,15 @@ static int lane_txn(lane_t *L, const Py_buffer *b, long long base, long long sta
         }
         if (t < WRITE_ROWS_EVENT_V1 || t > DELETE_ROWS_EVENT || (t > DELETE_ROWS_EVENT_V1 && t < WRITE_ROWS_EVENT))
             continue;  /* its GTID, BEGIN, XID */
-        if (!told && L->blocks) {  /* the statement as events.decode_rows_query gives it */
-            Py_CLEAR(shared.statement);
-            shared.statement = said ? PyUnicode_DecodeUTF8((const char *)said, said_len, "replace") : Py_NewRef(Py_None);
-            if (shared.statement == NULL) { rc = -1; break; }
+        if (!told && L->runs) {  /* the statement as events.decode_rows_query gives it */
+            shared.statement = -1;
+            if (said) {
+                shared.statement = PyList_GET_SIZE(L->statements);
+                PyObject *text = PyUnicode_DecodeUTF8((const char *)said, said_len, "replace");
+                int added = text != NULL && PyList_Append(L->statements, text) == 0;
+                Py_XDECREF(text);
+                if (!added) { rc = -1; break; }
+            }
             told = 1;
         }
         if (!told) {  /* `,"rows_query":…,"xid":…}` and the newline */
@@ -1828,7 +1863,11 @@ static int lane_txn(lane_t *L, const Py_buffer *b, long long base, long long sta
         Py_ssize_t i = 0, got = 0;
         while (i < nmapped && ids[i] != id) i++;
         if (i == nmapped) { rc = 1; break; }  /* mapped before the transaction, or not at all */
-        if ((rc = lane_rows(L, e, at, &f, mapped[i], &parts, &shared, o, &seq, &got))) break;
+        if (L->runs && listed[i] < 0) {
+            listed[i] = PyList_GET_SIZE(L->tables);
+            if (PyList_Append(L->tables, PyTuple_GET_ITEM(mapped[i], E_TABLE_MAP)) < 0) { rc = -1; break; }
+        }
+        if ((rc = lane_rows(L, e, at, &f, mapped[i], listed[i], te->xid, &parts, &shared, o, &seq, &got))) break;
         if (le(body + 6, 2) & STMT_END_F) said = NULL, told = 0;  /* the statement's last rows event */
         counts[t - (t >= WRITE_ROWS_EVENT ? WRITE_ROWS_EVENT : WRITE_ROWS_EVENT_V1)] += got;
         seg_bytes += size;
@@ -1837,10 +1876,9 @@ static int lane_txn(lane_t *L, const Py_buffer *b, long long base, long long sta
         if (j == LANE_TABLES) { rc = 1; break; }
         if (j == ntables) tables[ntables++] = mapped[i];
     }
-    shared_clear(&shared);
     if (rc) {
         o->len = mark;
-        if (L->blocks && PyList_SetSlice(L->blocks, blocks_mark, PyList_GET_SIZE(L->blocks), NULL) < 0) return -1;
+        if (L->runs && run_back(L, &run_mark) < 0) return -1;
         return rc;
     }
     *rows = (Py_ssize_t)seq;
@@ -1882,21 +1920,59 @@ static int lane_txn(lane_t *L, const Py_buffer *b, long long base, long long sta
     return 0;
 }
 
-/* lane(data, base, pos, stop, fixed, maps, learn, table_maps, most[, blocks]) -> (lines, pos, txns, events, rows)
+/* Columns mode: the run's columns and lists, empty. */
+static int run_start(lane_t *L) {
+    L->valid = (out_t){PyBytes_FromStringAndSize(NULL, 1 << 12), NULL, 0, 1 << 12};
+    L->blocks = (out_t){PyBytes_FromStringAndSize(NULL, 1 << 14), NULL, 0, 1 << 14};
+    L->txn_ids = PyList_New(0);
+    L->tables = PyList_New(0);
+    L->statements = PyList_New(0);
+    if (!L->valid.bytes || !L->blocks.bytes || !L->txn_ids || !L->tables || !L->statements ||
+        column_start(&L->before, 1 << 12, 1 << 16) < 0 || column_start(&L->after, 1 << 12, 1 << 16) < 0)
+        return -1;
+    L->valid.p = PyBytes_AS_STRING(L->valid.bytes);
+    L->blocks.p = PyBytes_AS_STRING(L->blocks.bytes);
+    return 0;
+}
+
+/* The run appended to L->runs: (blocks, txn_ids, tables, statements, before, after, valid), before
+ * and after an Arrow string column's (offsets, data) (binlake.sinks.RowRun). */
+static int run_done(lane_t *L) {
+    PyObject *before = column_done(&L->before), *after = before ? column_done(&L->after) : NULL, *run = NULL;
+    if (after && _PyBytes_Resize(&L->valid.bytes, L->valid.len) == 0 &&
+        _PyBytes_Resize(&L->blocks.bytes, L->blocks.len) == 0)
+        run = PyTuple_Pack(7, L->blocks.bytes, L->txn_ids, L->tables, L->statements, before, after, L->valid.bytes);
+    int rc = run != NULL && PyList_Append(L->runs, run) == 0 ? 0 : -1;
+    Py_XDECREF(run);
+    Py_XDECREF(before);
+    Py_XDECREF(after);
+    return rc;
+}
+
+static void run_release(lane_t *L) {
+    columns_release(&L->before, &L->after);
+    Py_XDECREF(L->valid.bytes);
+    Py_XDECREF(L->blocks.bytes);
+    Py_XDECREF(L->txn_ids);
+    Py_XDECREF(L->tables);
+    Py_XDECREF(L->statements);
+}
+
+/* lane(data, base, pos, stop, fixed, maps, learn, table_maps, most[, runs]) -> (lines, pos, txns, events, rows)
  * fixed: (header_len, crc, query_phl, inside, source, file, rows, seg_rows, seg_bytes, file_name,
  * namespace), a file's;
  * inside: 256 bytes, the types an ordinary transaction may hold (table maps, v1 and v2 rows);
  * source, file: JSON texts; rows: whether row changes are written (they are counted either way).
- * At most `most` transactions; pos: the offset after the last. With `blocks` (a list), each rows
- * event is appended to it as a block (lane_block) instead, and only the records are lines. */
+ * At most `most` transactions; pos: the offset after the last. With `runs` (a list), the row
+ * changes are not lines but columns, the run appended to it (run_done); only the records are lines. */
 static PyObject *lane(PyObject *self, PyObject *args) {
     PyObject *data, *fixed;
     long long base, pos, stop;
     Py_ssize_t most, inside_len;
     lane_t L;
-    L.blocks = NULL;
+    memset(&L, 0, sizeof L);
     if (!PyArg_ParseTuple(args, "OLLLO!O!OO!n|O!", &data, &base, &pos, &stop, &PyTuple_Type, &fixed, &PyDict_Type,
-                          &L.maps, &L.learn, &PyDict_Type, &L.table_maps, &most, &PyList_Type, &L.blocks))
+                          &L.maps, &L.learn, &PyDict_Type, &L.table_maps, &most, &PyList_Type, &L.runs))
         return NULL;
     if (!PyArg_ParseTuple(fixed, "npny#O!O!pLLy#y#", &L.header_len, &L.crc, &L.query_phl, &L.inside, &inside_len,
                           &PyBytes_Type, &L.source, &PyBytes_Type, &L.file, &L.rows, &L.seg_rows, &L.seg_bytes,
@@ -1915,10 +1991,10 @@ static PyObject *lane(PyObject *self, PyObject *args) {
     out_t o = {PyBytes_FromStringAndSize(NULL, 1 << 16), NULL, 0, 1 << 16};
     L.tail = (out_t){PyBytes_FromStringAndSize(NULL, 1 << 10), NULL, 0, 1 << 10};
     PyObject *result = NULL;
-    if (o.bytes == NULL || L.tail.bytes == NULL) goto done;
+    if (o.bytes == NULL || L.tail.bytes == NULL || (L.runs && run_start(&L) < 0)) goto done;
     o.p = PyBytes_AS_STRING(o.bytes);
     L.tail.p = PyBytes_AS_STRING(L.tail.bytes);
-    while (txns < most && o.len < LANE_BYTES) {
+    while (txns < most && o.len + L.before.data.len + L.after.data.len < LANE_BYTES) {
         txn_end_t te;
         long long end = transaction_end(&b, base, pos, stop, L.header_len, L.crc, L.query_phl, L.inside, LANE_EVENTS,
                                         &te);
@@ -1931,10 +2007,12 @@ static PyObject *lane(PyObject *self, PyObject *args) {
         rows += L.rows ? n : 0;
         pos = end;
     }
+    if (L.runs && L.blocks.len && run_done(&L) < 0) goto done;
     if (_PyBytes_Resize(&o.bytes, o.len) == 0) result = Py_BuildValue("(OLnnn)", o.bytes, pos, txns, events, rows);
 done:
     Py_XDECREF(o.bytes);
     Py_XDECREF(L.tail.bytes);
+    if (L.runs) run_release(&L);
     PyBuffer_Release(&b);
     return result;
 }

@@ -160,6 +160,8 @@ def _rows_task(opts: Options, fixes, states):
                     if held >= BATCH:
                         yield schema.blocks_batch(arrow, blocks, source)
                         blocks, held = [], 0
+                elif kind == "row_run":  # the lane's (binlake.lane): whole transactions, no placing
+                    yield schema.run_batch(arrow, rec, source)
                 elif kind == "row_change":
                     if not place_record(rec, place):
                         continue

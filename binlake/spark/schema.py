@@ -154,6 +154,62 @@ def blocks_batch(arrow, blocks: list, source: str):
     return pa.RecordBatch.from_arrays(cols, schema=arrow)
 
 
+_OPS = ("insert", "update", "delete")
+
+
+def run_batch(arrow, run, source: str):
+    """One Arrow batch of ROW_CHANGES from the lane's RowRun (binlake.sinks): its fields per rows
+    event repeated by numpy over their rows, the images the lane's own buffers; no Python per row
+    nor per rows event."""
+    import numpy as np
+    import pyarrow as pa
+
+    from binlake.sinks import BLOCK_FIELDS
+
+    b = np.frombuffer(run.blocks, np.int64).reshape(-1, len(BLOCK_FIELDS))
+    at = {name: b[:, i] for i, name in enumerate(BLOCK_FIELDS)}
+    counts = at["rows"]
+    n = int(counts.sum())
+    which = np.repeat(np.arange(len(b)), counts)
+    valid = np.frombuffer(run.valid, np.uint8)
+
+    def each(name: str):  # the field of each row's rows event
+        return at[name][which]
+
+    def named(values: list, index) -> pa.Array:  # values[index] per row, None where index < 0
+        return pa.array([*values, None], pa.string()).take(pa.array(np.where(index < 0, len(values), index)))
+
+    cols = {
+        "txn_id": named(run.txn_ids, each("txn")),
+        "segment_id": pa.repeat(pa.scalar(1, pa.int32()), n),
+        "end_segment": pa.repeat(pa.scalar(True), n),
+        "seq": np.arange(n, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts) + each("seq"),
+        "binlog_file": pa.repeat(pa.scalar(run.binlog_file, pa.string()), n),
+        "event_pos": each("event_pos"), "commit_ts": each("commit_us"), "event_ts": each("event_us"),
+        "schema": named([t.schema for t in run.tables], each("table")),
+        "table": named([t.table for t in run.tables], each("table")),
+        "op": named(list(_OPS), each("op")),
+        "before": _images(pa, np, run.before, valid & 1, n), "after": _images(pa, np, run.after, valid & 2, n),
+        "rows_query": named(run.statements, each("statement")),
+        "xid": each("xid"),
+        "source": pa.repeat(pa.scalar(source, pa.string()), n),
+    }
+    return pa.RecordBatch.from_arrays([_as(pa, cols[f.name], f.type) for f in arrow], schema=arrow)
+
+
+def _images(pa, np, column: tuple[bytes, bytes], present, n: int):
+    offsets, data = column
+    bitmap = np.packbits(present != 0, bitorder="little")
+    return pa.Array.from_buffers(pa.string(), n, [pa.py_buffer(bitmap.tobytes()), pa.py_buffer(offsets),
+                                                  pa.py_buffer(data)])
+
+
+def _as(pa, col, t):
+    if not isinstance(col, pa.Array):
+        col = pa.array(col, t)
+    return col if col.type == t else col.cast(t)
+
+
 def _block_column(pa, np, f, blocks: list, which, counts, starts, source: str, n: int):
     name = f.name
     if name in ("before", "after"):
