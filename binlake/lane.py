@@ -8,10 +8,10 @@ transaction's row changes then its record, byte for byte the lines the walk writ
 (tests/test_lane.py). Python is called once per run, and once per table map not seen before
 (`learn`). Their statements (ROWS_QUERY, MariaDB's ANNOTATE_ROWS) are carried as the walk carries
 them, and a transaction without GTID (an ANONYMOUS_GTID: a server at its shipped gtid_mode) gets
-the id records.derived_txn_id gives it. Anything else — another kind of transaction, a table the
-compiled decoder leaves to the reference path, a statement that is not UTF-8, a tagged GTID, a
-length that disagrees, a segment that fills, damage — stops the run, and the walk takes that
-transaction.
+the id records.derived_txn_id gives it (a statement that is not UTF-8 is written as
+bytes.decode("utf-8", "replace") gives it). Anything else — another kind of transaction, a table
+the compiled decoder leaves to the reference path, a tagged GTID, a length that disagrees, a
+segment that fills, damage — stops the run, and the walk takes that transaction.
 
 Where the caller takes the records as lines (`binlake scan`; the Spark job's facts pass, which
 reads them back): the lane writes a transaction's row changes and its record to one stream, in the

@@ -10,6 +10,9 @@ them go (`drop`). When is decided by the numbering (binlake.segments). Three for
   straight from the row images, byte for byte what the records give (tests/test_json_lines.py);
 - BlockSink: RowBlocks, a rows event's row changes as columns, for the Spark job's Arrow
   batches (binlake.spark.schema.blocks_batch).
+
+The transactions the lane takes (binlake.lane) reach no sink one by one: their lines are written
+by the lane itself, or their row changes come as one RowRun per run (BlockSink.laned).
 """
 
 from __future__ import annotations
