@@ -1259,6 +1259,101 @@ static int to_json(out_t *o, const value_t *v) {
     return 1;
 }
 
+/* ---- Values counted, not written ---------------------------------------------------------------
+ * The lane without rows (a scan without --rows, the Spark job's facts pass) only counts a
+ * transaction's row changes, but must take it only where the walk, which decodes every value,
+ * would: check_value refuses exactly what to_json refuses, and writes nothing. */
+
+/* Whether s[0..n) is UTF-8 as Python's strict decoder takes it. */
+static int utf8_valid(const unsigned char *s, Py_ssize_t n) {
+    Py_ssize_t i = 0;
+    while (i < n) {
+        uint64_t w;
+        if (i + 8 <= n && (memcpy(&w, s + i, 8), !(w & 0x8080808080808080ULL))) { i += 8; continue; }
+        if (s[i] < 0x80) { i++; continue; }
+        int k = utf8_len(s + i, n - i);
+        if (!k) return 0;
+        i += k;
+    }
+    return 1;
+}
+
+/* put_pystr's refusal: a str with no UTF-8 (lone surrogates). */
+static int pystr_refused(PyObject *str) {
+    if (PyUnicode_AsUTF8AndSize(str, NULL)) return 0;
+    PyErr_Clear();
+    return 1;
+}
+
+static int check_value(const value_t *v);
+
+/* json_put's refusals. */
+static int check_json(const value_t *v) {
+    int object = v->i <= J_LARGE_OBJECT;
+    const unsigned char *prev = NULL;
+    Py_ssize_t prevlen = 0;
+    for (Py_ssize_t i = 0; i < (Py_ssize_t)v->u; i++) {
+        value_t child;
+        const unsigned char *key = NULL;
+        Py_ssize_t klen = 0;
+        if (json_entry(v, i, &key, &klen, &child)) return 1;
+        if (object) {
+            if (!json_key_after(prev, prevlen, key, klen) || !utf8_valid(key, klen)) return 1;
+            prev = key;
+            prevlen = klen;
+        }
+        TRY(check_value(&child));
+    }
+    return 0;
+}
+
+/* to_json's answer for v, 0 or 1 fall back, without the writing. */
+static int check_value(const value_t *v) {
+    switch (v->type) {
+    case V_INT: case V_UINT: case V_DOUBLE: case V_TEXT: case V_GUESS: case V_BYTES: case V_NULL: case V_BOOL:
+    case V_OPAQUE: case V_FLOATS:
+        return 0;
+    case V_UTF8: return !utf8_valid(v->s, v->n);
+    case V_CODEC: {
+        PyObject *str = PyUnicode_Decode((const char *)v->s, v->n, v->codec, "strict");
+        if (!str) { PyErr_Clear(); return 1; }
+        int rc = pystr_refused(str);
+        Py_DECREF(str);
+        return rc;
+    }
+    case V_PYSTR: return pystr_refused(v->obj);
+    case V_SET:
+        for (Py_ssize_t i = 0; v->obj != Py_None && i < PyList_GET_SIZE(v->obj) && i < 64; i++)
+            if (((v->u >> i) & 1) && pystr_refused(PyList_GET_ITEM(v->obj, i))) return 1;
+        return 0;
+    case V_JSON: return check_json(v);
+    case V_GEOM: {
+        text_t t = {NULL, 0, 0};
+        int rc = geometry_text(&t, v->s, v->n);
+        PyMem_Free(t.p);
+        return rc;
+    }
+    }
+    return 1;
+}
+
+/* put_image's answer for the image at c, the cursor moved past it as put_image moves it. */
+static int check_image(cursor_t *c, const col_t *cols, Py_ssize_t ncols, const unsigned char *present,
+                       Py_ssize_t npresent) {
+    Py_ssize_t nb = (npresent + 7) / 8;
+    if (c->end - c->p < nb) return 1;
+    const unsigned char *nulls = c->p;
+    c->p += nb;
+    Py_ssize_t k = 0;
+    for (Py_ssize_t i = 0; i < ncols; i++) {
+        value_t v;
+        if (!bit(present, i) || bit(nulls, k++)) continue;
+        if (scan_value(c, &cols[i], &v)) return 1;
+        TRY(check_value(&v));
+    }
+    return 0;
+}
+
 /* One value as JSON: 0, 1 fall back, -1 error. */
 static int put_value(out_t *o, cursor_t *c, const col_t *col) {
     value_t v;
@@ -1724,7 +1819,23 @@ static int lane_block(lane_t *L, const shared_t *shared, cursor_t *c, const comp
     return put(&L->blocks, (const char *)f, sizeof f);
 }
 
-/* Its rows event at e as lines into o (none when the call writes no rows), or in columns mode into
+/* A rows event's row changes counted into *got, each image checked as it would be written: 0, 1
+ * fall back, -1 error. */
+static int rows_counted(cursor_t *c, const compiled_t *plan, const unsigned char *p1, const unsigned char *p2, int op,
+                        Py_ssize_t *got) {
+    Py_ssize_t n1 = count_bits(p1, plan->ncols), n2 = op == 1 ? count_bits(p2, plan->ncols) : 0;
+    int rc = 0;
+    while (c->p < c->end && !rc) {
+        const unsigned char *row = c->p;
+        rc = check_image(c, plan->cols, plan->ncols, p1, n1);
+        if (!rc && op == 1) rc = check_image(c, plan->cols, plan->ncols, p2, n2);
+        if (!rc && c->p == row) rc = 1;  /* a row of no bytes (no column in the images): not MySQL's */
+        (*got)++;
+    }
+    return rc;
+}
+
+/* Its rows event at e as lines into o (only counted when the call writes no rows), or in columns mode into
  * the run's columns; seq on from *seq. 0 done, 1 the walk must take the transaction, -1 an
  * exception set. */
 static int lane_rows(lane_t *L, const unsigned char *e, long long pos, const facts_t *f, PyObject *entry,
@@ -1745,15 +1856,17 @@ static int lane_rows(lane_t *L, const unsigned char *e, long long pos, const fac
     const unsigned char *p1 = body + p, *p2 = op == 1 ? body + p + nb : p1;
     p += op == 1 ? 2 * nb : nb;
     if (p > n) return 1;
-    static const char *ops[3] = {"insert", "update", "delete"};
-    char ts[32], mid[1024];
-    int tsn = gtid_ts_into(ts, (long long)u32(e) * 1000000);
     cursor_t c = {body + p, body + n};
-    if (L->runs) {
-        int rc = lane_block(L, shared, &c, plan, p1, p2, op, table, *seq, pos, (long long)u32(e) * 1000000, xid, got);
+    int rc = 0;
+    if (L->runs) rc = lane_block(L, shared, &c, plan, p1, p2, op, table, *seq, pos, (long long)u32(e) * 1000000, xid, got);
+    else if (!L->rows) rc = rows_counted(&c, plan, p1, p2, op, got);
+    if (L->runs || !L->rows) {
         *seq += *got;
         return rc;
     }
+    static const char *ops[3] = {"insert", "update", "delete"};
+    char ts[32], mid[1024];
+    int tsn = gtid_ts_into(ts, (long long)u32(e) * 1000000);
     /* mid: `,"binlog_file":…,"event_pos":…,"commit_ts":"…","event_ts":"…","schema":…,"table":…,"op":"…","before":` */
     PyObject *members = PyTuple_GET_ITEM(entry, E_MEMBERS);
     if (!tsn || PyBytes_GET_SIZE(L->file) + PyBytes_GET_SIZE(members) > 800) return 1;
@@ -1764,9 +1877,7 @@ static int lane_rows(lane_t *L, const unsigned char *e, long long pos, const fac
     mn += snprintf(mid + mn, sizeof mid - mn, "\"op\":\"%s\",\"before\":", ops[op]);
     parts->mid = mid;
     parts->mid_len = mn;
-    Py_ssize_t mark = o->len;
-    int rc = lines_into(o, &c, plan->cols, plan->keys, plan->ncols, p1, p2, op, parts, *seq, got);
-    if (!L->rows) o->len = mark;
+    rc = lines_into(o, &c, plan->cols, plan->keys, plan->ncols, p1, p2, op, parts, *seq, got);
     *seq += *got;
     parts->mid = NULL;
     return rc;
