@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING
 
 import orjson
 
-from binlake import pure_python
 from binlake.binlog import constants as c
 from binlake.binlog import fastrows
 from binlake.binlog import rows as rows_codec
@@ -74,10 +73,11 @@ class Lane:
 
     @staticmethod
     def fits(reader: BinlogReader) -> bool:
-        """Whether the lane reads this file's format: today's headers and table maps."""
+        """Whether the lane reads this file's format: the compiled walk's (BinlogReader.compiled_walk),
+        of version 4 with today's headers and table maps."""
         fde = reader.fde
-        return (fastrows.lane_built() and not pure_python() and fde.binlog_version == 4 and fde.type_map is None
-                and fde.header_len == 19 and fde.post_header_len(c.TABLE_MAP_EVENT) == 8)
+        return (fastrows.lane_built() and reader.compiled_walk and fde.binlog_version == 4 and fde.header_len == 19
+                and fde.post_header_len(c.TABLE_MAP_EVENT) == 8)
 
     def run(self, pos: int) -> tuple[int, int, int, int]:
         """Write the run of transactions the lane takes from `pos`: (the offset after them, how many

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "_varlen.h"
+
 /* What a GTID (33) or ANONYMOUS_GTID (34) event's body says, as events.decode_mysql_gtid reads it. */
 typedef struct {
     unsigned char sid[16];
@@ -21,45 +23,28 @@ typedef struct {
     uint64_t length;
 } gtid_body_t;
 
-static inline uint64_t gtid_le(const unsigned char *p, int n) {
-    uint64_t v = 0;
-    for (int i = n - 1; i >= 0; i--) v = v << 8 | p[i];
-    return v;
-}
-
-/* A packed integer (net_field_length, as varlen.read_packed reads it) at b[*p] into v, *p moved past
- * it: 1, or 0 where the reference reads none (past n, the prefixes it rejects). */
-static int packed_int(const unsigned char *b, long long n, long long *p, uint64_t *v) {
-    if (*p >= n) return 0;
-    unsigned first = b[*p];
-    int width = first < 251 ? 0 : first == 0xFC ? 2 : first == 0xFD ? 3 : first == 0xFE ? 8 : -1;
-    if (width < 0 || *p + 1 + width > n) return 0;
-    *v = width ? gtid_le(b + *p + 1, width) : first;
-    *p += 1 + width;
-    return 1;
-}
 
 /* 1 read, 0 where the body reads oddly (too short, a packed length the reference rejects). */
 static int gtid_read(const unsigned char *b, long long n, gtid_body_t *g) {
     if (n < 25) return 0;
     memset(g, 0, sizeof *g);
     memcpy(g->sid, b + 1, 16);
-    g->gno = (long long)gtid_le(b + 17, 8);
+    g->gno = (long long)le(b + 17, 8);
     long long p = 25;
     if (n >= p + 17 && b[p] == 2) {  /* LOGICAL_TIMESTAMP_TYPECODE */
         g->logical = 1;
-        g->last_committed = (long long)gtid_le(b + p + 1, 8);
-        g->sequence_number = (long long)gtid_le(b + p + 9, 8);
+        g->last_committed = (long long)le(b + p + 1, 8);
+        g->sequence_number = (long long)le(b + p + 9, 8);
         p += 17;
     }
     if (n < p + 7) return 1;
-    uint64_t ts = gtid_le(b + p, 7);
+    uint64_t ts = le(b + p, 7);
     p += 7;
     g->stamped = 1;
     if (ts & (1ULL << 55)) {  /* the original commit timestamp follows */
         ts &= (1ULL << 55) - 1;
         if (n < p + 7) return 0;
-        g->original_us = (long long)gtid_le(b + p, 7);
+        g->original_us = (long long)le(b + p, 7);
         p += 7;
     } else {
         g->original_us = (long long)ts;

@@ -48,12 +48,6 @@ typedef struct {
     const unsigned char *p, *end;
 } cursor_t;
 
-static uint64_t le(const unsigned char *p, int n) {
-    uint64_t v = 0;
-    for (int i = n - 1; i >= 0; i--) v = (v << 8) | p[i];
-    return v;
-}
-
 static uint64_t be(const unsigned char *p, int n) {
     uint64_t v = 0;
     for (int i = 0; i < n; i++) v = (v << 8) | p[i];

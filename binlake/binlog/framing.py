@@ -326,6 +326,14 @@ class BinlogReader:
         type_map = self.fde.type_map
         return type_map[t] if type_map is not None and t < len(type_map) else t
 
+    @property
+    def compiled_walk(self) -> bool:
+        """Whether the compiled walk (_frames.c, and the lane over it) reads this file's format:
+        today's event headers (not binlog v1's, nor the type ids of 5.1/5.2's a_drop trees), and
+        it is built and not turned off (BINLAKE_PURE_PYTHON)."""
+        fde = self.fde
+        return _frames is not None and fde.binlog_version != 1 and fde.type_map is None and not pure_python()
+
     def skim(self, pos: int, inside: bytes, most: int = 256, most_events: int = 4096
              ) -> tuple[list[tuple[list[Frame], int]], int]:
         """The ordinary transactions from file offset `pos` on, each as its frames and its xid, and
@@ -337,7 +345,7 @@ class BinlogReader:
         Cut by the compiled walk (_frames.c) alone: where it is off, or the file's format is one it
         does not read, none."""
         fde = self.fde
-        if _frames is None or fde.binlog_version == 1 or fde.type_map is not None or pure_python():
+        if not self.compiled_walk:
             return [], pos
         txns, end = _frames.skim(Frame, self.data, self.base, pos, self.end, fde.header_len, fde.has_checksum,
                                  fde.post_header_len(c.QUERY_EVENT), inside, most, most_events)
@@ -368,8 +376,7 @@ class BinlogReader:
         released = pos
         next_release = pos + RELEASE_BYTES if self.pages is not None else stop
         # Runs of ordinary events are cut by the compiled walk (_frames.c), each other event here.
-        fast = _frames if _frames is not None and not v1 and fde.type_map is None and only is None \
-            and not pure_python() else None
+        fast = _frames if self.compiled_walk and only is None else None
         run = _FIRST_RUN
         try:
             while pos < stop:
