@@ -122,11 +122,12 @@ def ordinary_count(data: bytes, gtids: set[int], inside: set[int], maria_not: in
     flag of `maria_not`: it is its own BEGIN), only events of `inside`, then an XID."""
     n = 0
     at = headers(data)
+    crc = _checksummed(data, at[0])
     for k, (pos, t, _size) in enumerate(at):
         j = k + 1
         if t == MARIA_GTID and not data[pos + 19 + 12] & maria_not:
             pass
-        elif t in gtids and j < len(at) and at[j][1] == QUERY and _query_text(data, at[j]) == b"BEGIN":
+        elif t in gtids and j < len(at) and at[j][1] == QUERY and _query_text(data, at[j], crc) == b"BEGIN":
             j += 1
         else:
             continue
@@ -136,10 +137,18 @@ def ordinary_count(data: bytes, gtids: set[int], inside: set[int], maria_not: in
     return n
 
 
-def _query_text(data: bytes, header: tuple[int, int, int]) -> bytes:
-    """A QUERY event's statement (CRC32 after it, status variables and schema name before it)."""
+def _checksummed(data: bytes, fde: tuple[int, int, int]) -> bool:
+    """Whether the file's events end with a CRC32: its FORMAT_DESCRIPTION's checksum algorithm,
+    the byte before the event's own last four (MySQL 5.6.1+), is 1."""
+    pos, _, size = fde
+    return data[pos + size - 5] == 1
+
+
+def _query_text(data: bytes, header: tuple[int, int, int], crc: bool) -> bytes:
+    """A QUERY event's statement (a CRC32 after it where the file has them, status variables and
+    schema name before it)."""
     pos, _, size = header
-    body = data[pos + 19:pos + size - 4]
+    body = data[pos + 19:pos + size - (4 if crc else 0)]
     return body[13 + int.from_bytes(body[11:13], "little") + body[8] + 1:]
 
 
