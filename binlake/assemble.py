@@ -30,7 +30,7 @@ from binlake.binlog.payload import inner_frames
 from binlake.boundary import ORDINARY_INSIDE, Boundary, BoundaryParser, Kind, Opener, event_kind
 from binlake.describe import Event, describe, opening
 from binlake.errors import BinlogError, FatalBinlogError, RowDecodeError
-from binlake.lane import Lane, Lines
+from binlake.lane import Lane, Lines, RecordRun
 from binlake.records import Facts, Txn, open_txn, transaction_record, ts_from_seconds
 from binlake.records import anomaly as make_anomaly
 from binlake.segments import Segmenter
@@ -110,10 +110,12 @@ class FileAssembler:
     """Runs the boundary parser over one file and emits its records."""
 
     def __init__(self, reader: BinlogReader, opts: Options, emit: Emit, sink: RowSink | None = None,
-                 binlog_file: str | None = None, resume: Resume | None = None, lines: Lines | None = None) -> None:
+                 binlog_file: str | None = None, resume: Resume | None = None, lines: Lines | None = None,
+                 records: Callable[[RecordRun], None] | None = None) -> None:
         """lines: where records may also be written as JSON lines (binlake.lane), the stream `emit`
         and a LineSink write theirs to, for the transactions the lane takes (a BlockSink with
-        `emit_run` is handed their row changes as columns)."""
+        `emit_run` is handed their row changes as columns); records: where the lane's transactions'
+        records go as columns instead (binlake.lane.RecordRun)."""
         self.reader = reader
         self.opts = opts
         self.emit = emit
@@ -145,7 +147,7 @@ class FileAssembler:
         lanes_rows = not opts.rows or isinstance(sink, LineSink) or runs is not None
         if lines is not None and lanes_rows and opts.skim and resume is None and Lane.fits(reader):
             self.lane = Lane(reader, lines, opts.source, self.file, opts.rows, opts.segment_rows,
-                             opts.segment_bytes, self.table_maps, self.schema, runs)
+                             opts.segment_bytes, self.table_maps, self.schema, runs, records)
 
     # -- output ------------------------------------------------------------------------
 

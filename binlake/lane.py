@@ -13,17 +13,18 @@ bytes.decode("utf-8", "replace") gives it). Anything else — another kind of tr
 the compiled decoder leaves to the reference path, a tagged GTID, a length that disagrees, a
 segment that fills, damage — stops the run, and the walk takes that transaction.
 
-Where the caller takes the records as lines (`binlake scan`; the Spark job's facts pass, which
-reads them back): the lane writes a transaction's row changes and its record to one stream, in the
-walk's order. For the Spark job's rows pass it hands the run's row changes on as columns
-(binlake.sinks.RowRun, made into one Arrow batch by binlake.spark.schema.run_batch), the records
-still as lines.
+Where the caller takes the records as lines (`binlake scan`): the lane writes a transaction's
+row changes and its record to one stream, in the walk's order. For the Spark job it hands columns
+on instead, each made into one Arrow batch: the facts pass gets the run's records (RecordRun,
+binlake.spark.schema.records_run_batch), the rows pass its row changes (binlake.sinks.RowRun,
+binlake.spark.schema.run_batch), the records then still as lines.
 """
 
 from __future__ import annotations
 
 import struct
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import orjson
@@ -42,6 +43,37 @@ if TYPE_CHECKING:
 # (JSON lines, how many transactions they hold): every one a committed dml transaction.
 Lines = Callable[[bytes, int], None]
 
+# A RecordRun's fields per transaction, in `fields` (_rowdecode.c's R_*)
+RECORD_FIELDS = ("start_pos", "end_pos", "transaction_length", "server_id", "xid", "commit_us", "original_us",
+                 "first_us", "last_committed", "sequence_number", "event_count", "row_count", "rows_inserted",
+                 "rows_updated", "rows_deleted", "tables", "nulls")
+# R_NULLS's bits: the fields that are null
+NULL_GTID, NULL_LENGTH, NULL_ORIGINAL, NULL_LOGICAL = 1, 2, 4, 8
+
+
+@dataclass
+class RecordRun:
+    """The records of a run of transactions the lane took, as columns: per transaction its
+    RECORD_FIELDS (`fields`, int64s) and its id (`ids`, an Arrow string column's (offsets, data)),
+    and its tables in its record's order (`named`: int32 indexes into `tables`, `fields`' "tables"
+    of them per transaction). Every one a committed dml transaction of one file, whole (one
+    segment), of no statement: what the lines would say of it."""
+
+    binlog_file: str
+    fields: bytes
+    ids: tuple[bytes, bytes]
+    named: bytes
+    tables: list  # TableMaps
+
+    @property
+    def transactions(self) -> int:
+        return len(self.fields) // (8 * len(RECORD_FIELDS))
+
+    def last(self) -> tuple[int, int]:
+        """The last transaction's start_pos and commit time (microseconds since the epoch)."""
+        row = memoryview(self.fields).cast("q")[-len(RECORD_FIELDS):]
+        return row[RECORD_FIELDS.index("start_pos")], row[RECORD_FIELDS.index("commit_us")]
+
 _ROWS = {c.WRITE_ROWS_EVENT_V1: 8, c.UPDATE_ROWS_EVENT_V1: 8, c.DELETE_ROWS_EVENT_V1: 8,
          c.WRITE_ROWS_EVENT: 10, c.UPDATE_ROWS_EVENT: 10, c.DELETE_ROWS_EVENT: 10}  # type -> post-header
 _STATEMENTS = {c.TABLE_MAP_EVENT, c.ROWS_QUERY_LOG_EVENT, c.ANNOTATE_ROWS_EVENT}
@@ -54,12 +86,15 @@ class Lane:
 
     def __init__(self, reader: BinlogReader, write: Lines, source: str, binlog_file: str, rows: bool,
                  segment_rows: int, segment_bytes: int, table_maps: dict, schema: SchemaState | None,
-                 runs: Callable[[RowRun], None] | None = None) -> None:
-        """runs: where the row changes go as columns (the Spark job's rows pass), not as lines."""
+                 runs: Callable[[RowRun], None] | None = None,
+                 records: Callable[[RecordRun], None] | None = None) -> None:
+        """runs: where the row changes go as columns (the Spark job's rows pass), not as lines;
+        records: where the transactions' records go as columns (its facts pass), not as lines."""
         fde = reader.fde
         self.reader = reader
         self.write = write
         self.runs = runs
+        self.records = records
         self.file = binlog_file
         self.flavor = fde.flavor
         self.table_maps = table_maps  # the walk's, kept as it keeps them
@@ -84,12 +119,16 @@ class Lane:
         transactions, events, row changes written)."""
         r = self.reader
         got: list[tuple] | None = [] if self.runs is not None else None
+        said: list[tuple] | None = [] if self.records is not None else None
         lines, end, txns, events, rows = fastrows.lane(r.data, r.base, pos, r.end, self.fixed, self.maps,
-                                                       self.learn, self.table_maps, _MOST, got)
+                                                       self.learn, self.table_maps, _MOST, got, said)
         if txns:
             if got and self.runs is not None:
                 self.runs(RowRun(self.file, *got[0]))
-            self.write(lines, txns)
+            if said and self.records is not None:
+                self.records(RecordRun(self.file, *said[0]))
+            if lines:
+                self.write(lines, txns)
             if r.pages is not None:
                 r.passed(pos, end)
         return end, txns, events, rows

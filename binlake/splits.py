@@ -42,8 +42,9 @@ from binlake.archive.stores import MissingObject, open_store
 from binlake.assemble import FileAssembler, Options
 from binlake.binlog.framing import BinlogReader, FormatDescription
 from binlake.errors import BinlakeError
+from binlake.lane import RecordRun
 from binlake.pieces import Finished, Piece, PieceRecord, Survey, finish, place_record, survey
-from binlake.records import anomaly
+from binlake.records import anomaly, ts_from_micros
 from binlake.sinks import BlockSink
 
 log = logging.getLogger(__name__)
@@ -317,13 +318,13 @@ def run_survey(split: Split, store=None) -> Survey | None:
 
 
 def run_split(split: Split, opts: Options, store=None, blocks: bool = False,
-              lines: bool = False) -> Iterator[tuple[str, Any]]:
+              columns: bool = False) -> Iterator[tuple[str, Any]]:
     """Records of one split as ("transaction" | "row_change" | "anomaly", record) and, for a piece
     of a big transaction, ("piece", PieceRecord). With `blocks`, the row changes come as
     ("row_blocks", [RowBlock, ...]) instead (a big transaction's pieces' unplaced: see
     binlake.spark.job's rows pass), and those of the transactions the lane takes as ("row_run",
-    RowRun). With `lines` (and no rows: the facts pass), the records of the
-    transactions the lane takes (binlake.lane) come as their JSON lines, ("transaction_lines", bytes).
+    RowRun). With `columns`, the records of the transactions the lane takes (binlake.lane) come
+    as columns, ("transaction_run", RecordRun).
 
     Row changes stream out as they are decoded; the split's bytes are memory-mapped (or
     spooled to a temporary file from S3), never read into memory whole. Anomalies carry
@@ -359,19 +360,19 @@ def run_split(split: Split, opts: Options, store=None, blocks: bool = False,
             asm = piece.asm
         else:
             # The lane (binlake.lane) writes the records of the transactions it takes as JSON
-            # lines, each read back as the walk's own (or handed on as they are), and hands their
+            # lines, each read back as the walk's own, or hands them on as columns; and hands their
             # rows to the BlockSink.
             def laned(text: bytes, _txns: int) -> None:
-                if not lines:
-                    out.extend(("transaction", orjson.loads(line)) for line in text.splitlines())
-                    return
-                out.append(("transaction_lines", text))
+                out.extend(("transaction", orjson.loads(line)) for line in text.splitlines())
+
+            def records(run: RecordRun) -> None:
+                out.append(("transaction_run", run))
                 # an anomaly is dated by the last transaction before it, never inside a run: its last
-                last = orjson.loads(text.rsplit(b"\n", 2)[-2])
-                starts.append((last["start_pos"], last["commit_ts"]))
+                start_pos, commit_us = run.last()
+                starts.append((start_pos, ts_from_micros(commit_us)))
 
             asm = FileAssembler(reader, opts, lambda k, r: out.append((k, r)), sink, binlog_file=name,
-                                lines=laned if not opts.rows or blocks else None)
+                                lines=laned if not opts.rows or blocks else None, records=records if columns else None)
         for _ in itertools.chain(asm.steps(), [None]):  # the last records come after the last step
             for kind, rec in out:
                 if kind == "anomaly":

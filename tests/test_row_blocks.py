@@ -7,13 +7,15 @@ Every file the tests know is read both ways, with the default segments and with 
 
 from __future__ import annotations
 
-import orjson
 import pytest
 
+from binlake.assemble import FileAssembler, Options
 from binlake.binlog import _rowdecode, fastrows
+from binlake.binlog.framing import BinlogReader
+from binlake.lane import RecordRun
 from binlake.spark import schema
 from binlake.spark.job import BATCH, _arrow_schema
-from tests.support.scanning import PUBLIC, assert_same_items, blocks_path, records_list, scan_lines
+from tests.support.scanning import PUBLIC, assert_same_items, blocks_path, lines_records, records_list, scan_lines
 from tests.test_json_lines import SMALL
 from tests.test_public_fixtures import READABLE
 from tests.test_rowdecode import FILES
@@ -109,14 +111,31 @@ def test_columns_of_a_rows_event():
 STAGED = _arrow_schema(schema.STAGED)
 
 
-@pytest.mark.parametrize("name", sorted(FILES))
-def test_the_lanes_transaction_lines_make_the_records_batches(name):
-    """The facts pass hands the lane's transaction lines (binlake.lane) to Arrow's JSON reader
-    (schema.lines_batch): the batch holds what the records path (arrow_record, arrow_batch) makes of
-    the same transactions, value for value, timestamps and lists included."""
-    lines, summary = scan_lines(FILES[name], rows=False)
-    txns = b"".join(line for line in lines.splitlines(keepends=True) if line.startswith(b'{"record":"transaction"'))
-    recs = [schema.arrow_record("transaction", orjson.loads(line), "src")["transaction"] for line in txns.splitlines()]
-    got = schema.lines_batch(STAGED, "transaction", txns).to_pylist()
-    assert summary.laned > 0 and len(got) == len(recs) > 10
-    assert_same_items(got, schema.arrow_batch(STAGED, "transaction", recs).to_pylist(), "transaction")
+# Beside the recordings (GTIDs; MariaDB's without logical clocks nor lengths): public files of
+# anonymous transactions, with and without checksums.
+RECORD_FILES = {**FILES, "anonymous": [PUBLIC / "blackbeam__rust_mysql_common/json.binlog.000001",
+                                       PUBLIC / "shyiko__mysql-binlog-connector-java/mysql-bin.checksum-none"]}
+
+
+@pytest.mark.parametrize("name", sorted(RECORD_FILES))
+def test_the_lanes_record_columns_make_the_records_batches(name):
+    """The facts pass takes the lane's transaction records as columns (binlake.lane.RecordRun,
+    schema.records_run_batch): the batch holds what the records path (arrow_record, arrow_batch)
+    makes of the same transactions as the lane writes them in lines, value for value, nulls,
+    timestamps and lists included."""
+    paths = RECORD_FILES[name]
+    lines, summary = scan_lines(paths, rows=False, source="src")
+    recs = [schema.arrow_record("transaction", r, "src")["transaction"] for r in lines_records(lines)["transaction"]]
+    runs: list[RecordRun] = []
+    for path in paths:
+        with BinlogReader.open(path) as r:
+            FileAssembler(r, Options(rows=False, source="src"), lambda k, rec: None, None,
+                          lines=lambda text, n: None, records=runs.append).run()
+    got = [row["transaction"] for run in runs for row in schema.records_run_batch(STAGED, run, "src").to_pylist()]
+    assert sum(run.transactions for run in runs) == summary.laned == len(got) > 10
+    taken = {(r["binlog_file"], r["start_pos"]) for r in got}
+    want = [r for r in recs if (r["binlog_file"], r["start_pos"]) in taken]
+    assert_same_items(got, [row["transaction"] for row in schema.arrow_batch(STAGED, "transaction", want).to_pylist()],
+                      "transaction")
+    if name == "anonymous":
+        assert all(r["gtid"] is None for r in got)

@@ -1672,7 +1672,19 @@ typedef struct {
     out_t valid;  /* per row: 1 it has a before image, 2 an after image */
     out_t blocks;  /* per rows event, BLOCK_FIELDS int64s */
     PyObject *txn_ids, *tables, *statements;  /* what the blocks' indexes name */
+    /* Records as columns (the Spark job's facts pass), not lines. */
+    PyObject *records;  /* a list the run's records are appended to (records_done); NULL: lines */
+    out_t fields;  /* per transaction, RECORD_FIELDS int64s */
+    column_t ids;  /* each transaction's txn_id */
+    out_t named;  /* each transaction's tables in its record's order: int32 indexes into record_tables */
+    PyObject *record_tables, *table_index;  /* the run's TableMaps named; entry's address -> index */
 } lane_t;
+
+/* A transaction's record in columns mode, each an int64 (binlake.lane.RecordRun reads them);
+ * R_NULLS: which are null (1 gtid: anonymous, 2 transaction_length, 4 original_commit_ts,
+ * 8 last_committed and sequence_number). */
+enum { R_START, R_END, R_LENGTH, R_SERVER_ID, R_XID, R_COMMIT_US, R_ORIGINAL_US, R_FIRST_US, R_LAST_COMMITTED,
+       R_SEQUENCE_NUMBER, R_EVENTS, R_ROWS, R_INSERTED, R_UPDATED, R_DELETED, R_TABLES, R_NULLS, RECORD_FIELDS };
 
 /* A rows event's fields in columns mode, each an int64 (binlake.sinks.RowRun reads them). */
 enum { B_SEQ, B_EVENT_POS, B_COMMIT_US, B_EVENT_US, B_XID, B_ROWS, B_OP, B_TXN, B_TABLE, B_STATEMENT, BLOCK_FIELDS };
@@ -1748,7 +1760,7 @@ typedef struct {
     char id[96], commit[32], original[32], first[32];
     int id_len, commit_len, original_len, first_len;  /* original_len 0: null */
     int anonymous;  /* no GTID: its id is derived (records.derived_txn_id) */
-    long long commit_us;
+    long long commit_us, first_us;
     gtid_body_t g;
 } facts_t;
 
@@ -1777,7 +1789,8 @@ static int txn_facts(const lane_t *L, const unsigned char *buf, long long base, 
     long long commit_us = f->g.immediate_us ? f->g.immediate_us : (long long)u32(buf + (te->last - base)) * 1000000;
     f->commit_us = commit_us;
     f->commit_len = gtid_ts_into(f->commit, commit_us);
-    f->first_len = gtid_ts_into(f->first, (long long)u32(e) * 1000000);
+    f->first_us = (long long)u32(e) * 1000000;
+    f->first_len = gtid_ts_into(f->first, f->first_us);
     f->original_len = 0;
     if (f->g.original_us == f->g.immediate_us && f->g.original_us) {
         memcpy(f->original, f->commit, f->commit_len);
@@ -1875,6 +1888,37 @@ static int lane_rows(lane_t *L, const unsigned char *e, long long pos, const fac
     *seq += *got;
     parts->mid = NULL;
     return rc;
+}
+
+/* A transaction's record appended to the run's columns (the lines' record, transaction_record's
+ * fields that vary); tables: its tables' entries in the record's order. 0, or -1 an exception set. */
+static int record_columns(lane_t *L, long long server_id, long long start, long long end, const txn_end_t *te,
+                          const facts_t *f, long long rows, const Py_ssize_t counts[3], PyObject *const *tables,
+                          Py_ssize_t ntables) {
+    for (Py_ssize_t j = 0; j < ntables; j++) {
+        PyObject *key = PyLong_FromVoidPtr(tables[j]);
+        if (key == NULL) return -1;
+        PyObject *at = PyDict_GetItemWithError(L->table_index, key);
+        long i = at ? PyLong_AsLong(at) : PyList_GET_SIZE(L->record_tables);
+        int ok = !PyErr_Occurred();
+        if (ok && at == NULL) {
+            PyObject *index = PyLong_FromLong(i);
+            ok = index != NULL && PyDict_SetItem(L->table_index, key, index) == 0 &&
+                 PyList_Append(L->record_tables, PyTuple_GET_ITEM(tables[j], E_TABLE_MAP)) == 0;
+            Py_XDECREF(index);
+        }
+        Py_DECREF(key);
+        int32_t i32 = (int32_t)i;
+        if (!ok || put(&L->named, (const char *)&i32, 4) < 0) return -1;
+    }
+    int has_length = f->g.has_length && f->g.length;
+    int64_t r[RECORD_FIELDS] = {
+        start, end, has_length ? (int64_t)f->g.length : 0, server_id, (int64_t)te->xid, f->commit_us,
+        f->g.original_us, f->first_us, f->g.last_committed, f->g.sequence_number,
+        te->events, rows, counts[0], counts[1], counts[2], ntables,
+        (f->anonymous ? 1 : 0) | (has_length ? 0 : 2) | (f->g.original_us ? 0 : 4) | (f->g.logical ? 0 : 8)};
+    if (put(&L->ids.data, f->id, f->id_len) < 0 || column_mark(&L->ids) != 0) return -1;
+    return put(&L->fields, (const char *)r, sizeof r);
 }
 
 /* The ordinary transaction [start, end) (transaction_end's te) as lines into o: 0 done, 1 the walk
@@ -1988,6 +2032,8 @@ static int lane_txn(lane_t *L, const Py_buffer *b, long long base, long long sta
     }
     *rows = (Py_ssize_t)seq;
     qsort(tables, ntables, sizeof tables[0], by_name);
+    if (L->records)
+        return record_columns(L, u32(buf + (start - base) + 5), start, end, te, &f, seq, counts, tables, ntables);
 #define P(x) do { if ((x) < 0) return -1; } while (0)
 #define S(lit) P(put(o, lit, sizeof lit - 1))
     S("{\"record\":\"transaction\",\"txn_id\":\""); P(put(o, f.id, f.id_len));
@@ -2054,6 +2100,42 @@ static int run_done(lane_t *L) {
     return rc;
 }
 
+/* Records mode: the run's columns, empty. */
+static int records_start(lane_t *L) {
+    L->fields = (out_t){PyBytes_FromStringAndSize(NULL, 1 << 14), NULL, 0, 1 << 14};
+    L->named = (out_t){PyBytes_FromStringAndSize(NULL, 1 << 12), NULL, 0, 1 << 12};
+    L->record_tables = PyList_New(0);
+    L->table_index = PyDict_New();
+    if (!L->fields.bytes || !L->named.bytes || !L->record_tables || !L->table_index ||
+        column_start(&L->ids, 1 << 10, 1 << 15) < 0)
+        return -1;
+    L->fields.p = PyBytes_AS_STRING(L->fields.bytes);
+    L->named.p = PyBytes_AS_STRING(L->named.bytes);
+    return 0;
+}
+
+/* The run's records appended to L->records: (fields, ids, named, tables), ids an Arrow string
+ * column's (offsets, data) (binlake.lane.RecordRun). */
+static int records_done(lane_t *L) {
+    PyObject *ids = column_done(&L->ids), *run = NULL;
+    if (ids && _PyBytes_Resize(&L->fields.bytes, L->fields.len) == 0 &&
+        _PyBytes_Resize(&L->named.bytes, L->named.len) == 0)
+        run = PyTuple_Pack(4, L->fields.bytes, ids, L->named.bytes, L->record_tables);
+    int rc = run != NULL && PyList_Append(L->records, run) == 0 ? 0 : -1;
+    Py_XDECREF(run);
+    Py_XDECREF(ids);
+    return rc;
+}
+
+static void records_release(lane_t *L) {
+    Py_XDECREF(L->fields.bytes);
+    Py_XDECREF(L->named.bytes);
+    Py_XDECREF(L->ids.offsets.bytes);
+    Py_XDECREF(L->ids.data.bytes);
+    Py_XDECREF(L->record_tables);
+    Py_XDECREF(L->table_index);
+}
+
 static void run_release(lane_t *L) {
     columns_release(&L->before, &L->after);
     Py_XDECREF(L->valid.bytes);
@@ -2063,22 +2145,29 @@ static void run_release(lane_t *L) {
     Py_XDECREF(L->statements);
 }
 
-/* lane(data, base, pos, stop, fixed, maps, learn, table_maps, most[, runs]) -> (lines, pos, txns, events, rows)
+/* lane(data, base, pos, stop, fixed, maps, learn, table_maps, most[, runs[, records]]) -> (lines, pos, txns, events, rows)
  * fixed: (header_len, crc, query_phl, inside, source, file, rows, seg_rows, seg_bytes, file_name,
  * namespace), a file's;
  * inside: 256 bytes, the types an ordinary transaction may hold (table maps, v1 and v2 rows);
  * source, file: JSON texts; rows: whether row changes are written (they are counted either way).
  * At most `most` transactions; pos: the offset after the last. With `runs` (a list), the row
- * changes are not lines but columns, the run appended to it (run_done); only the records are lines. */
+ * changes are not lines but columns, the run appended to it (run_done); with `records` (a list),
+ * the transactions' records are not lines either but columns (records_done). None: lines. */
 static PyObject *lane(PyObject *self, PyObject *args) {
     PyObject *data, *fixed;
     long long base, pos, stop;
     Py_ssize_t most, inside_len;
     lane_t L;
     memset(&L, 0, sizeof L);
-    if (!PyArg_ParseTuple(args, "OLLLO!O!OO!n|O!", &data, &base, &pos, &stop, &PyTuple_Type, &fixed, &PyDict_Type,
-                          &L.maps, &L.learn, &PyDict_Type, &L.table_maps, &most, &PyList_Type, &L.runs))
+    if (!PyArg_ParseTuple(args, "OLLLO!O!OO!n|OO", &data, &base, &pos, &stop, &PyTuple_Type, &fixed, &PyDict_Type,
+                          &L.maps, &L.learn, &PyDict_Type, &L.table_maps, &most, &L.runs, &L.records))
         return NULL;
+    if (L.runs == Py_None) L.runs = NULL;
+    if (L.records == Py_None) L.records = NULL;
+    if ((L.runs && !PyList_Check(L.runs)) || (L.records && !PyList_Check(L.records))) {
+        PyErr_SetString(PyExc_TypeError, "runs, records: a list or None");
+        return NULL;
+    }
     if (!PyArg_ParseTuple(fixed, "npny#O!O!pLLy#y#", &L.header_len, &L.crc, &L.query_phl, &L.inside, &inside_len,
                           &PyBytes_Type, &L.source, &PyBytes_Type, &L.file, &L.rows, &L.seg_rows, &L.seg_bytes,
                           &L.file_name, &L.file_name_len, &L.namespace, &L.namespace_len))
@@ -2096,7 +2185,9 @@ static PyObject *lane(PyObject *self, PyObject *args) {
     out_t o = {PyBytes_FromStringAndSize(NULL, 1 << 16), NULL, 0, 1 << 16};
     L.tail = (out_t){PyBytes_FromStringAndSize(NULL, 1 << 10), NULL, 0, 1 << 10};
     PyObject *result = NULL;
-    if (o.bytes == NULL || L.tail.bytes == NULL || (L.runs && run_start(&L) < 0)) goto done;
+    if (o.bytes == NULL || L.tail.bytes == NULL || (L.runs && run_start(&L) < 0) ||
+        (L.records && records_start(&L) < 0))
+        goto done;
     o.p = PyBytes_AS_STRING(o.bytes);
     L.tail.p = PyBytes_AS_STRING(L.tail.bytes);
     while (txns < most && o.len + L.before.data.len + L.after.data.len < LANE_BYTES) {
@@ -2113,11 +2204,13 @@ static PyObject *lane(PyObject *self, PyObject *args) {
         pos = end;
     }
     if (L.runs && L.blocks.len && run_done(&L) < 0) goto done;
+    if (L.records && txns && records_done(&L) < 0) goto done;
     if (_PyBytes_Resize(&o.bytes, o.len) == 0) result = Py_BuildValue("(OLnnn)", o.bytes, pos, txns, events, rows);
 done:
     Py_XDECREF(o.bytes);
     Py_XDECREF(L.tail.bytes);
     if (L.runs) run_release(&L);
+    if (L.records) records_release(&L);
     PyBuffer_Release(&b);
     return result;
 }

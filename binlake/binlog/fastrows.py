@@ -230,13 +230,12 @@ def compiled(table_plan: tuple, keys: tuple) -> Any:
 
 
 def lane(data, base: int, pos: int, stop: int, fixed: tuple, maps: dict, learn: Callable, table_maps: dict,
-         most: int, runs: list | None = None) -> tuple[bytes, int, int, int, int]:
+         most: int, runs: list | None = None, records: list | None = None) -> tuple[bytes, int, int, int, int]:
     """A run of ordinary transactions as JSON lines (binlake.lane): (lines, the offset after them,
     transactions, events, row changes); with `runs`, the row changes appended to it as columns
-    (binlake.sinks.RowRun's fields), not lines."""
-    if runs is None:
-        return _rowdecode.lane(data, base, pos, stop, fixed, maps, learn, table_maps, most)
-    return _rowdecode.lane(data, base, pos, stop, fixed, maps, learn, table_maps, most, runs)
+    (binlake.sinks.RowRun's fields), not lines; with `records`, the transactions' records appended
+    to it as columns (binlake.lane.RecordRun's fields), not lines."""
+    return _rowdecode.lane(data, base, pos, stop, fixed, maps, learn, table_maps, most, runs, records)
 
 
 def swap_heads(lines: bytes, old: int, new: bytes) -> bytes:

@@ -112,7 +112,7 @@ def _split_opts(opts: Options, split: Split, states) -> Options:
 def _facts_task(opts: Options, states):
     """What each task of the facts pass runs over its split(s): transactions, anomalies and the
     pieces of big transactions out as Arrow batches of STAGED, each of one kind of record
-    (schema.arrow_batch; the lane's transactions from their JSON lines, schema.lines_batch). Rows
+    (schema.arrow_batch; the lane's transactions from its columns, schema.records_run_batch). Rows
     are decoded for their counts only. `states`: a broadcast of the schema states splits start from
     (binlake.schema.plan), or None."""
     opts = replace(opts, rows=False)
@@ -122,9 +122,9 @@ def _facts_task(opts: Options, states):
         kinds = [n for n in arrow.names if n != "kind"]
         for split in _splits(batches):
             bufs: dict[str, list[dict]] = {k: [] for k in kinds}
-            for kind, rec in run_split(split, _split_opts(opts, split, states), lines=True):
-                if kind == "transaction_lines":  # the lane's (binlake.lane): parsed by Arrow in C++
-                    yield schema.lines_batch(arrow, "transaction", rec)
+            for kind, rec in run_split(split, _split_opts(opts, split, states), columns=True):
+                if kind == "transaction_run":  # the lane's (binlake.lane): its columns, no Python per record
+                    yield schema.records_run_batch(arrow, rec, split.source)
                     continue
                 buf = bufs[kind]
                 buf.append(schema.arrow_record(kind, asdict(rec) if kind == "piece" else rec, split.source)[kind])
@@ -152,7 +152,7 @@ def _rows_task(opts: Options, fixes, states):
             blocks: list = []
             held = 0
             recs: list[dict] = []
-            for kind, rec in run_split(split, _split_opts(opts, split, states), blocks=True, lines=True):
+            for kind, rec in run_split(split, _split_opts(opts, split, states), blocks=True, columns=True):
                 if kind == "row_blocks":
                     rec = [block for block in rec if place_block(block, place)]
                     blocks += rec

@@ -108,28 +108,59 @@ def arrow_batch(arrow, kind: str, recs: list[dict]):
     return pa.RecordBatch.from_arrays(cols, schema=arrow)
 
 
-def lines_batch(arrow, kind: str, lines: bytes):
-    """One Arrow batch of STAGED (`arrow`) from records of one kind as JSON lines (the lane's,
-    binlake.lane), parsed by Arrow's JSON reader in C++ into the kind's column (timestamps from
-    their text, fields by name, `record` left out); the other kinds' columns all null."""
+def records_run_batch(arrow, run, source: str):
+    """One Arrow batch of STAGED (`arrow`), its transaction column, from the lane's RecordRun
+    (binlake.lane): the fields numpy's, the ids and the tables' names the lane's own, what is the
+    same for every one of them (a committed dml transaction of one file, whole) repeated; no Python
+    per transaction."""
+    import numpy as np
     import pyarrow as pa
-    import pyarrow.json as pj
+    import pyarrow.compute as pc
 
-    struct = arrow.field(kind).type
-    table = pj.read_json(pa.BufferReader(lines), read_options=pj.ReadOptions(block_size=max(len(lines), 1 << 20)),
-                         parse_options=pj.ParseOptions(explicit_schema=pa.schema(list(struct)),
-                                                       unexpected_field_behavior="ignore"))
-    n = table.num_rows
-    children = [table.column(f.name).combine_chunks() for f in struct]
-    cols = []
-    for f in arrow:
-        if f.name == "kind":
-            cols.append(pa.repeat(pa.scalar(kind, pa.string()), n))
-        elif f.name == kind:
-            cols.append(pa.StructArray.from_arrays(children, fields=list(struct)))
+    from binlake.lane import NULL_GTID, NULL_LENGTH, NULL_LOGICAL, NULL_ORIGINAL, RECORD_FIELDS
+
+    f = np.frombuffer(run.fields, np.int64).reshape(-1, len(RECORD_FIELDS))
+    at = {name: f[:, i] for i, name in enumerate(RECORD_FIELDS)}
+    n = len(f)
+    nulls = at["nulls"]
+    offsets, data = run.ids
+    ids = pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+    names = pa.array([f"{t.schema}.{t.table}" for t in run.tables], pa.string())
+    listed = np.zeros(n + 1, np.int32)
+    np.cumsum(at["tables"], out=listed[1:])
+
+    def some(name: str, bit: int) -> pa.Array:  # null where the record says null
+        return pa.array(at[name], mask=(nulls & bit) != 0)
+
+    def same(value, t) -> pa.Array:
+        return pa.repeat(pa.scalar(value, t), n)
+
+    text = pa.string()
+    struct = arrow.field("transaction").type
+    cols = {name: at[name] for name in ("server_id", "start_pos", "end_pos", "xid", "event_count", "row_count",
+                                        "rows_inserted", "rows_updated", "rows_deleted")}
+    cols |= {
+        "txn_id": ids, "gtid": pc.if_else(pa.array((nulls & NULL_GTID) != 0), pa.scalar(None, text), ids),
+        "source": same(source, text), "binlog_file": same(run.binlog_file, text),
+        "transaction_length": some("transaction_length", NULL_LENGTH),
+        "kind": same("dml", text), "outcome": same("committed", text), "end_event": same("XID", text),
+        "synthetic_boundary": same(False, pa.bool_()), "xa_xid": pa.nulls(n, text),
+        "commit_ts": at["commit_us"], "original_commit_ts": some("original_us", NULL_ORIGINAL),
+        "first_event_ts": at["first_us"], "last_committed": some("last_committed", NULL_LOGICAL),
+        "sequence_number": some("sequence_number", NULL_LOGICAL), "compressed": same(False, pa.bool_()),
+        "tables": pa.ListArray.from_arrays(pa.array(listed), names.take(pa.array(np.frombuffer(run.named, np.int32)))),
+        "statement": pa.nulls(n, text), "segment_count": same(1, pa.int32()),
+    }
+    children = [_as(pa, cols[c.name], c.type) for c in struct]
+    out = []
+    for field in arrow:
+        if field.name == "kind":
+            out.append(same("transaction", pa.string()))
+        elif field.name == "transaction":
+            out.append(pa.StructArray.from_arrays(children, fields=list(struct)))
         else:
-            cols.append(pa.nulls(n, f.type))
-    return pa.RecordBatch.from_arrays(cols, schema=arrow)
+            out.append(pa.nulls(n, field.type))
+    return pa.RecordBatch.from_arrays(out, schema=arrow)
 
 
 def records_batch(arrow, recs: list[dict]):
