@@ -11,6 +11,10 @@ their own (FLUSH BINARY LOGS between shapes):
   big          one transaction of a million rows
   mix          the realistic mix: 60 % one-row, 20 % small, 10 % json, 5 % 100-row, 5 % all-types
 
+Those are written with GTIDs and binlog_row_metadata=FULL. A second server, with the settings
+MySQL ships (gtid_mode=OFF: every transaction an ANONYMOUS_GTID whose id binlake derives;
+binlog_row_metadata=MINIMAL: no column names in the table maps), writes one-row and the mix again.
+
 Each command runs in a fresh process, the best of a few runs, on the same files the same day:
 `binlake scan --rows` and `mysqlbinlog -vv --base64-output=DECODE-ROWS` to /dev/null, and the
 ratio of their speeds; the boundary-only walk of the mix. The table is sorted worst shape first.
@@ -47,6 +51,8 @@ TABLES = [
     "CREATE TABLE b.alltypes (" + ", ".join(f"`{c}` {t}" for c, t in ALLTYPES_COLUMNS) + ")",
 ]
 SHAPES = ["one-row", "small", "100-row", "json", "all-types", "big", "mix"]
+SHIPPED_SHAPES = ["one-row", "mix"]  # again on a server as MySQL ships
+SHIPPED = {"gtid_mode": "OFF", "enforce_gtid_consistency": "OFF", "binlog_row_metadata": "MINIMAL"}
 BATCH = 200  # statements sent at once (multi-statement): each still its own transaction
 
 
@@ -145,7 +151,7 @@ class Writer:
         return self.cur.fetchall()[-1][0]
 
 
-def generate(server, mib: int, big_rows: int) -> dict[str, list[Path]]:
+def generate(server, mib: int, big_rows: int, shapes: list[str] = SHAPES) -> dict[str, list[Path]]:
     from pymysql.constants import CLIENT
 
     conn = server.connect(client_flag=CLIENT.MULTI_STATEMENTS)
@@ -154,7 +160,7 @@ def generate(server, mib: int, big_rows: int) -> dict[str, list[Path]]:
     for sql in TABLES:
         w.cur.execute(sql)
     firsts = {}
-    for shape in SHAPES:
+    for shape in shapes:
         firsts[shape] = w.rotate()
         print(f"  writing {shape} …", file=sys.stderr)
         w.big(big_rows) if shape == "big" else w.write(shape, mib)
@@ -162,8 +168,8 @@ def generate(server, mib: int, big_rows: int) -> dict[str, list[Path]]:
     w.cur.execute("SHOW BINARY LOGS")
     names = [r[0] for r in w.cur.fetchall()]
     conn.close()
-    bounds = [names.index(firsts[s]) for s in SHAPES] + [names.index(end)]
-    return {s: [server.binlog_dir / n for n in names[bounds[i]:bounds[i + 1]]] for i, s in enumerate(SHAPES)}
+    bounds = [names.index(firsts[s]) for s in shapes] + [names.index(end)]
+    return {s: [server.binlog_dir / n for n in names[bounds[i]:bounds[i + 1]]] for i, s in enumerate(shapes)}
 
 
 def main() -> None:
@@ -173,12 +179,19 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="binlake-shapes-"))
+    settings = {"max_binlog_size": "256M", "binlog_rows_query_log_events": "OFF", "sync_binlog": "0",
+                "innodb_flush_log_at_trx_commit": "0"}
     with contextlib.ExitStack() as running:  # the server stops once the corpora are written
-        server = servers.start("mysql", work, max_binlog_size="256M", binlog_rows_query_log_events="OFF",
-                               sync_binlog="0", innodb_flush_log_at_trx_commit="0")
+        server = servers.start("mysql", work / "gtids", **settings)
         running.callback(server.stop)
         print(f"MySQL {server.version}: {args.mib} MiB per shape …", file=sys.stderr)
         corpora = generate(server, args.mib, args.big_rows)
+    with contextlib.ExitStack() as running:
+        server = servers.start("mysql", work / "shipped", **settings, **SHIPPED)
+        running.callback(server.stop)
+        print(f"MySQL as shipped ({', '.join(f'{k}={v}' for k, v in SHIPPED.items())}) …", file=sys.stderr)
+        shipped = generate(server, args.mib, args.big_rows, SHIPPED_SHAPES)
+        corpora |= {f"{shape}, as shipped": files for shape, files in shipped.items()}
     py = sys.executable
     vv = [*servers.mysql_argv("mysqlbinlog"), "-vv", "--base64-output=DECODE-ROWS"]
     rows = []
@@ -206,7 +219,10 @@ def main() -> None:
     lines += [f"| {s} | {m:.1f} | {t:,} | {a:.2f} | {m / a:.1f} | {b:.2f} | **{b / a:.2f}×** |"
               for s, m, t, a, b in rows]
     worst, best = rows[0], rows[-1]
-    lines += ["", f"Worst shape: {worst[0]}, {worst[4] / worst[3]:.2f}×; best: {best[0]}, {best[4] / best[3]:.2f}×. "
+    lines += ["", "\"as shipped\": written by a server with MySQL's own defaults for "
+              + ", ".join(f"{k}={v}" for k, v in SHIPPED.items()) + " (every transaction an anonymous GTID, "
+              "table maps without column names); the others with GTIDs and FULL metadata.",
+              "", f"Worst shape: {worst[0]}, {worst[4] / worst[3]:.2f}×; best: {best[0]}, {best[4] / best[3]:.2f}×. "
               f"Boundary-only walk of the mix (the transaction index, timed in the process): {boundary:.3f} s, "
               f"{mix_mib / 1024 / boundary:.2f} GiB/s on one core."]
     publish("bench/shapes.py", lines)
