@@ -302,8 +302,10 @@ def main() -> None:
     seconds, _, w = best([*cli, "scan", "--rows", *map(str, files * COPIES)], keep=False)
     scale["binlake scan --rows (1 process)"] = (scan_s, seconds)
     cpu_scale["binlake scan --rows (1 process)"] = (cpus["binlake scan --rows"][1], w.cpu())
+    steady_steps: dict[str, tuple[dict, dict]] = {}  # master -> step_seconds over the corpus, over COPIES of it
     for master in ("local[1]", "local[2]"):
         seconds, summary, w = assemble(master, f"lake-{master[6]}x", *everything)
+        steady_steps[master] = (steps[master][1], summary["step_seconds"])
         scale[f"binlake assemble --master {master}"] = (steps[master][0], seconds)
         cpu_scale[f"binlake assemble --master {master}"] = (cpus[f"binlake assemble --master {master}"][1], w.cpu())
     seconds, _, w = floor("lake-2x")
@@ -346,7 +348,7 @@ def main() -> None:
         "",
         _floor_text(scan_s, cpus, floor_what, floor_write),
         "",
-        *_steady_text(mib, vv, scale, cpu_scale),
+        *_steady_text(mib, vv, scale, cpu_scale, steady_steps),
     ]
     if args.shape == "mix":
         return publish(MIX_TITLE, lines)
@@ -394,10 +396,10 @@ def _cpu_table(items) -> list[str]:
               for what, (secs, c) in items)]
 
 
-def _steady_text(mib: float, vv: float, scale: dict, cpu_scale: dict) -> list[str]:
+def _steady_text(mib: float, vv: float, scale: dict, cpu_scale: dict, steps: dict) -> list[str]:
     """The steady state: each command's throughput on the bytes beyond the first corpus (what a
-    backlog of days costs once the fixed costs are paid), its fixed seconds, and where the CPU of
-    one more corpus goes."""
+    backlog of days costs once the fixed costs are paid), its fixed seconds, and where the CPU and
+    the job's steps of one more corpus go."""
     more = (COPIES - 1) * mib
     speed = {what: more / (many - one) for what, (one, many) in scale.items()}
     fixed = {what: one - mib / speed[what] for what, (one, _) in scale.items()}
@@ -422,6 +424,14 @@ def _steady_text(mib: float, vv: float, scale: dict, cpu_scale: dict) -> list[st
         f"CPU seconds of each further {mib:.0f} MiB (the {COPIES}× run's less the first's, over {COPIES - 1}):",
         "",
         *_cpu_table((what, ((many - one) / (COPIES - 1), per[what])) for what, (one, many) in scale.items()),
+        "",
+        f"Seconds of each further {mib:.0f} MiB by step of the job (the summary's `step_seconds`, the {COPIES}× "
+        f"run's less the first's, over {COPIES - 1}), beside Spark alone rewriting the same row changes:",
+        "",
+        "| master | facts pass → staged Parquet | tables | rows pass, write Parquet | Spark alone's rewrite |",
+        "|---|---:|---:|---:|---:|",
+        *(f"| {m} | " + " | ".join(f"{max(0.0, b[k] - a[k]) / (COPIES - 1):.2f}" for k in ("facts", "tables", "write"))
+          + f" | {mib / alone:.2f} |" for m, (a, b) in steps.items()),
         "",
         f"In steady state local[2] runs at {job:.1f} MiB/s: {job / scan:.2f}× the scan and "
         f"{job * vv / mib:.2f}× `mysqlbinlog -vv`, {job / one_slot:.2f}× local[1] ({one_slot:.1f} MiB/s). "
