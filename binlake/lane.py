@@ -16,8 +16,8 @@ segment that fills, damage — stops the run, and the walk takes that transactio
 Where the caller takes the records as lines (`binlake scan`): the lane writes a transaction's
 row changes and its record to one stream, in the walk's order. For the Spark job it hands columns
 on instead, each made into one Arrow batch: the facts pass gets the run's records (RecordRun,
-binlake.spark.schema.records_run_batch), the rows pass its row changes (binlake.sinks.RowRun,
-binlake.spark.schema.run_batch), the records then still as lines.
+binlake.spark.schema.records_run_batch), its rows counted, not written; the rows pass gets the
+run's row changes (binlake.sinks.RowRun, binlake.spark.schema.run_batch) and leaves the records.
 """
 
 from __future__ import annotations
