@@ -131,7 +131,12 @@ def test_the_lanes_record_columns_make_the_records_batches(name):
         with BinlogReader.open(path) as r:
             FileAssembler(r, Options(rows=False, source="src"), lambda k, rec: None, None,
                           lines=lambda text, n: None, records=runs.append).run()
-    got = [row["transaction"] for run in runs for row in schema.records_run_batch(STAGED, run, "src").to_pylist()]
+    got = []
+    for run in runs:
+        batch = [row["transaction"] for row in schema.records_run_batch(STAGED, run, "src").to_pylist()]
+        last = batch[-1]  # what dates an anomaly after the run (binlake.splits.run_split)
+        assert run.last() == (last["start_pos"], round(last["commit_ts"].timestamp() * 1_000_000))
+        got += batch
     assert sum(run.transactions for run in runs) == summary.laned == len(got) > 10
     taken = {(r["binlog_file"], r["start_pos"]) for r in got}
     want = [r for r in recs if (r["binlog_file"], r["start_pos"]) in taken]
