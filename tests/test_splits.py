@@ -64,9 +64,8 @@ def test_the_facts_pass_reads_the_lanes_records_as_the_walks(archived, split_byt
 def test_the_facts_task_gives_the_walks_records_and_dates(archived, split_bytes):
     """The Spark job's facts task (spark.job._facts_task, run here without Spark: the lane's
     records as columns, schema.records_run_batch) gives, row for row, what the records of the
-    reference walk make (skim off: no lane), anomalies and their dates included: a byte flipped in
-    the middle of a file leaves an anomaly after a run of the lane's transactions, dated by the
-    last of them."""
+    reference walk make (skim off: no lane), anomalies and their dates included (a byte flipped in
+    the middle rows event of a file: the lane's run stops before it, the walk says what it is)."""
     import pyarrow as pa
 
     from binlake.spark import schema
