@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import gc
 import json
 import logging
 import os
@@ -118,6 +119,7 @@ def _facts_task(opts: Options, states):
     opts = replace(opts, rows=False)
 
     def run(batches):
+        _freeze_worker_heap()
         arrow = _arrow_schema(schema.STAGED)
         kinds = [n for n in arrow.names if n != "kind"]
         for split in _splits(batches):
@@ -145,6 +147,7 @@ def _rows_task(opts: Options, fixes, states):
     binlake.pieces.Fixes (a piece's rows with no fix, a broken transaction's, are not presented)."""
 
     def run(batches):
+        _freeze_worker_heap()
         arrow = _arrow_schema(schema.ROW_CHANGES)
         place = fixes.value if fixes is not None else {}
         for split in _splits(batches):
@@ -175,6 +178,20 @@ def _rows_task(opts: Options, fixes, states):
                 yield schema.records_batch(arrow, recs)
 
     return run
+
+
+def _freeze_worker_heap() -> None:
+    """PySpark's daemon collects garbage after every task of a reused Python worker (gc.collect):
+    a full pass over every object alive in it, the imports' alone (pyarrow, numpy, binlake's
+    decoders) some 100k, which took a sixth of the workers' CPU on production's mix (py-spy,
+    bench/RESULTS.md). What is alive when a task starts, collected first so that no garbage is
+    kept, is put out of the collector's sight (gc.freeze): those passes then see only what the
+    tasks made. Not in the driver, which runs the tasks of a short range itself (Job.in_driver)."""
+    from pyspark import TaskContext
+
+    if TaskContext.get() is not None:
+        gc.collect()
+        gc.freeze()
 
 
 def _arrow_schema(struct):
