@@ -49,6 +49,10 @@ RECORD_FIELDS = ("start_pos", "end_pos", "transaction_length", "server_id", "xid
                  "rows_updated", "rows_deleted", "tables", "nulls")
 # R_NULLS's bits: the fields that are null
 NULL_GTID, NULL_LENGTH, NULL_ORIGINAL, NULL_LOGICAL = 1, 2, 4, 8
+# What every record of a RecordRun says, the fields its columns leave out: _lane.h writes the same
+# into each record line (tests/test_row_blocks.py holds the two in step).
+RUN_RECORD = {"kind": "dml", "outcome": "committed", "end_event": "XID", "synthetic_boundary": False,
+              "xa_xid": None, "compressed": False, "statement": None, "segment_count": 1}
 
 
 @dataclass

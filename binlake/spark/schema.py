@@ -95,17 +95,20 @@ def arrow_batch(arrow, kind: str, recs: list[dict]):
     column by column; the other kinds' columns are all null."""
     import pyarrow as pa
 
-    n = len(recs)
-    cols = []
-    for f in arrow:
-        if f.name == "kind":
-            cols.append(pa.array([kind] * n, type=pa.string()))
-        elif f.name == kind:
-            children = [_column(pa, [r.get(c.name) for r in recs], c) for c in f.type]
-            cols.append(pa.StructArray.from_arrays(children, fields=list(f.type)))
-        else:
-            cols.append(pa.nulls(n, f.type))
-    return pa.RecordBatch.from_arrays(cols, schema=arrow)
+    struct = arrow.field(kind).type
+    children = [_column(pa, [r.get(c.name) for r in recs], c) for c in struct]
+    return _staged(pa, arrow, kind, children)
+
+
+def _staged(pa, arrow, kind: str, children: list):
+    """A batch of STAGED (`arrow`) whose `kind` column is built of `children` (its fields'
+    columns, in order); the other kinds' columns all null."""
+    struct = arrow.field(kind).type
+    n = len(children[0])
+    return pa.RecordBatch.from_arrays(
+        [pa.repeat(pa.scalar(kind, pa.string()), n) if f.name == "kind"
+         else pa.StructArray.from_arrays(children, fields=list(struct)) if f.name == kind
+         else pa.nulls(n, f.type) for f in arrow], schema=arrow)
 
 
 def records_run_batch(arrow, run, source: str):
@@ -117,7 +120,7 @@ def records_run_batch(arrow, run, source: str):
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from binlake.lane import NULL_GTID, NULL_LENGTH, NULL_LOGICAL, NULL_ORIGINAL, RECORD_FIELDS
+    from binlake.lane import NULL_GTID, NULL_LENGTH, NULL_LOGICAL, NULL_ORIGINAL, RECORD_FIELDS, RUN_RECORD
 
     f = np.frombuffer(run.fields, np.int64).reshape(-1, len(RECORD_FIELDS))
     at = {name: f[:, i] for i, name in enumerate(RECORD_FIELDS)}
@@ -132,35 +135,26 @@ def records_run_batch(arrow, run, source: str):
     def some(name: str, bit: int) -> pa.Array:  # null where the record says null
         return pa.array(at[name], mask=(nulls & bit) != 0)
 
+    text = pa.string()
+    struct = arrow.field("transaction").type
+    types = {f.name: f.type for f in struct}
+
     def same(value, t) -> pa.Array:
         return pa.repeat(pa.scalar(value, t), n)
 
-    text = pa.string()
-    struct = arrow.field("transaction").type
     cols = {name: at[name] for name in ("server_id", "start_pos", "end_pos", "xid", "event_count", "row_count",
                                         "rows_inserted", "rows_updated", "rows_deleted")}
     cols |= {
         "txn_id": ids, "gtid": pc.if_else(pa.array((nulls & NULL_GTID) != 0), pa.scalar(None, text), ids),
         "source": same(source, text), "binlog_file": same(run.binlog_file, text),
         "transaction_length": some("transaction_length", NULL_LENGTH),
-        "kind": same("dml", text), "outcome": same("committed", text), "end_event": same("XID", text),
-        "synthetic_boundary": same(False, pa.bool_()), "xa_xid": pa.nulls(n, text),
         "commit_ts": at["commit_us"], "original_commit_ts": some("original_us", NULL_ORIGINAL),
         "first_event_ts": at["first_us"], "last_committed": some("last_committed", NULL_LOGICAL),
-        "sequence_number": some("sequence_number", NULL_LOGICAL), "compressed": same(False, pa.bool_()),
+        "sequence_number": some("sequence_number", NULL_LOGICAL),
         "tables": pa.ListArray.from_arrays(pa.array(listed), names.take(pa.array(np.frombuffer(run.named, np.int32)))),
-        "statement": pa.nulls(n, text), "segment_count": same(1, pa.int32()),
     }
-    children = [_as(pa, cols[c.name], c.type) for c in struct]
-    out = []
-    for field in arrow:
-        if field.name == "kind":
-            out.append(same("transaction", pa.string()))
-        elif field.name == "transaction":
-            out.append(pa.StructArray.from_arrays(children, fields=list(struct)))
-        else:
-            out.append(pa.nulls(n, field.type))
-    return pa.RecordBatch.from_arrays(out, schema=arrow)
+    cols |= {name: same(value, types[name]) for name, value in RUN_RECORD.items()}
+    return _staged(pa, arrow, "transaction", [_as(pa, cols[c.name], c.type) for c in struct])
 
 
 def records_batch(arrow, recs: list[dict]):
