@@ -100,6 +100,9 @@ static int gtid_text_into(char *out, const unsigned char *sid, long long gno) {
     return 37 + gtid_number(out + 37, gno);
 }
 
+/* Whether gtid_ts_into writes the time us: from the epoch to the end of year 9999. */
+static inline int ts_written(long long us) { return us >= 0 && us < 253402300800000000LL; }
+
 /* A time as records.ts_from_micros writes it, "YYYY-MM-DDTHH:MM:SS.ffffffZ", into out (32 bytes):
  * its length, or 0 out of the years it writes. The second's text is kept from the last call
  * (transactions come many to a second). */

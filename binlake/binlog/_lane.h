@@ -205,10 +205,13 @@ static int txn_facts(const lane_t *L, const unsigned char *buf, long long base, 
     }
     long long commit_us = f->g.immediate_us ? f->g.immediate_us : (long long)u32(buf + (te->last - base)) * 1000000;
     f->commit_us = commit_us;
-    f->commit_len = gtid_ts_into(f->commit, commit_us);
     f->first_us = (long long)u32(e) * 1000000;
-    f->first_len = gtid_ts_into(f->first, f->first_us);
     f->original_len = 0;
+    if (L->records && (L->runs || !L->rows))  /* no lines: the times' columns, their texts' refusals */
+        return !ts_written(commit_us) || !ts_written(f->first_us) ||
+               (f->g.original_us != f->g.immediate_us && f->g.original_us && !ts_written(f->g.original_us));
+    f->commit_len = gtid_ts_into(f->commit, commit_us);
+    f->first_len = gtid_ts_into(f->first, f->first_us);
     if (f->g.original_us == f->g.immediate_us && f->g.original_us) {
         memcpy(f->original, f->commit, f->commit_len);
         f->original_len = f->commit_len;

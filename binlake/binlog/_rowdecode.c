@@ -76,14 +76,24 @@ static int days_in_month(long y, int m) {
     return d[m - 1];
 }
 
-/* v in decimal, zero-padded to at least width digits (printf's "%0*u", without its cost). */
+/* v in decimal, zero-padded to at least width digits (printf's "%0*u", without its cost): two
+ * digits per division, decimals' nine-digit groups and dates' fields being most of the numbers. */
 static int digits_into(char *dst, uint64_t v, int width) {
-    char tmp[24];
-    int n = 0, k = 0;
-    do { tmp[n++] = (char)('0' + v % 10); v /= 10; } while (v);
+    static const char PAIRS[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+                                "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+                                "8081828384858687888990919293949596979899";
+    char tmp[24], *q = tmp + sizeof tmp;
+    while (v >= 100) {
+        q -= 2;
+        memcpy(q, PAIRS + 2 * (v % 100), 2);
+        v /= 100;
+    }
+    if (v >= 10) { q -= 2; memcpy(q, PAIRS + 2 * v, 2); }
+    else *--q = (char)('0' + v);
+    int n = (int)(tmp + sizeof tmp - q), k = 0;
     while (k < width - n) dst[k++] = '0';
-    while (n) dst[k++] = tmp[--n];
-    return k;
+    memcpy(dst + k, q, (size_t)n);
+    return k + n;
 }
 
 /* "HH:MM:SS[.ffffff]" cut to fsp digits (hours may have more than two). */
@@ -158,10 +168,24 @@ static PyObject *base64_str(const unsigned char *p, Py_ssize_t n) {
 }
 
 /* NEWDECIMAL: sign, integer digits without leading zeros, exactly `scale` fraction digits,
- * into out (>= 110 bytes); its length, or -1 for "fall back". precision and scale may come from a
+ * into out (>= 110 bytes); its length, or -1 for "fall back". out NULL: the checks alone, 0. precision and scale may come from a
  * JSON document's bytes: checked before they are used. A column's precision is at most 65; a JSON
  * document's decimal is MySQL's my_decimal, whose precision goes to 81 (a DECIMAL(65,30) value
  * CAST AS JSON is logged with 66). */
+/* decimal_text's refusals of the groups of a decimal's bytes b (sign undone): 0 or -1. */
+static int decimal_valid(const unsigned char *b, int intg0, int intg0x, int frac0, int frac0x) {
+    static const uint64_t LIMIT[10] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000, 1000000000};
+    int pos = 0;
+    if (DIG2BYTES[intg0x]) {
+        if (be(b, DIG2BYTES[intg0x]) >= 1000000000) return -1;
+        pos += DIG2BYTES[intg0x];
+    }
+    for (int i = 0; i < intg0 + frac0; i++, pos += 4)
+        if (be(b + pos, 4) > 999999999) return -1;
+    if (frac0x && be(b + pos, DIG2BYTES[frac0x]) >= LIMIT[frac0x]) return -1;
+    return 0;
+}
+
 static int decimal_text(cursor_t *c, int precision, int scale, char *out) {
     if (precision < 1 || precision > 81 || scale < 0 || scale > 30 || scale > precision) return -1;
     int intg = precision - scale;
@@ -176,6 +200,7 @@ static int decimal_text(cursor_t *c, int precision, int scale, char *out) {
     int negative = !(b[0] & 0x80);
     b[0] ^= 0x80;
     if (negative) for (int i = 0; i < size; i++) b[i] = ~b[i];
+    if (!out) return decimal_valid(b, intg0, intg0x, frac0, frac0x);
     char digits[100];
     int n = 0, pos = 0;
     uint64_t v;
@@ -1342,6 +1367,10 @@ static int check_image(cursor_t *c, const col_t *cols, Py_ssize_t ncols, const u
     for (Py_ssize_t i = 0; i < ncols; i++) {
         value_t v;
         if (!bit(present, i) || bit(nulls, k++)) continue;
+        if (cols[i].kind == K_DECIMAL) {  /* checked, not written */
+            if (decimal_text(c, cols[i].a, cols[i].b, NULL) < 0) return 1;
+            continue;
+        }
         if (scan_value(c, &cols[i], &v)) return 1;
         TRY(check_value(&v));
     }
