@@ -258,13 +258,13 @@ def test_bad_ranges_and_sources_are_refused(archived):
 
 
 def test_the_driver_keeps_its_heap_collectable():
-    """A range run in the driver (Job.in_driver) runs the task functions there: they freeze a
-    Python worker's heap for PySpark's per-task collections, never the driver's, whose garbage
-    must stay collectable."""
+    """A range run in the driver (Job.in_driver) runs the task functions there: they tune a
+    Python worker's heap (frozen for PySpark's per-task collections), never the driver's, whose
+    garbage must stay collectable."""
     import gc
 
-    from binlake.spark.job import _freeze_worker_heap
+    from binlake.spark.job import _tune_worker_heap
 
     before = gc.get_freeze_count()
-    _freeze_worker_heap()
+    _tune_worker_heap()
     assert gc.get_freeze_count() == before

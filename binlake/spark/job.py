@@ -34,6 +34,7 @@ from pyspark.sql import functions as F
 
 from binlake.assemble import Options
 from binlake.errors import BinlakeError
+from binlake.malloc import keep_freed_memory
 from binlake.pieces import Fixes, PieceRecord, place_block, place_record
 from binlake.schema.ddl import SchemaState
 from binlake.spark import schema
@@ -119,7 +120,7 @@ def _facts_task(opts: Options, states):
     opts = replace(opts, rows=False)
 
     def run(batches):
-        _freeze_worker_heap()
+        _tune_worker_heap()
         arrow = _arrow_schema(schema.STAGED)
         kinds = [n for n in arrow.names if n != "kind"]
         for split in _splits(batches):
@@ -147,7 +148,7 @@ def _rows_task(opts: Options, fixes, states):
     binlake.pieces.Fixes (a piece's rows with no fix, a broken transaction's, are not presented)."""
 
     def run(batches):
-        _freeze_worker_heap()
+        _tune_worker_heap()
         arrow = _arrow_schema(schema.ROW_CHANGES)
         place = fixes.value if fixes is not None else {}
         for split in _splits(batches):
@@ -180,16 +181,22 @@ def _rows_task(opts: Options, fixes, states):
     return run
 
 
-def _freeze_worker_heap() -> None:
-    """PySpark's daemon collects garbage after every task of a reused Python worker (gc.collect):
-    a full pass over every object alive in it, the imports' alone (pyarrow, numpy, binlake's
-    decoders) some 100k, which took a sixth of the workers' CPU on production's mix (py-spy,
+def _tune_worker_heap() -> None:
+    """Two settings of a Python worker's heap, made when each task starts, in Spark's Python
+    workers only (not in the driver, which runs the tasks of a short range itself: Job.in_driver).
+
+    PySpark's daemon collects garbage after every task of a reused worker (gc.collect): a full
+    pass over every object alive in it, the imports' alone (pyarrow, numpy, binlake's decoders)
+    some 100k, which took a sixth of the workers' CPU on production's mix (py-spy,
     bench/RESULTS.md). What is alive when a task starts, collected first so that no garbage is
-    kept, is put out of the collector's sight (gc.freeze): those passes then see only what the
-    tasks made. Not in the driver, which runs the tasks of a short range itself (Job.in_driver)."""
+    kept, is put out of the collector's sight (gc.freeze): those passes see only what the tasks
+    made. And the lane's columns, MiBs made and freed per run, stay in glibc's heap for the next
+    run instead of being faulted in and zeroed again (binlake.malloc, as `binlake scan` does):
+    the rows pass's CPU 5 % less."""
     from pyspark import TaskContext
 
     if TaskContext.get() is not None:
+        keep_freed_memory()
         gc.collect()
         gc.freeze()
 
