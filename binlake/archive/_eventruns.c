@@ -17,11 +17,11 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
-#include <dlfcn.h>
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
 
+#include "../binlog/_crc32.h"
 #include "../binlog/_gtid.h"
 
 #define HEADER_LEN 19
@@ -34,40 +34,6 @@
 #define HEARTBEAT_LOG_EVENT_V2 41
 #define LOG_EVENT_ARTIFICIAL_F 0x20
 #define MAX_PACKET 0xFFFFFF
-
-static uint32_t crc_table[8][256];
-/* zlib's own crc32 when libz.so.1 is there (on every Debian, it is): it folds with the CPU's
- * carry-less multiply where it can, about twice the tables' speed; the tables stand in if not. */
-typedef unsigned long (*zlib_crc32_t)(unsigned long, const unsigned char *, unsigned int);
-static zlib_crc32_t zlib_crc32, zlib_found;
-
-static void crc_init(void) {
-    for (uint32_t i = 0; i < 256; i++) {
-        uint32_t c = i;
-        for (int k = 0; k < 8; k++) c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-        crc_table[0][i] = c;
-    }
-    for (int t = 1; t < 8; t++)
-        for (int i = 0; i < 256; i++)
-            crc_table[t][i] = (crc_table[t - 1][i] >> 8) ^ crc_table[0][crc_table[t - 1][i] & 0xFF];
-}
-
-/* zlib's crc32 (the binlog's checksum); else computed eight bytes a step. */
-static uint32_t crc32(const unsigned char *p, Py_ssize_t n) {
-    if (zlib_crc32 != NULL && n <= 0x7FFFFFFF) return (uint32_t)zlib_crc32(0, p, (unsigned int)n);
-    uint32_t c = 0xFFFFFFFFu;
-    while (n >= 8) {
-        uint32_t lo = c ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
-        uint32_t hi = (uint32_t)p[4] | (uint32_t)p[5] << 8 | (uint32_t)p[6] << 16 | (uint32_t)p[7] << 24;
-        c = crc_table[7][lo & 0xFF] ^ crc_table[6][(lo >> 8) & 0xFF] ^ crc_table[5][(lo >> 16) & 0xFF] ^
-            crc_table[4][lo >> 24] ^ crc_table[3][hi & 0xFF] ^ crc_table[2][(hi >> 8) & 0xFF] ^
-            crc_table[1][(hi >> 16) & 0xFF] ^ crc_table[0][hi >> 24];
-        p += 8;
-        n -= 8;
-    }
-    while (n--) c = crc_table[0][(c ^ *p++) & 0xFF] ^ (c >> 8);
-    return c ^ 0xFFFFFFFFu;
-}
 
 static uint32_t u32(const unsigned char *p) {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
@@ -94,7 +60,7 @@ static Py_ssize_t event_ok(const unsigned char *e, Py_ssize_t avail, long long p
         pos + size > until)
         return 0;
     if (log_pos && log_pos != (uint32_t)(pos + size) && !(flags & LOG_EVENT_ARTIFICIAL_F)) return 0;
-    if (checksum && verify && crc32(e, size - 4) != u32(e + size - 4)) return 0;
+    if (checksum && verify && crc32_of(e, (size_t)(size - 4)) != u32(e + size - 4)) return 0;
     return size;
 }
 
@@ -311,16 +277,25 @@ static PyObject *packets(PyObject *self, PyObject *args) {
     return Py_BuildValue("niNi", at, s, out, whole);
 }
 
-/* tables([use]) -> whether CRC32 is computed by the tables; tables(True) makes it so, tables(False)
- * goes back to zlib's where there is one (the tests check the tables against zlib). */
+/* tables([use]) -> whether CRC32 is computed by the tables alone; tables(True) makes it so,
+ * tables(False) goes back to folding where the CPU can (the tests check both against zlib). */
 static PyObject *tables(PyObject *self, PyObject *args) {
     int use = -1;
     if (!PyArg_ParseTuple(args, "|p", &use)) return NULL;
-    if (use != -1) zlib_crc32 = use ? NULL : zlib_found;
-    return PyBool_FromLong(zlib_crc32 == NULL);
+    return PyBool_FromLong(!crc32_use(use == -1 ? crc32_folding : !use));
+}
+
+/* crc32(data) -> zlib.crc32(data), computed as the loop computes it (for the tests). */
+static PyObject *crc32(PyObject *self, PyObject *args) {
+    Py_buffer b;
+    if (!PyArg_ParseTuple(args, "y*", &b)) return NULL;
+    uint32_t c = crc32_of((const unsigned char *)b.buf, (size_t)b.len);
+    PyBuffer_Release(&b);
+    return PyLong_FromUnsignedLong(c);
 }
 
 static PyMethodDef methods[] = {
+    {"crc32", crc32, METH_VARARGS, "zlib.crc32(data), as the loop computes it."},
     {"tables", tables, METH_VARARGS, "Whether CRC32 comes from the built-in tables; tables(True/False) sets it."},
     {"checked", checked, METH_VARARGS, "Walk events whose CRC32 and positions check out: (off, pos, last_ts, last_type)."},
     {"txns", txns, METH_VARARGS,
@@ -332,8 +307,6 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_eventruns", NULL, -1, methods, NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__eventruns(void) {
-    crc_init();
-    void *libz = dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (libz != NULL) zlib_crc32 = zlib_found = (zlib_crc32_t)dlsym(libz, "crc32");
+    crc32_init();
     return PyModule_Create(&module);
 }

@@ -154,6 +154,6 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_frames", NULL, -1, methods, NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__frames(void) {
-    if (walk_init() < 0) return NULL;
+    walk_init();
     return PyModule_Create(&module);
 }

@@ -9,9 +9,10 @@
 #define BINLAKE_WALK_H
 
 #include <Python.h>
-#include <dlfcn.h>
 #include <stdint.h>
 #include <string.h>
+
+#include "_crc32.h"
 
 #define HEADER_LEN 19 /* what the reference unpacks of a header (v3/v4 files) */
 
@@ -29,20 +30,7 @@
 #define FL_PREPARED_XA 64
 #define FL_COMPLETED_XA 128
 
-/* The binlog's checksum is zlib's crc32, as zlib.crc32 computes it. */
-typedef unsigned long (*zlib_crc32_t)(unsigned long, const unsigned char *, unsigned int);
-static zlib_crc32_t zlib_crc32;
-
-/* 0, or -1 with ImportError set: no zlib to match zlib.crc32 with (the reference walk does all). */
-static int walk_init(void) {
-    void *libz = dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (libz != NULL) zlib_crc32 = (zlib_crc32_t)dlsym(libz, "crc32");
-    if (zlib_crc32 == NULL) {
-        PyErr_SetString(PyExc_ImportError, "libz.so.1 (crc32) not found");
-        return -1;
-    }
-    return 0;
-}
+static void walk_init(void) { crc32_init(); }
 
 static inline uint32_t u32(const unsigned char *p) {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
@@ -59,7 +47,7 @@ static long long ordinary(const Py_buffer *b, long long i, long long pos, long l
 }
 
 static int crc_matches(const unsigned char *e, long long size) {
-    return (uint32_t)zlib_crc32(0, e, (unsigned int)(size - 4)) == u32(e + size - 4);
+    return crc32_of(e, (size_t)(size - 4)) == u32(e + size - 4);
 }
 
 /* Whether a QUERY event's text is exactly "BEGIN" (what the servers log after a GTID), its status

@@ -220,7 +220,7 @@ def columns(as_type: int, body: bytes, op: str, table_plan: tuple, keys: tuple
 
 
 def lane_built() -> bool:
-    """Whether the lane (binlake.lane) is compiled: the decoder and zlib's crc32 it checks with."""
+    """Whether the lane (binlake.lane) is compiled."""
     return _rowdecode is not None and hasattr(_rowdecode, "lane")
 
 
