@@ -82,13 +82,21 @@ def test_tables_equal_the_scan(spark, archives, tmp_path, where):
     assert list(saved["step_seconds"]) == ["survey", "schema", "facts", "tables", "write"]
     assert 0 < sum(saved["step_seconds"].values()) <= saved["seconds"]
     assert not list((tmp_path / "lake" / "_staging").glob("*"))
-    # the images are written without a dictionary (nearly all distinct), the ids with one (in the
-    # biggest file: Parquet drops a dictionary that saves nothing, as in a file of a few rows)
-    biggest = max((tmp_path / "lake" / "row_changes").glob("*/*.parquet"), key=lambda p: p.stat().st_size)
+    # the images are written without a dictionary (nearly all distinct), the row changes' ids with
+    # one (in the biggest file: Parquet drops a dictionary that saves nothing, as in a file of a few
+    # rows); the transactions' ids, all distinct, without, their other texts with one
+    encodings = {table: _encodings(tmp_path / "lake" / table) for table in ("row_changes", "transactions")}
+    assert not any("DICTIONARY" in e for e in encodings["row_changes"]["after"])
+    assert any("DICTIONARY" in e for e in encodings["row_changes"]["txn_id"]), encodings
+    assert not any("DICTIONARY" in e for e in encodings["transactions"]["txn_id"] + encodings["transactions"]["gtid"])
+    assert any("DICTIONARY" in e for e in encodings["transactions"]["binlog_file"]), encodings
+
+
+def _encodings(table: Path) -> dict[str, tuple]:
+    """The encodings of each column of the biggest Parquet file of a table."""
+    biggest = max(table.glob("*/*.parquet"), key=lambda p: p.stat().st_size)
     meta = pq.ParquetFile(biggest).metadata.row_group(0)
-    encodings = {meta.column(i).path_in_schema: meta.column(i).encodings for i in range(meta.num_columns)}
-    assert not any("DICTIONARY" in e for e in encodings["after"])
-    assert any("DICTIONARY" in e for e in encodings["txn_id"]), encodings
+    return {meta.column(i).path_in_schema: meta.column(i).encodings for i in range(meta.num_columns)}
 
 
 def test_a_range_smaller_than_a_split_is_read_in_the_driver_alike(spark, archives, tmp_path):
