@@ -55,6 +55,7 @@ bench: install servers java
 	$(BIN)/python bench/archive.py
 	$(BIN)/python bench/assemble.py
 	$(BIN)/python bench/assemble.py --shape mix --size-mib 64
+	$(BIN)/python bench/assemble.py --shape mix-shipped --size-mib 64
 	$(BIN)/python bench/memory.py
 	$(BIN)/python bench/schema.py
 	$(BIN)/python bench/shapes.py

@@ -20,10 +20,12 @@ bench/RESULTS.md.
 
 With `--shape mix` the corpus is bench/shapes.py's realistic mix instead (production's
 shapes, no big transaction), in a section of its own: the job's steady state there beside
-Spark alone rewriting the same rows.
+Spark alone rewriting the same rows. `--shape mix-shipped` writes the mix on a server at the
+settings MySQL ships with (bench/shapes.py's SHIPPED: no GTIDs, minimal row metadata), its own
+section too.
 
     .venv/bin/python bench/assemble.py [--size-mib N] [--big-rows N] [--workdir DIR] [--repeat N]
-                                       [--shape mix]
+                                       [--shape mix|mix-shipped]
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ sys.path.insert(0, str(REPO))
 
 from bench.results import publish  # noqa: E402
 from bench.scan import generate, server_settings, timed  # noqa: E402
+from bench.shapes import SHIPPED  # noqa: E402
 from tests.support import servers  # noqa: E402
 
 
@@ -84,7 +87,8 @@ TICK = os.sysconf("SC_CLK_TCK")
 # about 1.5 s beyond its fixed 11: at 4 its figure moved by a factor of two from run to run.
 COPIES = 8
 MIX = "60 % one-row, 20 % small, 10 % JSON, 5 % 100-row, 5 % all-types transactions"
-MIX_TITLE = "bench/assemble.py --shape mix (production's mix)"
+TITLES = {"mix": "bench/assemble.py --shape mix (production's mix)",
+          "mix-shipped": "bench/assemble.py --shape mix-shipped (production's mix, MySQL as shipped)"}
 
 
 def _cpu(stat: str) -> float:
@@ -219,9 +223,10 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=2, help="runs of each command; the fastest counts (default 2)")
     ap.add_argument("--rows-query", action="store_true",
                     help="generate with binlog_rows_query_log_events=ON (each row change carries its statement)")
-    ap.add_argument("--shape", choices=("200-row", "mix"), default="200-row",
+    ap.add_argument("--shape", choices=("200-row", "mix", "mix-shipped"), default="200-row",
                     help="the corpus: 200-row transactions ending with the big one (default), or bench/shapes.py's "
-                         "realistic mix of production's shapes (no big transaction)")
+                         "realistic mix of production's shapes (no big transaction), written by a server at "
+                         "binlake's test settings or (mix-shipped) at those MySQL ships with")
     args = ap.parse_args()
     if args.rewrite:
         return rewrite(*args.rewrite)
@@ -238,7 +243,8 @@ def main() -> None:
     if facts.exists():  # --workdir of an earlier run: its corpus and archive again
         version = json.loads(facts.read_text())["version"]
     else:
-        server = servers.start("mysql", work / "mysql", **server_settings(args.rows_query))
+        shipped = SHIPPED if args.shape == "mix-shipped" else {}
+        server = servers.start("mysql", work / "mysql", **server_settings(args.rows_query), **shipped)
         try:
             print(f"MySQL {server.version}: generating {args.size_mib} MiB of {args.shape} …", file=sys.stderr)
             generated = (generate(server, args.size_mib, args.big_rows) if args.shape == "200-row"
@@ -318,6 +324,8 @@ def main() -> None:
 
     corpus = (f"the last transaction {args.big_rows:,} rows ({big.length / (1 << 20):.0f} MiB)"
               if args.shape == "200-row" else f"bench/shapes.py's mix ({MIX})")
+    if args.shape == "mix-shipped":
+        corpus += ", the server at " + ", ".join(f"{k}={v}" for k, v in SHIPPED.items())
     lines = [
         f"Corpus: {len(files)} files, {mib:.1f} MiB written by MySQL {version}, {corpus}; {os.cpu_count()} cores; "
         f"the warehouse on local disk; the best of {args.repeat} runs of each command.",
@@ -350,8 +358,8 @@ def main() -> None:
         "",
         *_steady_text(mib, vv, scale, cpu_scale, steady_steps),
     ]
-    if args.shape == "mix":
-        return publish(MIX_TITLE, lines)
+    if args.shape in TITLES:
+        return publish(TITLES[args.shape], lines)
     t = dt.datetime.fromisoformat(big.commit_ts)
     big_s, big_summary, w = assemble("local[2]", "lake-big", "--source", "bench", "--start", t.isoformat(),
                                      "--end", (t + dt.timedelta(microseconds=1)).isoformat(),

@@ -16,6 +16,7 @@ SECTIONS = [
     "bench/scan.py --rows-query (Rows_query events on)",
     "bench/assemble.py",
     "bench/assemble.py --shape mix (production's mix)",
+    "bench/assemble.py --shape mix-shipped (production's mix, MySQL as shipped)",
     "bench/archive.py",
     "bench/schema.py",
     "bench/shapes.py",
