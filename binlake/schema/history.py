@@ -14,8 +14,7 @@ import logging
 import secrets
 from collections.abc import Callable
 
-from binlake.schema.model import Snapshot
-from binlake.schema.replay import file_order
+from binlake.schema.model import Snapshot, file_order
 
 log = logging.getLogger(__name__)
 

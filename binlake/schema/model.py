@@ -130,3 +130,10 @@ class Snapshot:
         tables = {(t["schema"], t["name"]): Table.from_json(t) for t in d["tables"]}
         return cls(tables, dict(d.get("databases") or {}), dict(d.get("point") or {}), d.get("source"),
                    d.get("taken_at"), d.get("origin", "information_schema"))
+
+
+def file_order(name: str) -> tuple[str, int] | None:
+    """(basename, number) of a server's binlog file name; None for any other (an archive name
+    of a later generation, `binlog.000001@g0002`)."""
+    base, _, num = name.rpartition(".")
+    return (base, int(num)) if num.isdigit() else None

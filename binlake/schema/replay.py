@@ -21,7 +21,7 @@ from binlake.binlog import constants as c
 from binlake.binlog.events import check_query, decode_query
 from binlake.binlog.framing import BinlogReader
 from binlake.schema.ddl import SchemaState, is_ddl
-from binlake.schema.model import Snapshot
+from binlake.schema.model import Snapshot, file_order
 
 log = logging.getLogger(__name__)
 
@@ -54,13 +54,6 @@ def reader_ddl(reader: BinlogReader, until: int | None = None) -> Iterator[State
         q = decode_query(f.body, phl, f.type == c.QUERY_COMPRESSED_EVENT)
         if not q.error_code and is_ddl(q.text):
             yield f.pos, q.db, q.text, q.collation_server
-
-
-def file_order(name: str) -> tuple[str, int] | None:
-    """(basename, number) of a server's binlog file name; None for any other (an archive name
-    of a later generation, `binlog.000001@g0002`)."""
-    base, _, num = name.rpartition(".")
-    return (base, int(num)) if num.isdigit() else None
 
 
 def between(snapshot: Snapshot, first: str) -> list[str] | None:
