@@ -134,6 +134,32 @@ def test_only_a_range_read_in_the_driver_gets_a_short_jvm(archives):
     assert conf("--master", "local[2]", "--conf", mine) == {"spark.driver.extraJavaOptions": "-Xss4m"}
 
 
+def test_validating_a_range_the_driver_would_assemble_gets_a_short_jvm(archives, tmp_path):
+    # `binlake validate` on its own plans the range from the archive (--store, else the one the
+    # warehouse's summaries name) before it starts a local session: the committed day, which the
+    # driver would assemble itself (settings.in_driver), gets C1 only; a cluster master, a range
+    # that cannot be planned (the suites say why) keep the JVM as it is; the user's --conf wins.
+    from binlake.cli import build_parser
+    from binlake.spark import _validate_conf
+    from binlake.spark.settings import SHORT_JVM
+
+    start, end = data_day()
+    summaries = tmp_path / "w" / "_summaries"
+    summaries.mkdir(parents=True)
+    (summaries / "assemble_1.json").write_text(json.dumps({"store": archives["file"]}))
+
+    def conf(*more: str) -> dict[str, str]:
+        return _validate_conf(build_parser().parse_args(["validate", "--warehouse", str(tmp_path / "w"), *more]))
+
+    day = ["--start", start, "--end", end]
+    assert conf(*day, "--master", "local[2]") == SHORT_JVM  # the store from the summaries
+    assert conf(*day, "--master", "local[2]", "--store", archives["s3"]) == SHORT_JVM
+    assert conf(*day, "--master", "spark://127.0.0.1:7077") == {}
+    assert conf(*day, "--master", "local[2]", "--source", "nope") == {}  # no such source: not planned
+    mine = "spark.driver.extraJavaOptions=-Xss4m"
+    assert conf(*day, "--master", "local[2]", "--conf", mine) == {"spark.driver.extraJavaOptions": "-Xss4m"}
+
+
 def test_hourly_runs_equal_one_daily_run_and_reruns_change_nothing(spark, archives, tmp_path):
     start, end = data_day()
     store = archives["file"]

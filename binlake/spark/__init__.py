@@ -82,6 +82,25 @@ def _session_conf(args: argparse.Namespace, planned) -> dict[str, str]:
     return for_range(conf, planned, args.split_bytes) if is_local(getattr(args, "master", None)) else conf
 
 
+def _validate_conf(args: argparse.Namespace) -> dict[str, str]:
+    """The session's settings for the suites alone: --conf's, over a short run's JVM where the
+    master is local and the range is one the driver would assemble itself (its tables are then
+    small and the suites' Spark jobs short: C2's warm-up would be most of what they cost)."""
+    from binlake.errors import BinlakeError
+    from binlake.spark.settings import for_range, is_local
+    from binlake.spark.validate import store_of
+    from binlake.splits import DEFAULT_SPLIT_BYTES, plan
+
+    conf = _conf(getattr(args, "conf", None))
+    if not is_local(getattr(args, "master", None)):
+        return conf
+    try:
+        planned = plan(store_of(args.warehouse, args.store), args.sources, args.start, args.end)
+    except BinlakeError:  # the suites say what is wrong with the range, the store or the warehouse
+        return conf
+    return for_range(conf, planned, DEFAULT_SPLIT_BYTES)
+
+
 def _import_behind(module: str) -> None:
     """Import a module on a thread of its own while the session starts and the job runs: GX's
     import takes seconds of one core the JVM leaves idle. The suites' own import then waits for
@@ -129,8 +148,7 @@ def run_validate(args: argparse.Namespace, spark=None) -> int:
     """Run the suites with parsed arguments; prints the report; 1 when a (non warn-only) suite failed."""
     from binlake.spark.job import session
 
-    spark = spark or session(getattr(args, "master", None), app="binlake-validate",
-                             conf=_conf(getattr(args, "conf", None)))
+    spark = spark or session(getattr(args, "master", None), app="binlake-validate", conf=_validate_conf(args))
     report = _suites(spark, args)
     print(report.text())
     return 0 if report.success else 1

@@ -132,6 +132,17 @@ def _query(path: Path) -> str:
     return "\n".join(line for line in lines if line)
 
 
+def store_of(warehouse: str, store: str | None = None) -> str:
+    """`store`, else the archive the (local) warehouse was assembled from, as its job summaries
+    record it."""
+    if store:
+        return store
+    found = sorted((warehouse_dir(warehouse) / "_summaries").glob("assemble_*.json"), key=lambda p: p.stat().st_mtime)
+    if not found:
+        raise BinlakeError(f"{warehouse}: no assemble summary here; give the archive with --store")
+    return json.loads(found[-1].read_text())["store"]
+
+
 class Validation:
     def __init__(self, spark: SparkSession, warehouse: str, start: str, end: str, store: str | None = None,
                  source_names: list[str] | None = None, config: Config | None = None,
@@ -145,18 +156,11 @@ class Validation:
         if self.start >= self.end:
             raise BinlakeError(f"empty range: start {self.start} is not before end {self.end}")
         self.config = config or Config()
-        self.store = store or self._store_from_summaries()
+        self.store = store_of(self.warehouse, store)
         self.source_names = source_names
         self.run_name = check_quality_run(run_name) if run_name else quality_run(self.start, self.end)
 
     # -- the data ----------------------------------------------------------------------
-
-    def _store_from_summaries(self) -> str:
-        """The archive the warehouse was assembled from, as its job summaries record it."""
-        found = sorted((self.root / "_summaries").glob("assemble_*.json"), key=lambda p: p.stat().st_mtime)
-        if not found:
-            raise BinlakeError(f"{self.warehouse}: no assemble summary here; give the archive with --store")
-        return json.loads(found[-1].read_text())["store"]
 
     def table(self, name: str) -> DataFrame:
         path = self.root / name
