@@ -22,6 +22,7 @@
 
 static uint32_t crc32_table[8][256];
 static int crc32_folding;  /* whether crc32_of folds (set by crc32_init, or crc32_use) */
+static int crc32_use(int fold);
 
 /* n bytes into the CRC register c (its value before the final inversion). */
 static uint32_t crc32_tables(uint32_t c, const unsigned char *p, size_t n) {
@@ -90,9 +91,8 @@ static void crc32_init(void) {
     /* a block's low half (its first 8 bytes) travels 64 bits further than its high half */
     crc32_k512 = _mm_set_epi64x((long long)crc32_xpow(512 - 32), (long long)crc32_xpow(512 + 32));
     crc32_k128 = _mm_set_epi64x((long long)crc32_xpow(128 - 32), (long long)crc32_xpow(128 + 32));
-    __builtin_cpu_init();
-    crc32_folding = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse2");
 #endif
+    crc32_use(1);
 }
 
 /* crc32_use(0): the tables alone; crc32_use(1): fold where the CPU can. Whether it folds now. */

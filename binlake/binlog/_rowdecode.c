@@ -168,7 +168,8 @@ static PyObject *base64_str(const unsigned char *p, Py_ssize_t n) {
 }
 
 /* NEWDECIMAL: sign, integer digits without leading zeros, exactly `scale` fraction digits,
- * into out (>= 110 bytes); its length, or -1 for "fall back". out NULL: the checks alone, 0. precision and scale may come from a
+ * into out (>= 110 bytes); its length, or -1 for "fall back" (out NULL: the checks alone, 0 for
+ * a value it would write). precision and scale may come from a
  * JSON document's bytes: checked before they are used. A column's precision is at most 65; a JSON
  * document's decimal is MySQL's my_decimal, whose precision goes to 81 (a DECIMAL(65,30) value
  * CAST AS JSON is logged with 66). */
