@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 import logging
 
 log = logging.getLogger(__name__)
@@ -20,6 +21,7 @@ M_TRIM_THRESHOLD = -1  # glibc's malloc.h
 M_MMAP_THRESHOLD = -3
 
 
+@functools.cache  # the thresholds are the process's: set once (a Spark worker asks at every task)
 def keep_freed_memory(mmap_threshold: int = 64 << 20, trim_threshold: int = 256 << 20) -> bool:
     """Allocations under `mmap_threshold` come from the heap, and up to `trim_threshold` of
     free heap stays there; False (and nothing changed) where the C library is not glibc."""
