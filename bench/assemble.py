@@ -292,7 +292,7 @@ def main() -> None:
     cpus["binlake scan --rows"] = (scan_s, w.cpu())
     for master in ("local[1]", "local[2]"):
         seconds, summary, w = assemble(master, f"lake-{master[6]}", "--source", "bench", *everything)
-        steps[master] = (seconds, summary["step_seconds"])
+        steps[master] = (seconds, _steps(summary))
         rows.append((f"binlake assemble --master {master} ({summary['splits']} splits)", seconds,
                      mib / seconds, w.driver_kib, w.worker_kib, w.jvm_kib))
         cpus[f"binlake assemble --master {master}"] = (seconds, w.cpu())
@@ -311,7 +311,7 @@ def main() -> None:
     steady_steps: dict[str, tuple[dict, dict]] = {}  # master -> step_seconds over the corpus, over COPIES of it
     for master in ("local[1]", "local[2]"):
         seconds, summary, w = assemble(master, f"lake-{master[6]}x", *everything)
-        steady_steps[master] = (steps[master][1], summary["step_seconds"])
+        steady_steps[master] = (steps[master][1], _steps(summary))
         scale[f"binlake assemble --master {master}"] = (steps[master][0], seconds)
         cpu_scale[f"binlake assemble --master {master}"] = (cpus[f"binlake assemble --master {master}"][1], w.cpu())
     seconds, _, w = floor("lake-2x")
@@ -346,7 +346,7 @@ def main() -> None:
         "| the rest |",
         "|---|---:|---:|---:|---:|---:|",
         *(f"| {m} | " + " | ".join(f"{st[k]:.1f}" for k in ("survey", "facts", "tables", "write"))
-          + f" | {total - sum(st.values()):.1f} |" for m, (total, st) in steps.items()),
+          + f" | {total - sum(st[k] for k in STEPS):.1f} |" for m, (total, st) in steps.items()),
         "",
         "Where the CPU goes (seconds of CPU, each process's threads sampled every 0.1 s from /proc; Spark's "
         "Python workers run binlake's decoding, the JVM's task threads turn their Arrow batches into rows "
@@ -394,14 +394,21 @@ def _mix(server, mib: int) -> list[Path]:
 
 
 _WHO = ("driver", "worker", "jit", "tasks", "other")
+STEPS = ("survey", "schema", "facts", "tables", "write")  # the summary's step_seconds
+WRITES = ("transactions", "row_changes", "anomalies")  # its write_seconds: the write step's per table
 
 
-def _cpu_table(items) -> list[str]:
+def _steps(summary: dict) -> dict[str, float]:
+    """A job's seconds per step and, within the write step, per table (`write:<table>`)."""
+    return {**summary["step_seconds"], **{f"write:{k}": v for k, v in summary["write_seconds"].items()}}
+
+
+def _cpu_table(items, digits: int = 1) -> list[str]:
     return ["| what | seconds | binlake's process (driver) | Spark's Python workers | JVM: JIT compilers "
             "| JVM: task threads | JVM: the rest | all |",
             "|---|---:|---:|---:|---:|---:|---:|---:|",
-            *(f"| {what} | {secs:.1f} | " + " | ".join(f"{c[k]:.1f}" for k in _WHO) + f" | {sum(c.values()):.1f} |"
-              for what, (secs, c) in items)]
+            *(f"| {what} | {secs:.{digits}f} | " + " | ".join(f"{c[k]:.{digits}f}" for k in _WHO)
+              + f" | {sum(c.values()):.{digits}f} |" for what, (secs, c) in items)]
 
 
 def _steady_text(mib: float, vv: float, scale: dict, cpu_scale: dict, steps: dict) -> list[str]:
@@ -417,6 +424,9 @@ def _steady_text(mib: float, vv: float, scale: dict, cpu_scale: dict, steps: dic
     alone = speed["Spark alone, rewriting the row changes (local[2])"]
     # (sampling every 0.1 s can make a process that does no more work seem to do a little less)
     per = {what: {k: max(0.0, (b[k] - a[k]) / (COPIES - 1)) for k in _WHO} for what, (a, b) in cpu_scale.items()}
+    keys = ("facts", "tables", *(f"write:{t}" for t in WRITES))
+    per_step = {m: {k: max(0.0, b[k] - a[k]) / (COPIES - 1) for k in (*STEPS, *keys)} for m, (a, b) in steps.items()}
+    rows_write = per_step["local[2]"]["write:row_changes"]
     return [
         f"The steady state: the same corpus archived under {COPIES} source names ({COPIES * mib:,.0f} MiB), so "
         "that each command pays its fixed costs (the JVM's start, its JIT compiling, the session; Python's "
@@ -431,15 +441,23 @@ def _steady_text(mib: float, vv: float, scale: dict, cpu_scale: dict, steps: dic
         "",
         f"CPU seconds of each further {mib:.0f} MiB (the {COPIES}× run's less the first's, over {COPIES - 1}):",
         "",
-        *_cpu_table((what, ((many - one) / (COPIES - 1), per[what])) for what, (one, many) in scale.items()),
+        *_cpu_table(((what, ((many - one) / (COPIES - 1), per[what])) for what, (one, many) in scale.items()), 2),
         "",
-        f"Seconds of each further {mib:.0f} MiB by step of the job (the summary's `step_seconds`, the {COPIES}× "
-        f"run's less the first's, over {COPIES - 1}), beside Spark alone rewriting the same row changes:",
+        f"Seconds of each further {mib:.0f} MiB by step of the job (the summary's `step_seconds`, the write's "
+        f"per table its `write_seconds`; the {COPIES}× run's less the first's, over {COPIES - 1}), beside Spark "
+        "alone rewriting the same row changes:",
         "",
-        "| master | facts pass → staged Parquet | tables | rows pass, write Parquet | Spark alone's rewrite |",
-        "|---|---:|---:|---:|---:|",
-        *(f"| {m} | " + " | ".join(f"{max(0.0, b[k] - a[k]) / (COPIES - 1):.2f}" for k in ("facts", "tables", "write"))
-          + f" | {mib / alone:.2f} |" for m, (a, b) in steps.items()),
+        "| master | facts pass → staged Parquet | tables | write: transactions | write: row changes (the rows "
+        "pass) | write: anomalies | write: the counts | all | Spark alone's rewrite |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        *(f"| {m} | " + " | ".join(f"{v:.2f}" for v in (*(d[k] for k in keys), d["write"] - sum(
+            d[f"write:{t}"] for t in WRITES), sum(d[k] for k in STEPS))) + f" | {mib / alone:.2f} |"
+          for m, d in per_step.items()),
+        "",
+        f"Spark alone rewrites the row changes in {mib / alone:.2f} s per {mib:.0f} MiB; the job's write of the "
+        f"same row changes, its rows pass decoding them as they are written, takes {rows_write:.2f}: "
+        f"{mib / alone / rows_write:.2f}×. That is the most the job could reach were its facts pass, its "
+        "transactions and everything else free.",
         "",
         f"In steady state local[2] runs at {job:.1f} MiB/s: {job / scan:.2f}× the scan and "
         f"{job * vv / mib:.2f}× `mysqlbinlog -vv`, {job / one_slot:.2f}× local[1] ({one_slot:.1f} MiB/s). "

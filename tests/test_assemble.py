@@ -81,6 +81,8 @@ def test_tables_equal_the_scan(spark, archives, tmp_path, where):
     assert saved["transactions"] == summary.transactions and saved["start"].startswith(start)
     assert list(saved["step_seconds"]) == ["survey", "schema", "facts", "tables", "write"]
     assert 0 < sum(saved["step_seconds"].values()) <= saved["seconds"]
+    assert list(saved["write_seconds"]) == ["transactions", "row_changes", "anomalies"]
+    assert sum(saved["write_seconds"].values()) <= saved["step_seconds"]["write"]
     assert not list((tmp_path / "lake" / "_staging").glob("*"))
     # the images are written without a dictionary (nearly all distinct), the row changes' ids with
     # one (in the biggest file: Parquet drops a dictionary that saves nothing, as in a file of a few

@@ -87,6 +87,7 @@ class Summary:
     partitions: list[str] = field(default_factory=list)
     seconds: float = 0.0
     step_seconds: dict[str, float] = field(default_factory=dict)  # survey, schema, facts, tables, write
+    write_seconds: dict[str, float] = field(default_factory=dict)  # the write step's, per table
     spark_master: str = ""
     application_id: str = ""
     schema_states: int = 0  # distinct schema states the splits started from (binlake.schema.plan)
@@ -196,8 +197,8 @@ def _tune_worker_heap() -> None:
     bench/RESULTS.md). What is alive when a task starts, collected first so that no garbage is
     kept, is put out of the collector's sight (gc.freeze): those passes see only what the tasks
     made. And the lane's columns, MiBs made and freed per run, stay in glibc's heap for the next
-    run instead of being faulted in and zeroed again (binlake.malloc, as `binlake scan` does):
-    the rows pass's CPU 5 % less."""
+    run instead of being faulted in and zeroed again (binlake.malloc, as `binlake scan` does,
+    set once per worker): the rows pass's CPU 5 % less."""
     from pyspark import TaskContext
 
     if TaskContext.get() is not None:
@@ -385,8 +386,10 @@ class Job:
         # small table, not of the rows pass (which would decode splits to find out).
         no_rows = tables["transactions"].where("row_count > 0").isEmpty
         for name, df in tables.items():
+            began = time.monotonic()
             self._replace_range(name, df.withColumn("commit_date", F.to_date("commit_ts")), dates,
                                 no_rows if name == "row_changes" else df.isEmpty)
+            s.write_seconds[name] = round(time.monotonic() - began, 3)
         written = {n: self._range_rows(n, dates) for n in tables}  # read back: counts come from Parquet footers
         # One Spark job per small table for all its figures (a job each cost a run eight).
         txns = written["transactions"].groupBy("kind", "outcome", "commit_date").count().collect()
