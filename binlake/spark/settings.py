@@ -62,6 +62,9 @@ def for_range(conf: dict[str, str], plan, split_bytes: int) -> dict[str, str]:
 
 def local(conf: dict | None = None) -> dict[str, str]:
     """A local master's settings under `conf` (which wins): the driver listens on loopback only,
-    and its JVM, which holds the executors too, gets more than Spark's 1g heap."""
+    its JVM, which holds the executors too, gets more than Spark's 1g heap, and its Python workers
+    (the driver's interpreter) import pyspark as installed, not from Spark's zips
+    (binlake.spark.daemon)."""
     return {"spark.driver.bindAddress": "127.0.0.1", "spark.driver.host": "127.0.0.1",
-            "spark.driver.memory": LOCAL_MEMORY, **(conf or {})}
+            "spark.driver.memory": LOCAL_MEMORY, "spark.python.daemon.module": "binlake.spark.daemon",
+            **(conf or {})}
