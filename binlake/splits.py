@@ -35,6 +35,7 @@ from typing import Any
 
 import orjson
 
+from binlake.archive import summaries
 from binlake.archive.chain import archived_after, repeats
 from binlake.archive.identity import name_of
 from binlake.archive.run import binlog_key, refusals
@@ -174,16 +175,10 @@ def sources(store) -> list[str]:
     return sorted({k.split("/", 1)[0] for k in store.keys("") if "/manifests/" in k and k.endswith(".json")})
 
 
-def manifests(store, source: str) -> Iterator[dict]:
-    for key in store.keys(f"{source}/manifests"):
-        if key.endswith(".json"):
-            yield json.loads(store.get(key))
-
-
 def archived_until(store, source: str) -> str | None:
     """How far the archive of a source reaches: the newest event time of its archived files.
     Every transaction committed before it is archived, since a server writes in commit order."""
-    ends = [m["last_event_ts"] for m in manifests(store, source) if m.get("last_event_ts")]
+    ends = [m["last_event_ts"] for m in summaries.load(store, source) if m.get("last_event_ts")]
     return max(ends) if ends else None
 
 
@@ -196,11 +191,11 @@ def plan(store_url: str, source_names: list[str] | None, start: str, end: str,
     if p.start >= p.end:
         raise BinlakeError(f"empty range: start {p.start} is not before end {p.end}")
     for source in names:
-        found = list(manifests(store, source))
+        found = summaries.load(store, source)  # a file's index is read only where it is planned
         for m in found:
             if meets(m, p.start, p.end):
-                _plan_file(p, store_url, source, m)
-        _plan_refusals(p, source, found, refusals(store, source))
+                _plan_file(p, store_url, source, found.whole(m))
+        _plan_refusals(p, source, list(found), refusals(store, source))
         _plan_repeats(p, store_url, source, found)
         if not found:
             raise BinlakeError(f"{store_url}: no archived files for source {source!r} "
@@ -220,14 +215,16 @@ def meets(manifest: dict, start: str, end: str) -> bool:
 
 
 def _first_ts(m: dict) -> str:
+    """A manifest's (or its summary's) first commit time, else its first event's."""
     entries = m.get("transactions") or []
-    return entries[0][3] if entries else (m.get("first_event_ts") or EPOCH)
+    first = entries[0][3] if entries else m.get("first_commit_ts")
+    return first or m.get("first_event_ts") or EPOCH
 
 
-def _plan_repeats(p: Plan, store_url: str, source: str, found: list[dict]) -> None:
+def _plan_repeats(p: Plan, store_url: str, source: str, found: summaries.Manifests) -> None:
     """The transactions of the range an earlier generation archived first (a failover's repeats)."""
-    again = repeats(found)
     planned = {f.file for f in p.files if f.source == source}
+    again = repeats(found, found.whole, planned)
     by_name = {name_of(m): m for m in found}
     index: dict[str, dict[str, list]] = {}  # a first copy's manifest index, by txn_id
 
@@ -238,11 +235,13 @@ def _plan_repeats(p: Plan, store_url: str, source: str, found: list[dict]) -> No
     for name, firsts in again.items():
         if name not in planned:
             continue
-        m = by_name[name]
+        m = found.whole(by_name[name])
         for e in m.get("transactions") or []:
             if e[2] in firsts and p.start <= e[3] < p.end:
                 first = by_name[firsts[e[2]]]
-                where = index.setdefault(name_of(first), {x[2]: x for x in first.get("transactions") or []})
+                if name_of(first) not in index:
+                    index[name_of(first)] = {x[2]: x for x in found.whole(first).get("transactions") or []}
+                where = index[name_of(first)]
                 p.repeats.append(Repeat(source, name, e[2], e[3], at(m, e), at(first, where[e[2]])))
 
 

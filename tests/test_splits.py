@@ -9,26 +9,20 @@ from pathlib import Path
 
 import pytest
 
-from binlake.archive.run import archive
-from binlake.archive.sources import DirSource
-from binlake.archive.stores import open_store
 from binlake.assemble import Options
 from binlake.binlog import framing
 from binlake.binlog.framing import BinlogReader
 from binlake.errors import BinlakeError
 from binlake.splits import assemble_locally, parse_time, plan, run_split
 from tests.support.lake import differences, scanned
-from tests.support.scanning import DATA, headers, scan
+from tests.support.scanning import DATA, archived_data, headers, scan
 
 EVERYTHING = ("2000-01-01", "2100-01-01")
 
 
 @pytest.fixture(params=["mysql", "mariadb"])
 def archived(request, tmp_path):
-    flavor = request.param
-    store = f"file://{tmp_path}/store"
-    archive(DirSource(str(DATA / flavor)), open_store(store), flavor)
-    return flavor, store, tmp_path / "store" / flavor / "binlogs"
+    return archived_data(request.param, tmp_path)
 
 
 def run_local(store, split_bytes, start=EVERYTHING[0], end=EVERYTHING[1], **opts):

@@ -12,6 +12,8 @@ generation archived them.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+
 from binlake.binlog.gtid import parse_gtid_set, subtract, union
 
 
@@ -135,28 +137,56 @@ def epochs(manifests: list[dict]) -> dict[int, int]:
     return out
 
 
-def repeats(manifests: list[dict]) -> dict[str, dict[str, str]]:
+def repeats(manifests: Iterable[dict], whole: Callable[[dict], dict] = lambda m: m,
+            wanted: set[str] | None = None) -> dict[str, dict[str, str]]:
     """Per archived file (archive name), the GTIDs of its transactions that a generation before
     it in its GTID epoch archived already, each with the file of that first copy: a failover's
     new server repeats what it replicated from the old one. The first archived copy wins; the
-    repeats are left out of the warehouse, and compared with their first copies."""
+    repeats are left out of the warehouse, and compared with their first copies.
+
+    `whole`: a manifest with its index, from its summary (binlake.archive.summaries). `wanted`:
+    the files whose repeats are asked (default all). Only their indexes are read, and those of
+    the earlier generations' files that may hold their GTIDs (by the manifests' GTID sets; a
+    MariaDB file's cannot tell, so all of them): a source's old failover does not make every run
+    read every index."""
+    manifests = list(manifests)
+    epoch = epochs(manifests)
+    shared = {e for e in epoch.values() if sum(x == e for x in epoch.values()) > 1}
     by_gen: dict[int, list[dict]] = {}
     for m in manifests:
-        by_gen.setdefault(int(m.get("generation") or 1), []).append(m)
-    if len(by_gen) < 2:
-        return {}
-    epoch = epochs(manifests)
+        g = int(m.get("generation") or 1)
+        if epoch[g] in shared:
+            by_gen.setdefault(g, []).append(m)
+    if wanted is not None:
+        asked = [m for files in by_gen.values() for m in files if name_of(m) in wanted]
+        by_gen = {g: [m for m in files if name_of(m) in wanted or any(
+            int(w.get("generation") or 1) > g and epoch[int(w.get("generation") or 1)] == epoch[g]
+            and _may_share(m, w) for w in asked)] for g, files in by_gen.items()}
     seen: dict[int, dict[str, str]] = {}
     out: dict[str, dict[str, str]] = {}
     for g, files in sorted(by_gen.items()):
         earlier = seen.setdefault(epoch[g], {})
         mine: dict[str, str] = {}
         for m in files:
-            name = m.get("name") or m["file"]
-            for e in m.get("transactions") or []:  # a txn_id is the GTID where there is one
+            name = name_of(m)
+            for e in whole(m).get("transactions") or []:  # a txn_id is the GTID where there is one
                 if e[2] in earlier:
                     out.setdefault(name, {})[e[2]] = earlier[e[2]]
                 else:
                     mine.setdefault(e[2], name)
         earlier.update(mine)
     return out
+
+
+def name_of(m: dict) -> str:
+    """A manifest's archive name (manifests from before generations have only `file`)."""
+    return m.get("name") or m["file"]
+
+
+def _may_share(a: dict, b: dict) -> bool:
+    """Whether two archived files may hold a transaction of the same GTID: their MySQL GTID sets
+    meet; a MariaDB file's `gtids` (the last of each domain) cannot say, so yes."""
+    if a.get("flavor") == "mariadb" or b.get("flavor") == "mariadb":
+        return True
+    x, y = parse_gtid_set(a.get("gtids") or ""), parse_gtid_set(b.get("gtids") or "")
+    return subtract(x, y) != x

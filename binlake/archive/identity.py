@@ -19,17 +19,20 @@ A file that fits no generation starts the next one, with a notice saying why.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from binlake.archive.chain import covers, follows
+from binlake.archive.chain import covers, follows, name_of
 from binlake.binlog import constants as c
 from binlake.binlog.framing import parse_fde_body
 from binlake.binlog.gtid import decode_gtid_list, decode_previous_gtids
 from binlake.records import ts_from_seconds
+
+if TYPE_CHECKING:
+    from binlake.archive.summaries import Manifests
 
 log = logging.getLogger(__name__)
 
@@ -42,11 +45,6 @@ _GTID_SETS = (c.PREVIOUS_GTIDS_LOG_EVENT, c.GTID_LIST_EVENT)
 def archive_name(file: str, generation: int) -> str:
     """The name a file is archived under: its own in generation 1, `{file}@gNNNN` after."""
     return file if generation <= 1 else f"{file}@g{generation:04d}"
-
-
-def name_of(manifest: dict) -> str:
-    """A manifest's archive name (manifests from before generations have only `file`)."""
-    return manifest.get("name") or manifest["file"]
 
 
 def server_file(name: str) -> str:
@@ -173,19 +171,27 @@ class Placement:
 class Catalog:
     """What a source has archived, by generation; consulted and added to as a run archives."""
 
-    def __init__(self, store, source: str, manifests: list[dict]) -> None:
+    def __init__(self, store, source: str, manifests: Manifests) -> None:
         self.store, self.source = store, source
+        self.manifests = manifests
         self.entries = [Archived.of(m) for m in manifests]
 
     @classmethod
     def load(cls, store, source: str) -> Catalog:
-        found = [json.loads(store.get(k)) for k in store.keys(f"{source}/manifests") if k.endswith(".json")]
-        return cls(store, source, found)
+        """From the manifests' summaries (binlake.archive.summaries): no file's index is read."""
+        from binlake.archive import summaries
+
+        return cls(store, source, summaries.load(store, source))
 
     def add(self, manifest: dict) -> Archived:
         entry = Archived.of(manifest)
         self.entries = [e for e in self.entries if e.name != entry.name] + [entry]
+        self.manifests.add(manifest)
         return entry
+
+    def save(self) -> None:
+        """The manifests' summaries written, once the manifests added are."""
+        self.manifests.save()
 
     def generation(self, g: int) -> list[Archived]:
         return sorted((e for e in self.entries if e.generation == g), key=lambda e: e.number)

@@ -17,6 +17,7 @@ from binlake.archive.identity import Catalog, file_number, name_of, read_head
 from binlake.archive.leases import Lease, clean
 from binlake.archive.sources import RefusedFile
 from binlake.archive.stores import Writer
+from binlake.archive.summaries import manifest_key
 from binlake.archive.verify import Verifier
 from binlake.binlog.gtid import maria_range, parse_gtid_set, subtract, union
 from binlake.errors import BinlogError
@@ -38,10 +39,6 @@ class ArchiveResult:
 
 def binlog_key(source: str, name: str) -> str:
     return f"{source}/binlogs/{name}"
-
-
-def manifest_key(source: str, name: str) -> str:
-    return f"{source}/manifests/{name}.json"
 
 
 def refused_key(source: str, file: str) -> str:
@@ -149,6 +146,7 @@ def _archive(source, store, source_name: str, lease: Lease) -> ArchiveResult:
             waiting = committer.submit(_commit, source, store, source_name, f, files, copied, catalog)
         if waiting is not None:
             done(waiting.result())
+    catalog.save()
     return result
 
 
@@ -167,7 +165,9 @@ def archive_file(source, store, source_name: str, f, listing: list) -> dict | No
         if copied is None:
             return None
         catalog.add(copied.manifest)
-        return _commit(source, store, source_name, f, listing, copied, catalog)
+        manifest = _commit(source, store, source_name, f, listing, copied, catalog)
+        catalog.save()
+        return manifest
 
 
 def _refuse(source, store, source_name: str, f, e: RefusedFile) -> dict:

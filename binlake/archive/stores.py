@@ -112,6 +112,15 @@ class FileStore:
         return sorted(str(p.relative_to(self.root)) for p in base.rglob("*") if p.is_file()
                       and not p.name.startswith(".tmp-"))
 
+    def versions(self, prefix: str) -> dict[str, str]:
+        """The keys under a prefix, each with what changes when its object is written again."""
+        out: dict[str, str] = {}
+        for k in self.keys(prefix):
+            with contextlib.suppress(FileNotFoundError):  # gone since the listing
+                st = self._path(k).stat()
+                out[k] = f"{st.st_size}-{st.st_mtime_ns}"
+        return out
+
     def writer(self, key: str) -> Writer:
         w = _FileWriter(self._path(key))
         w.id = str(w.tmp.relative_to(self.root.resolve()))
@@ -260,6 +269,16 @@ class S3Store:
             for page in self.s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=full):
                 out += [o["Key"][cut:] for o in page.get("Contents", [])]
         return sorted(out)
+
+    def versions(self, prefix: str) -> dict[str, str]:
+        """The keys under a prefix, each with what changes when its object is written again."""
+        out: dict[str, str] = {}
+        cut = len(self.prefix) + 1 if self.prefix else 0
+        with self.failing(prefix, "list the objects"):
+            for page in self.s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket,
+                                                                          Prefix=self._key(prefix)):
+                out |= {o["Key"][cut:]: f"{o['Size']}-{o['ETag'].strip(chr(34))}" for o in page.get("Contents", [])}
+        return dict(sorted(out.items()))
 
     def writer(self, key: str) -> Writer:
         return _S3Writer(self, key)

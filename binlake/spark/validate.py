@@ -34,6 +34,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from binlake.archive import summaries
 from binlake.archive.chain import breaks, epochs, repeats
 from binlake.archive.identity import name_of
 from binlake.archive.run import refusals
@@ -42,7 +43,7 @@ from binlake.errors import BinlakeError
 from binlake.spark import offline_docs, schema
 from binlake.spark.job import warehouse_uri
 from binlake.spark.settings import SESSION, warehouse_dir
-from binlake.splits import check_quality_run, manifests, meets, parse_time, quality_run, sources
+from binlake.splits import check_quality_run, meets, parse_time, quality_run, sources
 
 log = logging.getLogger(__name__)
 SUITES = ("transactions", "row_changes", "anomalies", "continuity")
@@ -204,14 +205,15 @@ class Validation:
         files: list[tuple] = []
         chain: list[tuple] = []
         for source in self.source_names or sources(store):
-            found = list(manifests(store, source))
-            epoch, again = epochs(found), repeats(found)
-            chosen = [m for m in found if meets(m, self.start, self.end)]
+            found = summaries.load(store, source)  # a file's index is read only where it is in the range
+            listed = list(found)
+            chosen = [m for m in listed if meets(m, self.start, self.end)]
+            epoch, again = epochs(listed), repeats(listed, found.whole, {name_of(m) for m in chosen})
             for m in chosen:
-                first = [e for e in m.get("transactions") or [] if e[2] not in again.get(name_of(m), ())]
+                first = [e for e in found.whole(m).get("transactions") or [] if e[2] not in again.get(name_of(m), ())]
                 files.append((source, name_of(m), sum(self.start <= e[3] < self.end for e in first),
                               epoch[int(m.get("generation") or 1)]))
-            chain += [tuple(b.values()) for b in breaks(source, found, refusals(store, source),
+            chain += [tuple(b.values()) for b in breaks(source, listed, refusals(store, source),
                                                        {name_of(m) for m in chosen})]
         return files, chain
 

@@ -175,3 +175,15 @@ def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
 
 def ndjson(text: str) -> list[dict]:
     return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def archived_data(flavor: str, tmp_path: Path) -> tuple[str, str, Path]:
+    """tests/data's binlogs of a flavor archived into a file store under tmp_path: the flavor (its
+    source name), the store's URL and the directory of its binlog objects."""
+    from binlake.archive.run import archive
+    from binlake.archive.sources import DirSource
+    from binlake.archive.stores import open_store
+
+    store = f"file://{tmp_path}/store"
+    archive(DirSource(str(DATA / flavor)), open_store(store), flavor)
+    return flavor, store, tmp_path / "store" / flavor / "binlogs"
