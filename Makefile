@@ -60,6 +60,7 @@ bench: install servers java
 	$(BIN)/python bench/schema.py
 	$(BIN)/python bench/shapes.py
 	$(BIN)/python bench/interval.py
+	$(BIN)/python bench/manifests.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -46,6 +46,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench import shapes  # noqa: E402
 from bench.results import publish  # noqa: E402
 from bench.scan import generate, server_settings, timed  # noqa: E402
 from bench.shapes import SHIPPED  # noqa: E402
@@ -248,7 +249,7 @@ def main() -> None:
         try:
             print(f"MySQL {server.version}: generating {args.size_mib} MiB of {args.shape} …", file=sys.stderr)
             generated = (generate(server, args.size_mib, args.big_rows) if args.shape == "200-row"
-                         else _mix(server, args.size_mib))
+                         else shapes.generate(server, args.size_mib, 0, ["mix"])["mix"])
         finally:
             server.stop()
         version = server.version
@@ -371,26 +372,6 @@ def main() -> None:
         f"of the JVM {w.jvm_kib / 1024:.0f} MiB.",
     ]
     publish("bench/assemble.py", lines)
-
-
-def _mix(server, mib: int) -> list[Path]:
-    """mib MiB of bench/shapes.py's realistic mix, in files of their own."""
-    from pymysql.constants import CLIENT
-
-    from bench.shapes import TABLES, Writer
-
-    conn = server.connect(client_flag=CLIENT.MULTI_STATEMENTS)
-    w = Writer(conn)
-    w.cur.execute("CREATE DATABASE b")
-    for sql in TABLES:
-        w.cur.execute(sql)
-    first = w.rotate()
-    w.write("mix", mib)
-    end = w.rotate()
-    w.cur.execute("SHOW BINARY LOGS")
-    names = [r[0] for r in w.cur.fetchall()]
-    conn.close()
-    return [server.binlog_dir / n for n in names[names.index(first):names.index(end)]]
 
 
 _WHO = ("driver", "worker", "jit", "tasks", "other")

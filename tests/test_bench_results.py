@@ -21,6 +21,7 @@ SECTIONS = [
     "bench/schema.py",
     "bench/shapes.py",
     "bench/interval.py",
+    "bench/manifests.py",
 ]
 
 
