@@ -171,8 +171,11 @@ class Plan:
 
 
 def sources(store) -> list[str]:
-    """Every source with at least one manifest in the store."""
-    return sorted({k.split("/", 1)[0] for k in store.keys("") if "/manifests/" in k and k.endswith(".json")})
+    """Every source with at least one manifest in the store: of the store's top-level names, those
+    with manifests' summaries, else a manifest (a listing of names and of a few objects, not of
+    every object the store holds)."""
+    return [n for n in store.names("") if store.exists(summaries.key(n))
+            or any(k.endswith(".json") for k in store.keys(f"{n}/manifests/"))]
 
 
 def archived_until(store, source: str) -> str | None:

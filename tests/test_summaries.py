@@ -165,3 +165,21 @@ def test_a_manifest_written_over_is_read_again(archived):
     found = summaries.load(open_store(store), flavor)
     assert found.behind
     assert archived_until(open_store(store), flavor) == "2099-01-01T00:00:00.000000Z"
+
+
+def test_sources_are_named_without_listing_every_object(s3_endpoint, tmp_path):
+    # the store's top-level names with summaries or a manifest; another name holding objects is none
+    import boto3
+
+    from binlake.splits import sources
+
+    boto3.client("s3").create_bucket(Bucket="named")
+    for url in ("s3://named/deep/archive", f"file://{tmp_path}/store"):
+        store = open_store(url)
+        for flavor in ("mysql", "mariadb"):
+            archive(DirSource(str(DATA / flavor)), store, flavor)
+        store.put("notes/readme.txt", b"not a source")
+        assert store.names("") == ["mariadb", "mysql", "notes"]
+        assert sources(store) == ["mariadb", "mysql"]
+        store.delete(summaries.key("mysql"))  # archived by an older binlake: its manifests say it
+        assert sources(store) == ["mariadb", "mysql"]

@@ -112,6 +112,11 @@ class FileStore:
         return sorted(str(p.relative_to(self.root)) for p in base.rglob("*") if p.is_file()
                       and not p.name.startswith(".tmp-"))
 
+    def names(self, prefix: str) -> list[str]:
+        """The names one level below a prefix that hold objects (a directory's subdirectories)."""
+        base = self._path(prefix) if prefix else self.root
+        return sorted(p.name for p in base.iterdir() if p.is_dir()) if base.is_dir() else []
+
     def versions(self, prefix: str) -> dict[str, str]:
         """The keys under a prefix, each with what changes when its object is written again."""
         out: dict[str, str] = {}
@@ -268,6 +273,16 @@ class S3Store:
         with self.failing(prefix, "list the objects"):
             for page in self.s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=full):
                 out += [o["Key"][cut:] for o in page.get("Contents", [])]
+        return sorted(out)
+
+    def names(self, prefix: str) -> list[str]:
+        """The names one level below a prefix that hold objects (S3's common prefixes)."""
+        full = self._key(prefix.strip("/") + "/") if prefix.strip("/") else (f"{self.prefix}/" if self.prefix else "")
+        out = []
+        with self.failing(prefix, "list the objects"):
+            for page in self.s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=full,
+                                                                          Delimiter="/"):
+                out += [c["Prefix"][len(full):].rstrip("/") for c in page.get("CommonPrefixes", [])]
         return sorted(out)
 
     def versions(self, prefix: str) -> dict[str, str]:

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 
 import orjson
 
-from binlake.archive.identity import name_of
+from binlake.archive.chain import name_of
 
 log = logging.getLogger(__name__)
 
