@@ -58,17 +58,18 @@ def _schema_state(args: argparse.Namespace):
         raise BinlakeError("--schema and --store: give one history")
     if args.store:
         from binlake.archive.stores import open_store
-        from binlake.schema.history import choose, of_archived_file, snapshots
+        from binlake.schema.history import choose, loaded, of_archived_file, snapshots
 
         if not args.source_name:
             raise BinlakeError("--store needs --source-name: the source whose schema history to use")
         store = open_store(args.store)
         try:
             history = snapshots(store, args.source_name)
+            found = choose(history, Path(args.files[0]).name, lambda s: of_archived_file(store, args.source_name, s))
+            snapshot = loaded(store, found) if found else Snapshot({})
         except ValueError as e:
             raise BinlakeError(f"{args.store}: schema history of {args.source_name}: {e}") from None
-        snapshot = choose(history, Path(args.files[0]).name, lambda s: of_archived_file(store, args.source_name, s))
-        return state_for(snapshot or Snapshot({}), args.files)
+        return state_for(snapshot, args.files)
     if args.schema is None:
         return None
     try:

@@ -160,3 +160,48 @@ def test_mariadb_compressed_columns_replay_as_the_server_types_them(mariadb_serv
         assert columns(replayed.table(db, table)) == want, table
         assert columns(shown.table(db, table)) == want, table
     assert ("c", "blob /*m!100301 compressed*/", None) in columns(server.tables[(db, "t")])
+
+
+def test_a_snapshot_is_chosen_from_the_historys_keys(tmp_path):
+    """A history of hourly snapshots (one written by an older binlake, whose key says neither when
+    nor where): the choice reads the chosen snapshot, and the older one, only; and chooses as it
+    did with every snapshot read, against files archived at the snapshots' times and not."""
+    import json
+
+    from binlake.archive.stores import FileStore
+    from binlake.schema.history import Listed, choose, loaded, of_archived_file, record, snapshots, snapshots_prefix
+    from binlake.schema.model import Snapshot
+
+    store = FileStore(str(tmp_path))
+    store.put("s/manifests/binlog.000005.json", json.dumps(  # written while the fifth snapshot was taken
+        {"first_event_ts": "2026-11-25T04:00:00.000000Z", "last_event_ts": "2026-11-25T05:00:00.000000Z"}).encode())
+    store.put("s/manifests/binlog.000006.json", json.dumps(  # a later server's file of that name: not usable
+        {"first_event_ts": "2026-11-25T09:00:00.000000Z", "last_event_ts": "2026-11-25T10:00:00.000000Z"}).encode())
+    for i in range(30):
+        s = Snapshot({}, {f"db{i}": None}, {"before": {"file": f"binlog.{i + 1:06d}", "position": 4}}, "s",
+                     f"2026-11-{25 + i // 24}T{i % 24:02d}:30:00.000000Z")
+        if i == 7:  # an older binlake's key: {time}-{id}.json
+            old = f"{snapshots_prefix('s')}/20261125T073000.000000Z-0badc0de.json"
+            store.put(old, json.dumps(s.to_json()).encode())
+        else:
+            record(store, "s", s)
+    keys = sorted(store.keys(snapshots_prefix("s")))
+    every = [Snapshot.from_json(json.loads(store.get(k))) for k in keys]  # the oracle: the whole history read
+    read: list[str] = []
+
+    class Counting(FileStore):
+        def get(self, key: str) -> bytes:
+            read.append(key)
+            return super().get(key)
+
+    counting = Counting(str(tmp_path))
+    history = snapshots(counting, "s")
+    assert read == [keys[7]]
+    for first in ("binlog.000001", "binlog.000005", "binlog.000006", "binlog.000008", "binlog.000020", "binlog.000031"):
+        usable = lambda s: of_archived_file(store, "s", s)  # noqa: E731
+        want = choose(every, first, usable)
+        read.clear()
+        got = choose(history, first, usable)
+        assert want is not None and loaded(counting, got) == want, first
+        # a listed one is read when loaded, the one whose key says nothing was read with the listing
+        assert [k for k in read if "/schema/" in k] == ([got.key] if isinstance(got, Listed) else []), first

@@ -1,9 +1,13 @@
-"""A source's schema history in the archive store: `{source}/schema/snapshots/{time}-{id}.json`.
+"""A source's schema history in the archive store:
+`{source}/schema/snapshots/{time}-{id}@{file}.json`, `{file}` the binlog file the snapshot's point
+is before (none where it has no point; histories written before it have `{time}-{id}.json`).
 
 `binlake archive` of a live source captures one snapshot per run (binlake.schema.capture), before
-it copies files, so a history grows with the archive. A scan picks, for the files it reads, the
-earliest snapshot taken at or after the start of the first of them, else the newest before it
-(replay.state_for moves it to the first file and the files' DDL advances it).
+it copies files, so a history grows with the archive: one snapshot an hour of every table. A scan
+picks, for the files it reads, the earliest snapshot taken at or after the start of the first of
+them, else the newest before it (replay.state_for moves it to the first file and the files' DDL
+advances it). The keys say when and where each snapshot was taken, so the choice reads the chosen
+snapshot only (and those whose keys do not say it), not the whole history.
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ import json
 import logging
 import secrets
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 from binlake.schema.model import Snapshot, file_order
 
@@ -25,7 +31,32 @@ def snapshots_prefix(source: str) -> str:
 
 def snapshot_key(source: str, snapshot: Snapshot) -> str:
     stamp = (snapshot.taken_at or "").replace("-", "").replace(":", "")
-    return f"{snapshots_prefix(source)}/{stamp}-{secrets.token_hex(4)}.json"
+    file = (snapshot.point.get("before") or {}).get("file")
+    return f"{snapshots_prefix(source)}/{stamp}-{secrets.token_hex(4)}{f'@{file}' if file else ''}.json"
+
+
+@dataclass(frozen=True)
+class Listed:
+    """A snapshot known by its key: what choose() and of_archived_file() ask of it, its time and
+    the file its point is before; read when chosen (loaded)."""
+
+    key: str
+    taken_at: str
+    point: dict[str, Any]
+
+    @classmethod
+    def of(cls, key: str) -> Listed | None:
+        """From a key that says both (snapshot_key's), else None."""
+        name = key.rsplit("/", 1)[-1].removesuffix(".json")
+        head, at, file = name.partition("@")
+        stamp = head.rsplit("-", 1)[0]
+        try:
+            when = dt.datetime.strptime(stamp, "%Y%m%dT%H%M%S.%fZ")
+        except ValueError:
+            return None
+        if not at or not file:
+            return None
+        return cls(key, when.strftime("%Y-%m-%dT%H:%M:%S.%fZ"), {"before": {"file": file}})
 
 
 def record(store, source: str, snapshot: Snapshot) -> str:
@@ -36,20 +67,30 @@ def record(store, source: str, snapshot: Snapshot) -> str:
     return key
 
 
-def snapshots(store, source: str) -> list[Snapshot]:
-    """The source's snapshots, oldest first (their keys sort by capture time)."""
-    out = []
+def snapshots(store, source: str) -> list[Snapshot | Listed]:
+    """The source's snapshots, oldest first (their keys sort by capture time): read where the key
+    does not say when and where it was taken, else Listed (loaded() reads it)."""
+    out: list[Snapshot | Listed] = []
     for key in sorted(store.keys(snapshots_prefix(source))):
         if key.endswith(".json"):
-            try:
-                out.append(Snapshot.from_json(json.loads(store.get(key))))
-            except (ValueError, KeyError, TypeError) as e:
-                raise ValueError(f"{key}: {e}") from None
+            out.append(Listed.of(key) or _read(store, key))
     return out
 
 
-def choose(history: list[Snapshot], first_file: str, usable: Callable[[Snapshot], bool] = lambda s: True,
-           ) -> Snapshot | None:
+def loaded(store, snapshot: Snapshot | Listed) -> Snapshot:
+    """A snapshot of snapshots(), read if it was only listed."""
+    return _read(store, snapshot.key) if isinstance(snapshot, Listed) else snapshot
+
+
+def _read(store, key: str) -> Snapshot:
+    try:
+        return Snapshot.from_json(json.loads(store.get(key)))
+    except (ValueError, KeyError, TypeError) as e:
+        raise ValueError(f"{key}: {e}") from None
+
+
+def choose(history: list[Snapshot | Listed], first_file: str,
+           usable: Callable[[Snapshot | Listed], bool] = lambda s: True) -> Snapshot | Listed | None:
     """The snapshot to scan from first_file (a server file name) on: the earliest taken at or after
     its start, else the newest before it (replay.state_for moves either to the file); None when
     no snapshot can be placed against it. Only the `usable` ones are candidates."""
@@ -64,7 +105,7 @@ def choose(history: list[Snapshot], first_file: str, usable: Callable[[Snapshot]
     return after[0] if after else before[-1] if before else None
 
 
-def of_archived_file(store, source: str, snapshot: Snapshot) -> bool:
+def of_archived_file(store, source: str, snapshot: Snapshot | Listed) -> bool:
     """Whether the file archived under the name of the snapshot's point is the one the server was
     writing when the snapshot was taken. A reset makes a server reuse file names (the archive keeps
     the later file as `name@gNNNN`): a snapshot of the later files is not placed against the

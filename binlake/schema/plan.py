@@ -21,7 +21,7 @@ from binlake.archive.stores import MissingObject, open_store
 from binlake.binlog.framing import BinlogReader
 from binlake.errors import BinlakeError
 from binlake.schema.ddl import SchemaState
-from binlake.schema.history import choose, of_archived_file, snapshots
+from binlake.schema.history import choose, loaded, of_archived_file, snapshots
 from binlake.schema.model import Snapshot
 from binlake.schema.replay import Statement, between, moved, reader_ddl
 from binlake.splits import Plan, Split
@@ -36,12 +36,13 @@ def histories(plan: Plan) -> dict[str, Snapshot]:
     for source in plan.sources:
         try:
             found = snapshots(store, source)
+            first = next((f.file for f in plan.files if f.source == source), None)
+            usable = functools.partial(of_archived_file, store, source)
+            chosen = choose(found, first, usable) if found and first else None
+            if found:  # none placeable: the tables the files' DDL creates only, as a scan does
+                out[source] = loaded(store, chosen) if chosen else Snapshot({})
         except ValueError as e:
             raise BinlakeError(f"{plan.store}: schema history of {source}: {e}") from None
-        first = next((f.file for f in plan.files if f.source == source), None)
-        chosen = choose(found, first, functools.partial(of_archived_file, store, source)) if found and first else None
-        if found:  # none placeable: the tables the files' DDL creates only, as a scan does
-            out[source] = chosen or Snapshot({})
     return out
 
 
