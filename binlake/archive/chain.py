@@ -72,12 +72,12 @@ def breaks(source: str, manifests: list[dict], refused: list[dict], chosen: set[
     for r in refused:  # not archived since: a hole before the archived file after it
         after = archived_after(manifests, r["file"])
         if after is not None and (after.get("name") or after["file"]) in chosen:
-            out.append({"source": source, "generation": int(after.get("generation") or 1),
+            out.append({"source": source, "generation": generation_of(after),
                         "binlog_file": r["file"], "previous_file": "", "missing_files": r["file"],
                         "missing_gtids": "", "detail": r["detail"]})
     by_gen: dict[int, list[dict]] = {}
     for m in manifests:
-        by_gen.setdefault(int(m.get("generation") or 1), []).append(m)
+        by_gen.setdefault(generation_of(m), []).append(m)
     epoch = epochs(manifests)
     earlier, current = "", 0  # what the generations before claim: a restored server's purged GTIDs
     for g, files in sorted(by_gen.items()):
@@ -121,7 +121,7 @@ def breaks(source: str, manifests: list[dict], refused: list[dict], chosen: set[
 def archived_after(manifests: list[dict], file: str) -> dict | None:
     """The archived file that follows a server's file name: the next number, newest generation."""
     after = [m for m in manifests if _number(m["file"]) > _number(file)]
-    return min(after, key=lambda m: (_number(m["file"]), -int(m.get("generation") or 1)), default=None)
+    return min(after, key=lambda m: (_number(m["file"]), -generation_of(m)), default=None)
 
 
 def epochs(manifests: list[dict]) -> dict[int, int]:
@@ -129,7 +129,7 @@ def epochs(manifests: list[dict]) -> dict[int, int]:
     GTID names one transaction only within an epoch; another server's generation (a failover)
     repeats the same transactions under the same GTIDs and stays in the epoch."""
     resets = {int(m["generation"]) for m in manifests if (m.get("notice") or {}).get("kind") == "reset"}
-    gens = sorted({int(m.get("generation") or 1) for m in manifests})
+    gens = sorted({generation_of(m) for m in manifests})
     out, epoch = {}, 0
     for g in gens:
         epoch += g in resets
@@ -154,14 +154,17 @@ def repeats(manifests: Iterable[dict], whole: Callable[[dict], dict] = lambda m:
     shared = {e for e in epoch.values() if sum(x == e for x in epoch.values()) > 1}
     by_gen: dict[int, list[dict]] = {}
     for m in manifests:
-        g = int(m.get("generation") or 1)
+        g = generation_of(m)
         if epoch[g] in shared:
             by_gen.setdefault(g, []).append(m)
-    if wanted is not None:
+    if wanted is not None:  # the files asked, and those of earlier generations of their epoch that may share a GTID
         asked = [m for files in by_gen.values() for m in files if name_of(m) in wanted]
-        by_gen = {g: [m for m in files if name_of(m) in wanted or any(
-            int(w.get("generation") or 1) > g and epoch[int(w.get("generation") or 1)] == epoch[g]
-            and _may_share(m, w) for w in asked)] for g, files in by_gen.items()}
+
+        def needed(m: dict, g: int) -> bool:
+            later = (w for w in asked if generation_of(w) > g and epoch[generation_of(w)] == epoch[g])
+            return name_of(m) in wanted or any(_may_share(m, w) for w in later)
+
+        by_gen = {g: [m for m in files if needed(m, g)] for g, files in by_gen.items()}
     seen: dict[int, dict[str, str]] = {}
     out: dict[str, dict[str, str]] = {}
     for g, files in sorted(by_gen.items()):
@@ -181,6 +184,11 @@ def repeats(manifests: Iterable[dict], whole: Callable[[dict], dict] = lambda m:
 def name_of(m: dict) -> str:
     """A manifest's archive name (manifests from before generations have only `file`)."""
     return m.get("name") or m["file"]
+
+
+def generation_of(m: dict) -> int:
+    """A manifest's generation (1 for manifests from before generations)."""
+    return int(m.get("generation") or 1)
 
 
 def _may_share(a: dict, b: dict) -> bool:

@@ -267,33 +267,24 @@ class S3Store:
             self.s3.delete_object(Bucket=self.bucket, Key=self._key(key))
 
     def keys(self, prefix: str) -> list[str]:
-        out = []
-        full = self._key(prefix)
-        cut = len(self.prefix) + 1 if self.prefix else 0
-        with self.failing(prefix, "list the objects"):
-            for page in self.s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=full):
-                out += [o["Key"][cut:] for o in page.get("Contents", [])]
-        return sorted(out)
+        return list(self.versions(prefix))  # the same listing
 
     def names(self, prefix: str) -> list[str]:
         """The names one level below a prefix that hold objects (S3's common prefixes)."""
         full = self._key(prefix.strip("/") + "/") if prefix.strip("/") else (f"{self.prefix}/" if self.prefix else "")
-        out = []
-        with self.failing(prefix, "list the objects"):
-            for page in self.s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=full,
-                                                                          Delimiter="/"):
-                out += [c["Prefix"][len(full):].rstrip("/") for c in page.get("CommonPrefixes", [])]
-        return sorted(out)
+        return sorted(c["Prefix"][len(full):].rstrip("/") for page in self._listing(prefix, full, Delimiter="/")
+                      for c in page.get("CommonPrefixes", []))
 
     def versions(self, prefix: str) -> dict[str, str]:
         """The keys under a prefix, each with what changes when its object is written again."""
-        out: dict[str, str] = {}
         cut = len(self.prefix) + 1 if self.prefix else 0
+        return dict(sorted((o["Key"][cut:], f"{o['Size']}-{o['ETag'].strip(chr(34))}")
+                           for page in self._listing(prefix, self._key(prefix)) for o in page.get("Contents", [])))
+
+    def _listing(self, prefix: str, full: str, **params) -> Iterator[dict]:
+        """The pages of a listing of the objects under `full` (`prefix`, the store's, for errors)."""
         with self.failing(prefix, "list the objects"):
-            for page in self.s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket,
-                                                                          Prefix=self._key(prefix)):
-                out |= {o["Key"][cut:]: f"{o['Size']}-{o['ETag'].strip(chr(34))}" for o in page.get("Contents", [])}
-        return dict(sorted(out.items()))
+            yield from self.s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=full, **params)
 
     def writer(self, key: str) -> Writer:
         return _S3Writer(self, key)
