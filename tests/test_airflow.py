@@ -125,14 +125,23 @@ def test_live_server_through_both_dags(mysql_server, s3_endpoint, airflow, spark
     assert sum(1 for t in again["tasks"] if t.startswith("archive_file[")) == 1
     listed = s3.list_objects_v2(Bucket="airflow-live", Prefix="archive/live/schema/snapshots/")
     assert len(listed["Contents"]) == 2  # one snapshot per run
+    # no DDL ran between the runs: the second is a reference to the first, read as the server's tables
+    first, second = sorted(o["Key"] for o in listed["Contents"])
+    doc = json.loads(s3.get_object(Bucket="airflow-live", Key=second)["Body"].read())
+    assert doc["kind"] == "unchanged" and "tables" not in doc and doc["tables_of"] == first.removeprefix("archive/")
+    assert _snapshot_columns(s3, server) == _server_columns(server)
 
 
 def _snapshot_columns(s3, server) -> tuple[str, list[tuple[str, str, str]]]:
-    listed = s3.list_objects_v2(Bucket="airflow-live", Prefix="archive/live/schema/snapshots/")
-    newest = sorted(o["Key"] for o in listed["Contents"])[-1]
-    doc = json.loads(s3.get_object(Bucket="airflow-live", Key=newest)["Body"].read())
-    return doc["point"]["server_uuid"], [(t["name"], c["name"], c["type"]) for t in doc["tables"]
-                                         if t["schema"] == "shop" for c in t["columns"]]
+    """The newest snapshot of the history, as binlake's readers take it: a reference's tables are
+    those of the whole snapshot it names."""
+    from binlake.archive.stores import open_store
+    from binlake.schema.history import loaded, snapshots
+
+    store = open_store("s3://airflow-live/archive")
+    snapshot = loaded(store, snapshots(store, "live")[-1])
+    return snapshot.point["server_uuid"], [(t.name, c.name, c.type) for (db, _), t in sorted(snapshot.tables.items())
+                                           if db == "shop" for c in t.columns]
 
 
 def _server_columns(server) -> tuple[str, list[tuple[str, str, str]]]:

@@ -294,3 +294,65 @@ def test_the_spark_job_reads_the_stores_history_as_the_scan_does(history, spark,
     mismatches = [a for a in records["anomaly"] if a["code"] == "SCHEMA_MISMATCH"]
     assert {a["detail"].split(" TABLE_MAP of hist.")[1].split(" ")[0] for a in mismatches} == {"old_t", "t3"}
     assert summary.splits > summary.files and summary.anomalies == len(mismatches)  # once per table and file
+
+
+# -- captures that change nothing: recorded by reference ----------------------------------------
+
+
+def _capture(tables: dict, hour: int, file: int):
+    """A capture as binlake.schema.capture makes one: `tables` {name: [(column, type)]} of db1."""
+    from binlake.schema.model import Column, Snapshot, Table
+
+    return Snapshot({("db1", n): Table("db1", n, tuple(Column(c, t) for c, t in cols)) for n, cols in tables.items()},
+                    {"db1": "utf8mb4"}, {"before": {"file": f"binlog.{file:06d}", "position": 4},
+                                         "after": {"file": f"binlog.{file:06d}", "position": 4}},
+                    "db1", f"2026-11-25T{hour:02d}:00:00.000000Z")
+
+
+@pytest.mark.parametrize("where", ["file", "s3"])
+def test_a_capture_that_changes_nothing_is_recorded_by_reference(where, tmp_path, request):
+    """Hourly captures of a schema that changes once: each unchanged one is a small reference to
+    the newest whole snapshot, and reads as the capture it was made of (the oracle: the captures
+    themselves); a latest.json missing, not JSON, or naming a snapshot that is gone gives a whole
+    snapshot, and a reference whose whole snapshot is gone is refused by name."""
+    import boto3
+
+    from binlake.archive.stores import open_store
+    from binlake.schema.history import latest_key, loaded, record, snapshots
+
+    if where == "s3":
+        request.getfixturevalue("s3_endpoint")
+        boto3.client("s3").create_bucket(Bucket="history")
+        store = open_store("s3://history/archive")
+    else:
+        store = open_store(f"file://{tmp_path}")
+    wide = {f"t{i}": [("id", "int unsigned"), ("doc", "json"), ("note", "varchar(200)")] for i in range(50)}
+    altered = {**wide, "t0": [*wide["t0"], ("added", "datetime(6)")]}
+    captures = [_capture(altered if 3 <= hour < 6 else wide, hour, hour + 1) for hour in range(8)]
+    keys = [record(store, "db1", c) for c in captures]
+    docs = [json.loads(store.get(k)) for k in keys]
+    # whole where the tables changed (the first, the ALTER's, its undoing), references between
+    assert [d["kind"] for d in docs] == ["snapshot", "unchanged", "unchanged", "snapshot", "unchanged",
+                                         "unchanged", "snapshot", "unchanged"]
+    assert [d.get("tables_of") for d in docs] == [None, keys[0], keys[0], None, keys[3], keys[3], None, keys[6]]
+    assert max(len(store.get(k)) for k, d in zip(keys, docs, strict=True) if d["kind"] == "unchanged") < 1024
+    assert min(len(store.get(k)) for k, d in zip(keys, docs, strict=True) if d["kind"] == "snapshot") > 10 * 1024
+    history = snapshots(store, "db1")
+    assert [loaded(store, s) for s in history] == captures  # each as it was captured: tables, time, point
+
+    # latest.json is derived: without it, or wrong, the next capture is written whole
+    for damage in ("gone", "not JSON", "names a snapshot that is gone"):
+        if damage == "gone":
+            store.delete(latest_key("db1"))
+        elif damage == "not JSON":
+            store.put(latest_key("db1"), b"\x00{")
+        else:
+            latest = json.loads(store.get(latest_key("db1")))  # the right digest, a key not in the store
+            store.put(latest_key("db1"), json.dumps({**latest, "key": latest["key"] + ".gone"}).encode())
+        key = record(store, "db1", _capture(wide, 9, 10))
+        assert json.loads(store.get(key))["kind"] == "snapshot", damage
+        assert json.loads(store.get(record(store, "db1", _capture(wide, 10, 11))))["tables_of"] == key, damage
+
+    store.delete(keys[3])  # a reference whose whole snapshot is gone: refused, naming both
+    with pytest.raises(ValueError, match=f"{keys[4]}: its tables are those of {keys[3]}, which the store lacks"):
+        loaded(store, next(s for s in snapshots(store, "db1") if s.key == keys[4]))

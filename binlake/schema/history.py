@@ -3,16 +3,23 @@
 is before (none where it has no point; histories written before it have `{time}-{id}.json`).
 
 `binlake archive` of a live source captures one snapshot per run (binlake.schema.capture), before
-it copies files, so a history grows with the archive: one snapshot an hour of every table. A scan
-picks, for the files it reads, the earliest snapshot taken at or after the start of the first of
-them, else the newest before it (replay.state_for moves it to the first file and the files' DDL
-advances it). The keys say when and where each snapshot was taken, so the choice reads the chosen
-snapshot only (and those whose keys do not say it), not the whole history.
+it copies files: one an hour of hourly runs. A capture whose tables are those of the newest whole
+snapshot is recorded as a reference to it (`"kind": "unchanged"`, its own time and point, the
+tables by the whole one's key), so the history's bytes grow with the schema's changes, not with its
+age; `{source}/schema/latest.json` names that whole snapshot and the digest of its tables (derived,
+never the record: without it, or with it wrong, a whole snapshot is written).
+
+A scan picks, for the files it reads, the earliest snapshot taken at or after the start of the
+first of them, else the newest before it (replay.state_for moves it to the first file and the
+files' DDL advances it). The keys say when and where each snapshot was taken, so the choice reads
+the chosen snapshot only (and its whole one; and those whose keys do not say it), not the whole
+history.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import logging
 import secrets
@@ -20,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from binlake.schema.model import Snapshot, file_order
+from binlake.schema.model import FORMAT, Snapshot, file_order
 
 log = logging.getLogger(__name__)
 
@@ -59,12 +66,44 @@ class Listed:
         return cls(key, when.strftime("%Y-%m-%dT%H:%M:%S.%fZ"), {"before": {"file": file}})
 
 
+def latest_key(source: str) -> str:
+    return f"{source}/schema/latest.json"
+
+
+def digest(snapshot: Snapshot) -> str:
+    """What a capture is compared by: its databases and tables, not when or where it was taken."""
+    tables = [t.to_json() for _, t in sorted(snapshot.tables.items())]
+    body = json.dumps({"databases": snapshot.databases, "tables": tables}, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(body.encode()).hexdigest()
+
+
 def record(store, source: str, snapshot: Snapshot) -> str:
-    """Write a snapshot into the store's history of source; its key."""
+    """Write a snapshot into the store's history of source; its key. Its tables are written by
+    reference when they are the newest whole snapshot's (the module's docstring)."""
     key = snapshot_key(source, snapshot)
-    store.put(key, (json.dumps(snapshot.to_json(), ensure_ascii=False, indent=1) + "\n").encode())
-    log.info("%s: schema snapshot of %d tables recorded as %s", source, len(snapshot.tables), key)
+    tables = digest(snapshot)
+    same = _whole_with(store, source, tables)
+    doc = snapshot.to_json() if same is None else {
+        "format": FORMAT, "kind": "unchanged", "origin": snapshot.origin, "source": snapshot.source,
+        "taken_at": snapshot.taken_at, "point": snapshot.point, "tables_of": same}
+    store.put(key, (json.dumps(doc, ensure_ascii=False, indent=1) + "\n").encode())
+    if same is None:  # after the snapshot: a latest.json never names what is not written
+        store.put(latest_key(source), json.dumps({"key": key, "digest": tables}).encode())
+        log.info("%s: schema snapshot of %d tables recorded as %s", source, len(snapshot.tables), key)
+    else:
+        log.info("%s: schema snapshot recorded as %s, its %d tables unchanged since %s", source, key,
+                 len(snapshot.tables), same)
     return key
+
+
+def _whole_with(store, source: str, tables: str) -> str | None:
+    """The key of the newest whole snapshot if its tables' digest is `tables` and it is there."""
+    try:
+        latest = json.loads(store.get(latest_key(source))) if store.exists(latest_key(source)) else {}
+        key = latest.get("key")
+        return key if latest.get("digest") == tables and isinstance(key, str) and store.exists(key) else None
+    except (ValueError, AttributeError):  # not JSON, not an object: written whole again
+        return None
 
 
 def snapshots(store, source: str) -> list[Snapshot | Listed]:
@@ -84,8 +123,16 @@ def loaded(store, snapshot: Snapshot | Listed) -> Snapshot:
 
 def _read(store, key: str) -> Snapshot:
     try:
-        return Snapshot.from_json(json.loads(store.get(key)))
-    except (ValueError, KeyError, TypeError) as e:
+        doc = json.loads(store.get(key))
+        if doc.get("kind") != "unchanged" or doc.get("format") != FORMAT:
+            return Snapshot.from_json(doc)
+        whole = doc["tables_of"]  # a whole snapshot: record() never refers to a reference
+        if not store.exists(whole):
+            raise ValueError(f"its tables are those of {whole}, which the store lacks")
+        tables = Snapshot.from_json(json.loads(store.get(whole)))
+        return Snapshot(tables.tables, tables.databases, dict(doc.get("point") or {}), doc.get("source"),
+                        doc.get("taken_at"), doc.get("origin", "information_schema"))
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
         raise ValueError(f"{key}: {e}") from None
 
 
