@@ -182,11 +182,29 @@ def test_hourly_runs_equal_one_daily_run_and_reruns_change_nothing(spark, archiv
         run_job(spark, store, tmp_path / "cut", lo, hi)
     assert lake(tmp_path / "cut") == daily
 
+    # a rerun of one of them replaces the files that hold its rows, and only those: the day's
+    # other files are left as they are (their commit times read from the files themselves)
+    before = _data_files(tmp_path / "cut")
+    lo, hi = (dt.datetime.fromisoformat(t) for t in cuts[1:3])
+    held = {f for f, (_, times_in) in before.items() if any(lo <= t < hi for t in times_in)}
+    assert held and all(lo <= t < hi for f in held for t in before[f][1])  # a run's files hold its range only
+    run_job(spark, store, tmp_path / "cut", cuts[1], cuts[2])
+    after = _data_files(tmp_path / "cut")
+    assert {f: v for f, v in after.items() if f in before} == {f: v for f, v in before.items() if f not in held}
+    assert lake(tmp_path / "cut") == daily
+
     # rerunning the hour with the data, then the day, changes nothing
     hour = dt.datetime.fromisoformat(times[0]).replace(minute=0, second=0, microsecond=0)
     run_job(spark, store, tmp_path / "daily", hour.isoformat(), (hour + dt.timedelta(hours=1)).isoformat())
     run_job(spark, store, tmp_path / "daily", start, end)
     assert lake(tmp_path / "daily") == daily
+
+
+def _data_files(warehouse: Path) -> dict[str, tuple[int, list]]:
+    """Every Parquet file of the tables: its modification time and its rows' commit times."""
+    return {str(f.relative_to(warehouse)): (f.stat().st_mtime_ns, pq.read_table(f, columns=["commit_ts"])
+                                             .column(0).to_pylist())
+            for f in sorted(warehouse.glob("*/commit_date=*/*.parquet"))}
 
 
 def test_one_core_and_spark_submit_agree_with_two_cores(spark, archives, tmp_path):

@@ -8,9 +8,10 @@
 4. Put big transactions together on the driver from their pieces' counts
    (binlake/pieces.py): where each piece's rows go (`seq`, segments).
 5. Write each table: the rows of the range replace exactly the range's rows in the
-   commit_date partitions it touches (kept rows of other times and sources are
-   rewritten with them), by dynamic partition overwrite through a staging copy. Reruns
-   and backfills are idempotent; N runs over adjacent ranges equal one over their union.
+   commit_date partitions it touches: appended, and the files that held the range's rows
+   before deleted; where such a file holds kept rows too, the touched days rewritten
+   through a staging copy (dynamic partition overwrite). Reruns and backfills are
+   idempotent; N runs over adjacent ranges equal one over their union.
    The row changes are the rows pass, decoded as they are written (the pieces' placed by a
    broadcast of step 4's answer): never staged, so the biggest table is written once.
 """
@@ -409,30 +410,54 @@ class Job:
                 .where(F.col("source").isin(self.sources)))
 
     def _replace_range(self, name: str, new: DataFrame, dates: list[dt.date], empty: Callable[[], bool]) -> None:
-        """Rows of the range replace the range's rows of these sources in the dates touched."""
+        """Rows of the range replace the range's rows of these sources in the dates touched.
+
+        The files that hold rows of the range are found first (their commit_ts read, Parquet's
+        statistics skipping the rest). Where they hold nothing else (an hourly run beside the day's
+        other hours, a rerun, a day over its hours) the new rows are appended and those files
+        deleted: the day's other files are left as they are. Where one holds rows that are kept
+        too (a rerun whose range cuts through an earlier run's), the touched days are rewritten."""
         path = f"{self.warehouse}/{name}"
-        struct = schema.STORED[name]
         self.sc.setJobDescription(f"binlake: write {name}")
         touched = [d for d in self._partitions(path) if dates[0] <= d <= dates[-1]]
-        writer = None
+        writer = new.write.options(**WRITE_OPTIONS.get(name, {})).partitionBy("commit_date")
         if not touched:  # nothing to keep: the new rows go straight to the table
-            writer = new.write
-        else:
-            lo, hi = _instant(self.plan.start), _instant(self.plan.end)
-            replaced = (F.col("source").isin(self.sources) & (F.col("commit_ts") >= F.lit(lo))
-                        & (F.col("commit_ts") < F.lit(hi)))
-            old = (self.spark.read.schema(struct).parquet(path)
-                   .where(F.col("commit_date").between(F.lit(dates[0]), F.lit(dates[-1]))))
-            if empty() and old.where(replaced).isEmpty():
-                log.info("%s: nothing in the range, before or now: unchanged", name)
-                return
-            # the kept rows are read from the partitions about to be overwritten: stage them first
-            out = f"{self.staging}/{name}"
-            (new.unionByName(old.where(~replaced)).write.options(**WRITE_OPTIONS.get(name, {})).mode("overwrite")
-             .partitionBy("commit_date").parquet(out))
-            writer = self.spark.read.schema(struct).parquet(out).write
-        (writer.options(**WRITE_OPTIONS.get(name, {})).mode("overwrite").option("partitionOverwriteMode", "dynamic")
-         .partitionBy("commit_date").parquet(path))
+            writer.mode("overwrite").option("partitionOverwriteMode", "dynamic").parquet(path)
+            return
+        old = (self.spark.read.schema(schema.STORED[name]).parquet(path)
+               .where(F.col("commit_date").between(F.lit(dates[0]), F.lit(dates[-1]))))
+        replaced = self._replaced()
+        holding = sorted(r[0] for r in old.where(replaced).select(F.col("_metadata.file_path")).distinct().collect())
+        if not holding and empty():
+            log.info("%s: nothing in the range, before or now: unchanged", name)
+            return
+        if holding and not old.where(F.col("_metadata.file_path").isin(holding) & ~replaced).isEmpty():
+            self._rewrite_days(name, new, old, touched)
+            return
+        if not empty():  # appended first: should it fail, the table is as it was
+            writer.mode("append").parquet(path)
+        for f in holding:
+            self._delete_uri(f)
+        for d in touched:
+            self._drop_if_empty(f"{path}/commit_date={d.isoformat()}")
+        log.info("%s: the range's rows written beside the days' others, %d files replaced", name, len(holding))
+
+    def _replaced(self):
+        """The rows a run replaces: of its sources, committed in its range."""
+        lo, hi = _instant(self.plan.start), _instant(self.plan.end)
+        return F.col("source").isin(self.sources) & (F.col("commit_ts") >= F.lit(lo)) & (F.col("commit_ts") < F.lit(hi))
+
+    def _rewrite_days(self, name: str, new: DataFrame, old: DataFrame, touched: list[dt.date]) -> None:
+        """The touched days rewritten whole: the new rows with the days' kept ones, staged first
+        (they are read from the partitions about to be overwritten), then put in place by dynamic
+        partition overwrite; a day left with no rows is removed."""
+        path = f"{self.warehouse}/{name}"
+        options = WRITE_OPTIONS.get(name, {})
+        out = f"{self.staging}/{name}"
+        (new.unionByName(old.where(~self._replaced())).write.options(**options).mode("overwrite")
+         .partitionBy("commit_date").parquet(out))
+        (self.spark.read.schema(schema.STORED[name]).parquet(out).write.options(**options).mode("overwrite")
+         .option("partitionOverwriteMode", "dynamic").partitionBy("commit_date").parquet(path))
         staged = {d for d in touched if self._exists(f"{self.staging}/{name}/commit_date={d.isoformat()}")}
         for d in touched:
             if d not in staged:  # its rows were all in the range and are gone: nothing overwrote it
@@ -463,6 +488,19 @@ class Job:
     def _delete(self, path: str) -> None:
         fs, p = self._fs(path)
         if fs.exists(p):
+            fs.delete(p, True)
+
+    def _delete_uri(self, uri: str) -> None:
+        """A file as Spark names it (`_metadata.file_path`: a URI, its special characters escaped)."""
+        jvm = self.spark._jvm  # noqa: SLF001
+        assert jvm is not None
+        p = jvm.org.apache.hadoop.fs.Path(jvm.java.net.URI(uri))
+        p.getFileSystem(self.sc._jsc.hadoopConfiguration()).delete(p, False)  # noqa: SLF001
+
+    def _drop_if_empty(self, path: str) -> None:
+        """A partition's directory with no data file left in it, removed."""
+        fs, p = self._fs(path)
+        if fs.exists(p) and not any(not st.getPath().getName().startswith((".", "_")) for st in fs.listStatus(p)):
             fs.delete(p, True)
 
     def _write_summary(self) -> None:
