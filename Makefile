@@ -61,6 +61,7 @@ bench: install servers java
 	$(BIN)/python bench/shapes.py
 	$(BIN)/python bench/interval.py
 	$(BIN)/python bench/manifests.py
+	$(BIN)/python bench/hourly.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

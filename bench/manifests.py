@@ -15,7 +15,6 @@ archive run). The best of 3 runs each.
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import json
 import shutil
@@ -29,8 +28,7 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.results import publish
-from bench.shapes import generate
-from tests.support import servers
+from bench.shapes import corpus
 
 AGES = {"a day": 24, "a week": 24 * 7, "a month": 24 * 30}  # hourly files
 MIB = 16
@@ -68,16 +66,8 @@ def main() -> None:
     from binlake.splits import archived_until, plan
 
     work = Path(tempfile.mkdtemp(prefix="binlake-bench-manifests-"))
-    with contextlib.ExitStack() as running:
-        server = servers.start("mysql", work / "server", sync_binlog="0", innodb_flush_log_at_trx_commit="0",
-                               max_binlog_size="256M")
-        running.callback(server.stop)
-        print(f"MySQL {server.version}: {MIB} MiB of one-row transactions …", file=sys.stderr)
-        [first] = [f.name for f in generate(server, MIB, 0, ["one-row"])["one-row"]]
-        binlogs = work / "binlogs"
-        binlogs.mkdir()
-        (binlogs / first).write_bytes((server.binlog_dir / first).read_bytes())
-        version = server.version
+    version, [first] = corpus(work, MIB, "one-row")
+    binlogs = first.parent
     store_url = f"file://{work}/store"
     store = open_store(store_url)
     archive(DirSource(str(binlogs)), store, "src")

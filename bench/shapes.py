@@ -172,6 +172,22 @@ def generate(server, mib: int, big_rows: int, shapes: list[str] = SHAPES) -> dic
     return {s: [server.binlog_dir / n for n in names[bounds[i]:bounds[i + 1]]] for i, s in enumerate(shapes)}
 
 
+def corpus(work: Path, mib: int, shape: str) -> tuple[str, list[Path]]:
+    """`mib` MiB of one shape written by a MySQL server started for it (and stopped), its rotated
+    files copied into work/binlogs: the server's version and the copies."""
+    copied = work / "binlogs"
+    copied.mkdir()
+    with contextlib.ExitStack() as running:
+        server = servers.start("mysql", work / "server", sync_binlog="0", innodb_flush_log_at_trx_commit="0",
+                               max_binlog_size="256M")
+        running.callback(server.stop)
+        print(f"MySQL {server.version}: {mib} MiB of {shape} …", file=sys.stderr)
+        files = [copied / f.name for f in generate(server, mib, 0, [shape])[shape]]
+        for f in files:
+            f.write_bytes((server.binlog_dir / f.name).read_bytes())
+        return server.version, files
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mib", type=int, default=64, help="MiB of binlog per shape (default 64)")

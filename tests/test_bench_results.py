@@ -22,6 +22,7 @@ SECTIONS = [
     "bench/shapes.py",
     "bench/interval.py",
     "bench/manifests.py",
+    "bench/hourly.py",
 ]
 
 
