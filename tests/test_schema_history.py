@@ -313,8 +313,9 @@ def _capture(tables: dict, hour: int, file: int):
 def test_a_capture_that_changes_nothing_is_recorded_by_reference(where, tmp_path, request):
     """Hourly captures of a schema that changes once: each unchanged one is a small reference to
     the newest whole snapshot, and reads as the capture it was made of (the oracle: the captures
-    themselves); a latest.json missing, not JSON, or naming a snapshot that is gone gives a whole
-    snapshot, and a reference whose whole snapshot is gone is refused by name."""
+    themselves); a latest.json missing, not JSON, naming a key outside the history or a snapshot
+    that is gone gives a whole snapshot, and a reference whose whole snapshot is gone is refused
+    by name."""
     import boto3
 
     from binlake.archive.stores import open_store
@@ -341,11 +342,14 @@ def test_a_capture_that_changes_nothing_is_recorded_by_reference(where, tmp_path
     assert [loaded(store, s) for s in history] == captures  # each as it was captured: tables, time, point
 
     # latest.json is derived: without it, or wrong, the next capture is written whole
-    for damage in ("gone", "not JSON", "names a snapshot that is gone"):
+    for damage in ("gone", "not JSON", "names a key outside the history", "names a snapshot that is gone"):
         if damage == "gone":
             store.delete(latest_key("db1"))
         elif damage == "not JSON":
             store.put(latest_key("db1"), b"\x00{")
+        elif damage == "names a key outside the history":
+            latest = json.loads(store.get(latest_key("db1")))
+            store.put(latest_key("db1"), json.dumps({**latest, "key": "../../elsewhere.json"}).encode())
         else:
             latest = json.loads(store.get(latest_key("db1")))  # the right digest, a key not in the store
             store.put(latest_key("db1"), json.dumps({**latest, "key": latest["key"] + ".gone"}).encode())

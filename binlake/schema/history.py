@@ -101,7 +101,9 @@ def _whole_with(store, source: str, tables: str) -> str | None:
     try:
         latest = json.loads(store.get(latest_key(source))) if store.exists(latest_key(source)) else {}
         key = latest.get("key")
-        return key if latest.get("digest") == tables and isinstance(key, str) and store.exists(key) else None
+        if latest.get("digest") != tables or not isinstance(key, str) or not key.startswith(snapshots_prefix(source)):
+            return None
+        return key if store.exists(key) else None
     except (ValueError, AttributeError):  # not JSON, not an object: written whole again
         return None
 
