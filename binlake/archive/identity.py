@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from binlake.archive.chain import covers, follows, name_of
+from binlake.archive.chain import covers, follows, generation_of, name_of
 from binlake.binlog import constants as c
 from binlake.binlog.framing import parse_fde_body
 from binlake.binlog.gtid import decode_gtid_list, decode_previous_gtids
@@ -143,7 +143,7 @@ class Archived:
 
     @classmethod
     def of(cls, m: dict) -> Archived:
-        return cls(name_of(m), m["file"], int(m.get("generation") or 1), m.get("server_uuid"),
+        return cls(name_of(m), m["file"], generation_of(m), m.get("server_uuid"),
                    m.get("server_id"), m.get("head_sha256"), m.get("first_event_ts") or "",
                    m.get("previous_gtids") or "", m.get("gtids") or "", m.get("flavor") or "mysql", m)
 

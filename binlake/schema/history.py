@@ -24,10 +24,10 @@ import json
 import logging
 import secrets
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from binlake.schema.model import FORMAT, Snapshot, file_order
+from binlake.schema.model import Snapshot, file_order
 
 log = logging.getLogger(__name__)
 
@@ -83,9 +83,10 @@ def record(store, source: str, snapshot: Snapshot) -> str:
     key = snapshot_key(source, snapshot)
     tables = digest(snapshot)
     same = _whole_with(store, source, tables)
-    doc = snapshot.to_json() if same is None else {
-        "format": FORMAT, "kind": "unchanged", "origin": snapshot.origin, "source": snapshot.source,
-        "taken_at": snapshot.taken_at, "point": snapshot.point, "tables_of": same}
+    doc = snapshot.to_json()
+    if same is not None:  # its time and point, the tables by the whole one's key
+        doc = {**{k: v for k, v in doc.items() if k not in ("databases", "tables")}, "kind": "unchanged",
+               "tables_of": same}
     store.put(key, (json.dumps(doc, ensure_ascii=False, indent=1) + "\n").encode())
     if same is None:  # after the snapshot: a latest.json never names what is not written
         store.put(latest_key(source), json.dumps({"key": key, "digest": tables}).encode())
@@ -126,14 +127,14 @@ def loaded(store, snapshot: Snapshot | Listed) -> Snapshot:
 def _read(store, key: str) -> Snapshot:
     try:
         doc = json.loads(store.get(key))
-        if doc.get("kind") != "unchanged" or doc.get("format") != FORMAT:
+        if doc.get("kind") != "unchanged":
             return Snapshot.from_json(doc)
         whole = doc["tables_of"]  # a whole snapshot: record() never refers to a reference
         if not store.exists(whole):
             raise ValueError(f"its tables are those of {whole}, which the store lacks")
         tables = Snapshot.from_json(json.loads(store.get(whole)))
-        return Snapshot(tables.tables, tables.databases, dict(doc.get("point") or {}), doc.get("source"),
-                        doc.get("taken_at"), doc.get("origin", "information_schema"))
+        at = Snapshot.from_json({**doc, "kind": "snapshot", "tables": []})  # its own time and point
+        return replace(at, tables=tables.tables, databases=tables.databases)
     except (ValueError, KeyError, TypeError, AttributeError) as e:
         raise ValueError(f"{key}: {e}") from None
 

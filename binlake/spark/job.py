@@ -403,11 +403,8 @@ class Job:
 
     def _range_rows(self, name: str, dates: list[dt.date]) -> DataFrame:
         """The rows of the range (and these sources) in a table."""
-        lo, hi = _instant(self.plan.start), _instant(self.plan.end)
         df = self.spark.read.schema(schema.STORED[name]).parquet(f"{self.warehouse}/{name}")
-        return (df.where(F.col("commit_date").between(F.lit(dates[0]), F.lit(dates[-1])))
-                .where((F.col("commit_ts") >= F.lit(lo)) & (F.col("commit_ts") < F.lit(hi)))
-                .where(F.col("source").isin(self.sources)))
+        return df.where(F.col("commit_date").between(F.lit(dates[0]), F.lit(dates[-1]))).where(self._replaced())
 
     def _replace_range(self, name: str, new: DataFrame, dates: list[dt.date], empty: Callable[[], bool]) -> None:
         """Rows of the range replace the range's rows of these sources in the dates touched.
@@ -437,7 +434,7 @@ class Job:
         if not empty():  # appended first: should it fail, the table is as it was
             writer.mode("append").parquet(path)
         for f in holding:
-            self._delete_uri(f)
+            self._delete_file(f)
         for d in touched:
             self._drop_if_empty(f"{path}/commit_date={d.isoformat()}")
         log.info("%s: the range's rows written beside the days' others, %d files replaced", name, len(holding))
@@ -466,10 +463,12 @@ class Job:
 
     # -- Hadoop file system: works for file:// and s3a:// alike --------------------------
 
-    def _fs(self, path: str):
+    def _fs(self, path: str, escaped: bool = False):
+        """A path's Hadoop file system and Path; `escaped`: a URI as Spark names a file
+        (`_metadata.file_path`), its special characters escaped."""
         jvm = self.spark._jvm  # noqa: SLF001 - Hadoop's FileSystem has no Python API
         assert jvm is not None  # a classic (not Connect) session, as session() makes
-        p = jvm.org.apache.hadoop.fs.Path(path)
+        p = jvm.org.apache.hadoop.fs.Path(jvm.java.net.URI(path) if escaped else path)
         return p.getFileSystem(self.sc._jsc.hadoopConfiguration()), p  # noqa: SLF001
 
     def _exists(self, path: str) -> bool:
@@ -490,12 +489,10 @@ class Job:
         if fs.exists(p):
             fs.delete(p, True)
 
-    def _delete_uri(self, uri: str) -> None:
-        """A file as Spark names it (`_metadata.file_path`: a URI, its special characters escaped)."""
-        jvm = self.spark._jvm  # noqa: SLF001
-        assert jvm is not None
-        p = jvm.org.apache.hadoop.fs.Path(jvm.java.net.URI(uri))
-        p.getFileSystem(self.sc._jsc.hadoopConfiguration()).delete(p, False)  # noqa: SLF001
+    def _delete_file(self, uri: str) -> None:
+        """A file as Spark names it (`_metadata.file_path`)."""
+        fs, p = self._fs(uri, escaped=True)
+        fs.delete(p, False)
 
     def _drop_if_empty(self, path: str) -> None:
         """A partition's directory with no data file left in it, removed."""

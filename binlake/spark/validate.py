@@ -35,8 +35,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from binlake.archive import summaries
-from binlake.archive.chain import breaks, epochs, repeats
-from binlake.archive.identity import name_of
+from binlake.archive.chain import breaks, epochs, generation_of, name_of, repeats
 from binlake.archive.run import refusals
 from binlake.archive.stores import open_store
 from binlake.errors import BinlakeError
@@ -212,7 +211,7 @@ class Validation:
             for m in chosen:
                 first = [e for e in found.whole(m).get("transactions") or [] if e[2] not in again.get(name_of(m), ())]
                 files.append((source, name_of(m), sum(self.start <= e[3] < self.end for e in first),
-                              epoch[int(m.get("generation") or 1)]))
+                              epoch[generation_of(m)]))
             chain += [tuple(b.values()) for b in breaks(source, listed, refusals(store, source),
                                                        {name_of(m) for m in chosen})]
         return files, chain
