@@ -329,6 +329,28 @@ def test_big_transactions_cut_into_pieces_number_rows_as_one_reader(spark, live_
     assert prepare["binlog_file"] != commit["binlog_file"]
 
 
+def test_a_quiet_range_of_a_source_with_a_history_assembles_to_empty_tables(spark, live_archive, tmp_path):
+    # The live archive was made by `binlake archive` of a live server: the store holds its schema
+    # history. A range before the server's first write (it was reset, then written today: its own
+    # UTC_DATE) and one in the future hold none of its transactions: the tables of each range are
+    # empty, nothing else is touched, and the job says so in its summary.
+    from binlake.schema.history import snapshots
+
+    store, files, (start, end) = live_archive
+    assert snapshots(open_store(store), "db1")  # a history, as every live source has
+    today = dt.date.fromisoformat(start)
+    ranges = [(today - dt.timedelta(days=2), today - dt.timedelta(days=1)),
+              (today + dt.timedelta(days=2), today + dt.timedelta(days=3))]
+    for lo, hi in ranges:
+        summary = run_job(spark, store, tmp_path / "lake", f"{lo.isoformat()}T00:00:00Z", f"{hi.isoformat()}T00:00:00Z")
+        assert (summary.files, summary.transactions, summary.row_changes, summary.anomalies) == (0, 0, 0, 0)
+        assert summary.schema_states == 0
+    assert sum(lake(tmp_path / "lake")["transactions"].values()) == 0
+    # the day the server wrote, beside them, is whole: its tables are the scan's of the server's files
+    run_job(spark, store, tmp_path / "lake", start, end)
+    assert differences(lake(tmp_path / "lake"), scanned(scan(files, rows=True, source="db1"))) == {}
+
+
 def test_a_standalone_cluster_agrees_with_local(spark, archives, tmp_path):
     """`--master spark://…`: executors in their own JVMs on a real standalone cluster."""
     from tests.conftest import require
