@@ -33,6 +33,7 @@ from binlake.errors import BinlogError, FatalBinlogError, RowDecodeError
 from binlake.lane import Lane, Lines, RecordRun
 from binlake.records import Facts, Txn, open_txn, transaction_record, ts_from_seconds
 from binlake.records import anomaly as make_anomaly
+from binlake.schema.check import unknown_table
 from binlake.segments import Segmenter
 from binlake.sinks import BlockSink, LineSink, RecordSink, RowsAt, RowSink
 
@@ -483,6 +484,12 @@ class FileAssembler:
             self._anomaly(f.pos, f.end, "SCHEMA_MISMATCH",
                           f"{self._where(f.pos)}: TABLE_MAP of {tm.schema}.{tm.table} disagrees with the schema "
                           f"history: {tm.mismatch}; its rows have positional names (said once per file)", "warning")
+        elif unknown_table(self.schema, table, tm) and said not in self.mismatches:
+            self.mismatches.add(said)
+            self._anomaly(f.pos, f.end, "SCHEMA_UNKNOWN",
+                          f"{self._where(f.pos)}: TABLE_MAP of {tm.schema}.{tm.table}: the schema history does not "
+                          "know the table (created before its snapshot and not in it, or changed by DDL it could not "
+                          "follow; docs/schema.md); its rows have positional names (said once per file)", "warning")
 
     def _decode_failed(self, txn: Txn, f: Frame, exc: Exception) -> None:
         txn.broken = True

@@ -87,6 +87,7 @@ class TableMap:
     fast: tuple | None = field(repr=False, default=None)  # the compiled decoder's plan (fastrows)
     json_keys: tuple | None = field(repr=False, default=None)  # its columns' JSON keys (fastrows.render)
     mismatch: str | None = None  # how it disagrees with the schema history's table (positional names)
+    logged_names: bool = False  # the binlog names its columns (binlog_row_metadata=FULL)
     nullable: tuple[bool, ...] = ()  # per column, as the TABLE_MAP's null bitmap says
     compressed: dict[int, str | None] = field(default_factory=dict)  # MariaDB COMPRESSED columns: their codec
 
@@ -197,7 +198,7 @@ def _decode_table_map(body: bytes, post_header_len: int, flavor: str, table: Tab
             guessed.add(i)
     nullable = tuple(bool(ev.null_bitmask[i // 8] & (1 << (i % 8))) for i in range(len(t.columns)))
     tm = TableMap(ev.table_id, ev.schema, ev.table, names, types, t, vectors, frozenset(guessed), mismatch=mismatch,
-                  nullable=nullable, compressed=compressed)
+                  logged_names=named, nullable=nullable, compressed=compressed)
     tm.fast = fastrows.plan(tm)
     tm.json_keys = fastrows.json_keys(tm.fast) if tm.fast is not None else None
     return tm

@@ -118,6 +118,13 @@ def observed(col, type_code: int) -> Shape:
     return (t,)
 
 
+def unknown_table(schema: object, table: Table | None, table_map) -> bool:
+    """Whether a TABLE_MAP's rows go without names though a schema history is read (`schema`,
+    the state the history gave; None without one): the binlog names no column and the history
+    does not know the table. A SCHEMA_UNKNOWN anomaly says so: positional names are never silent."""
+    return schema is not None and table is None and not table_map.logged_names
+
+
 def disagreement(table: Table, columns: list, type_codes: list[int], logged_names: list[str] | None,
                  flavor: str) -> str | None:
     """Why the TABLE_MAP's columns are not the table's, or None when they are."""
