@@ -131,11 +131,14 @@ class Services:
 
 
 def local_env(home: Path, settings: dict | None, schedule: str, cores: int) -> dict[str, str]:
-    """airflow_env (this checkout's DAGs, SQLite, loopback) with the Variable, a local Spark of
-    `cores` (and as many shuffle partitions, not Spark's 200), and the schedule, which the
+    """airflow_env (this checkout's DAGs, SQLite, loopback) with the user's exported connections
+    and variables (AIRFLOW_CONN_*, AIRFLOW_VAR_*, docs/airflow.md), the Variable of the config
+    file (over an exported one), a local Spark of `cores` (and as many shuffle partitions, not
+    Spark's 200) as `spark_default` unless the user exports one, and the schedule, which the
     dag-processor, the scheduler and the CLI must all see."""
-    env = airflow_env(home)
-    env["AIRFLOW_CONN_SPARK_DEFAULT"] = json.dumps({"conn_type": "spark", "host": f"local[{cores}]"})
+    env = airflow_env(home, users=True)
+    if "AIRFLOW_CONN_SPARK_DEFAULT" not in os.environ:
+        env["AIRFLOW_CONN_SPARK_DEFAULT"] = json.dumps({"conn_type": "spark", "host": f"local[{cores}]"})
     env["BINLAKE_TRANSACTIONS_SCHEDULE"] = schedule
     env["AIRFLOW__LOGGING__LOGGING_LEVEL"] = "INFO"  # the task logs: binlake's counts (Spark and GX stay at WARN)
     if settings is not None:

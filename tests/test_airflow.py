@@ -227,3 +227,69 @@ def test_a_refused_file_fails_its_task_and_a_reset_is_a_warning(mysql_factory, a
     assert "a new generation 2 of source live" in run["output"]
     archived = {p.name: p.read_bytes() for p in (store / "live" / "binlogs").iterdir()}
     assert archived == {**files, **{f"{n}@g0002": b for n, b in rotated(server).items()}}
+
+
+# -- connections, damaged files, the store checked first -------------------------------------------
+
+
+def _task_instances(af, dag_id: str) -> list[dict]:
+    """Airflow's own record of the DAG's task instances (its metadata database)."""
+    import sqlite3
+
+    with sqlite3.connect(af.home / "airflow.db") as db:
+        db.row_factory = sqlite3.Row
+        return [dict(r) for r in db.execute(
+            "SELECT task_id, map_index, rendered_map_index, state, try_number FROM task_instance WHERE dag_id = ?",
+            (dag_id,))]
+
+
+def test_exported_connections_and_variables_reach_binlake_airflow(tmp_path, monkeypatch):
+    # docs/airflow.md: connections may be exported as AIRFLOW_CONN_*; `binlake airflow` runs
+    # Airflow with them (and with exported variables), its own settings (AIRFLOW__*) its own.
+    from binlake.airflow_local import AIRFLOW, local_env
+
+    s3 = {"conn_type": "aws", "login": "KEY", "password": "SECRET", "extra": {"endpoint_url": "http://s3.example:9000"}}
+    monkeypatch.setenv("AIRFLOW_CONN_BINLAKE_S3", json.dumps(s3))
+    monkeypatch.setenv("AIRFLOW_VAR_ELSEWHERE", "kept")
+    monkeypatch.setenv("AIRFLOW__CORE__DAGS_FOLDER", str(tmp_path / "not-these"))
+    env = local_env(tmp_path / "home", None, "*/5 * * * *", 2)
+    assert env["AIRFLOW__CORE__DAGS_FOLDER"] == str(REPO / "dags")
+    (tmp_path / "home").mkdir()
+    got = subprocess.run([AIRFLOW, "connections", "get", "binlake_s3", "-o", "json"], env=env, capture_output=True,
+                         text=True, timeout=300)
+    (conn,) = json.loads(next(ln for ln in got.stdout.splitlines() if ln.startswith("[")))
+    assert (conn["conn_type"], conn["login"], json.loads(conn["extra_dejson"] if isinstance(conn["extra_dejson"], str)
+                                                           else json.dumps(conn["extra_dejson"]))) == \
+        ("aws", "KEY", s3["extra"]), got.stdout + got.stderr
+    got = subprocess.run([AIRFLOW, "variables", "get", "elsewhere"], env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert got.stdout.strip().splitlines()[-1] == "kept", got.stdout + got.stderr
+
+
+def test_a_named_connection_that_does_not_exist_fails_at_once(s3_endpoint, airflow, tmp_path):
+    # The store's AWS connection is not defined while the AWS environment would reach the S3
+    # endpoint: no fallback to boto3's chain, the listing fails at once naming the connection, and
+    # the bucket stays empty. The same for a source's MySQL connection.
+    samples = next(f for f in _sample_dirs() if "/mysql-" in f)
+    boto3.client("s3").create_bucket(Bucket="noconn")
+    settings = {"store": "s3://noconn/archive", "aws_conn_id": "binlake_s3", "warehouse": str(tmp_path / "w"),
+                "sources": [{"name": "s", "url": f"dir://{samples}", "final": True}]}
+    af = airflow({"AIRFLOW_VAR_BINLAKE": json.dumps(settings)}, keep_aws_env=True)
+    run = af.dags_test("binlake_archive")
+    assert run["tasks"]["list_new_files"] == "failed", run["output"][-3000:]
+    assert "the Airflow connection 'binlake_s3' is not defined" in run["output"]
+    assert boto3.client("s3").list_objects_v2(Bucket="noconn")["KeyCount"] == 0  # nothing reached the endpoint
+    settings = {"store": f"file://{tmp_path / 'archive'}", "warehouse": str(tmp_path / "w"),
+                "sources": [{"name": "db1", "mysql_conn_id": "binlake_db1"}]}
+    af.env["AIRFLOW_VAR_BINLAKE"] = json.dumps(settings)
+    run = af.dags_test("binlake_archive")
+    assert run["tasks"]["list_new_files"] == "failed", run["output"][-3000:]
+    assert "source db1: the Airflow connection 'binlake_db1' is not defined" in run["output"]
+    tries = [t["try_number"] for t in _task_instances(af, "binlake_archive") if t["task_id"] == "list_new_files"]
+    assert tries == [1, 1]  # each run's listing tried once: a retry cannot define a connection
+
+
+def _sample_dirs() -> list[str]:
+    from binlake.demo import sample_files
+
+    return sorted({f.rsplit("/", 1)[0] for f in sample_files()})

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-from airflow.sdk import Asset, BaseHook, PokeReturnValue, task
+from airflow.sdk import Asset, PokeReturnValue, task
 
 from binlake.spark import settings as spark_settings
 from binlake_airflow import reports, resources, settings
@@ -98,7 +98,7 @@ class AssembleOperator(SparkSubmitOperator):
 
     def execute(self, context):
         cfg = settings.load()
-        conn = BaseHook.get_connection(self._conn_id)
+        conn = resources.connection(self._conn_id, "the assemble job's Spark")
         args = ["--store", cfg.store, "--warehouse", cfg.warehouse, "--start", self.start, "--end", self.end,
                 "--split-bytes", str(cfg.split_bytes)]
         for spec in cfg.sources:
