@@ -42,7 +42,7 @@ def test_dags_import_cleanly_with_docs_retries_and_the_spark_operator(airflow):
     archive, txns = got["dags"]["binlake_archive"], got["dags"]["binlake_transactions"]
     assert archive["doc"] and txns["doc"]
     assert archive["max_active_runs"] == 1 and not archive["catchup"]
-    assert set(archive["tasks"]) == {"list_new_files", "archive_file", "summarize"}
+    assert set(archive["tasks"]) == {"list_new_files", "archive_file", "summarize", "all_archived"}
     assert archive["tasks"]["archive_file"]["mapped"]
     assert txns["timetable"] == "CronDataIntervalTimetable" and txns["summary"] == "0 * * * *"
     assert txns["tasks"]["wait_for_archive"]["downstream"] == ["assemble"]
@@ -293,3 +293,90 @@ def _sample_dirs() -> list[str]:
     from binlake.demo import sample_files
 
     return sorted({f.rsplit("/", 1)[0] for f in sample_files()})
+
+
+def _event_starts(data: bytes) -> list[int]:
+    """The offsets of a binlog file's events, by their headers' event_size (bytes 9-12)."""
+    at, out = 4, []
+    while at + 19 <= len(data):
+        out.append(at)
+        at += int.from_bytes(data[at + 9:at + 13], "little")
+    return out
+
+
+def test_a_damaged_file_fails_its_own_task_once_and_the_others_archive(airflow, tmp_path):
+    # Two dir:// sources; one of the first's files ends 13 bytes into its last event's header.
+    # That file's task fails once (no retry: the bytes will not change), its message naming the
+    # source, the file and the event's offset (the file's own framing); every other file of both
+    # sources is archived in the same run, byte for byte; each file's task is labelled by it.
+    import shutil
+
+    mysql, mariadb = (next(d for d in _sample_dirs() if f"/{f}-" in d) for f in ("mysql", "mariadb"))
+    bad = tmp_path / "bad"
+    shutil.copytree(mysql, bad)
+    damaged = bad / "binlog.000003"
+    data = damaged.read_bytes()
+    cut = _event_starts(data)[-1]
+    damaged.write_bytes(data[:cut + 13])
+    store = tmp_path / "archive"
+    settings = {"store": f"file://{store}", "warehouse": str(tmp_path / "w"),
+                "sources": [{"name": "bad", "url": f"dir://{bad}", "final": True},
+                            {"name": "good", "url": f"dir://{mariadb}", "final": True}]}
+    af = airflow({"AIRFLOW_VAR_BINLAKE": json.dumps(settings)})
+    run = af.dags_test("binlake_archive")
+    assert run["state"] == "failed"
+    tis = [t for t in _task_instances(af, "binlake_archive") if t["task_id"] == "archive_file"]
+    want = {f"bad/{p.name}" for p in bad.iterdir()} | {f"good/{p.name}" for p in Path(mariadb).iterdir()}
+    assert {t["rendered_map_index"] for t in tis} == want
+    failed = [t for t in tis if t["state"] != "success"]
+    assert [(t["rendered_map_index"], t["state"], t["try_number"]) for t in failed] == \
+        [("bad/binlog.000003", "failed", 1)], tis
+    assert f"source bad: binlog.000003:{cut}: truncated event header: 13 bytes" in run["output"]
+    for name, src in (("bad", bad), ("good", Path(mariadb))):
+        for p in src.iterdir():
+            archived = store / name / "binlogs" / p.name
+            if p != damaged:
+                assert archived.read_bytes() == p.read_bytes(), p
+        assert not (store / "bad" / "manifests" / "binlog.000003.json").exists()
+    # the run's summary added one event per archived file to each source's Asset; the run failed
+    assert (run["tasks"]["summarize"], run["tasks"]["all_archived"]) == ("success", "upstream_failed"), run["tasks"]
+    assert _asset_events(af) == {"binlake_archive_bad": len(list(bad.iterdir())) - 1,
+                                 "binlake_archive_good": len(list(Path(mariadb).iterdir()))}
+
+
+def _asset_events(af) -> dict[str, int]:
+    """Events per Asset, as Airflow's metadata database records them."""
+    import sqlite3
+
+    with sqlite3.connect(af.home / "airflow.db") as db:
+        return dict(db.execute("SELECT a.name, COUNT(*) FROM asset_event e JOIN asset a ON a.id = e.asset_id "
+                               "GROUP BY a.name").fetchall())
+
+
+def test_the_store_is_checked_before_the_server_is_flushed(mysql_server, airflow, tmp_path):
+    # The store is down (its S3 endpoint refuses connections): the listing fails before FLUSH
+    # BINARY LOGS, so a retry rotates nothing. The server's own list of files is the oracle.
+    settings = {"store": "s3://down/archive", "aws_conn_id": "binlake_s3", "warehouse": str(tmp_path / "w"),
+                "sources": [{"name": "live", "mysql_conn_id": "binlake_mysql", "flush_binary_logs": True}]}
+    from binlake.airflow_local import free_port
+
+    af = airflow({
+        "AIRFLOW_VAR_BINLAKE": json.dumps(settings),
+        "AIRFLOW_CONN_BINLAKE_MYSQL": json.dumps({"conn_type": "mysql", "host": mysql_server.host,
+                                                  "port": mysql_server.port, "login": mysql_server.user,
+                                                  "password": mysql_server.password}),
+        "AIRFLOW_CONN_BINLAKE_S3": json.dumps({"conn_type": "aws", "login": "k", "password": "s", "extra": {
+            "endpoint_url": f"http://127.0.0.1:{free_port()}", "region_name": "us-east-1",
+            "config_kwargs": {"retries": {"max_attempts": 1}, "connect_timeout": 2}}}),
+    })
+
+    def files() -> list[str]:
+        with mysql_server.connect() as conn, conn.cursor() as cur:
+            cur.execute("SHOW BINARY LOGS")
+            return [r[0] for r in cur.fetchall()]
+
+    before = files()
+    out = af.cli("tasks", "test", "binlake_archive", "list_new_files", check=False)
+    text = out.stdout + out.stderr
+    assert "StoreError" in text and "s3://down/archive" in text, text[-3000:]
+    assert files() == before  # no FLUSH BINARY LOGS

@@ -20,6 +20,7 @@ from urllib.parse import urlparse
 from binlake.errors import BinlakeError
 
 PART_SIZE = 16 << 20
+CHECK_KEY = ".binlake-check"  # written and deleted by S3Store.check: the bucket takes writes
 RANGE_CHUNK = 8 << 20  # a ranged GET is spooled to disk this much at a time
 
 
@@ -86,10 +87,16 @@ class FileStore:
         return p
 
     def check(self) -> None:
+        """The store is there and takes writes (a file written and removed), or a StoreError."""
         try:
             self.root.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise StoreError(f"{self.url}: cannot create the store directory: {e.strerror}") from None
+        try:
+            with tempfile.NamedTemporaryFile(prefix=".tmp-check-", dir=self.root):
+                pass
+        except OSError as e:
+            raise StoreError(f"{self.url}: cannot write to the store: {e.strerror}") from None
 
     def exists(self, key: str) -> bool:
         return self._path(key).exists()
@@ -216,6 +223,7 @@ class S3Store:
         return f"{self.prefix}/{key}" if self.prefix else key
 
     def check(self) -> None:
+        """The bucket is reachable and takes writes (an object written and deleted), or a StoreError."""
         from botocore.exceptions import BotoCoreError, ClientError
 
         try:
@@ -227,6 +235,8 @@ class S3Store:
             raise StoreError(f"{self.url}: {code or e}") from None
         except BotoCoreError as e:
             raise StoreError(f"{self.url}: {e}") from None
+        self.put(CHECK_KEY, b"")
+        self.delete(CHECK_KEY)
 
     @contextlib.contextmanager
     def failing(self, key: str, doing: str) -> Iterator[None]:

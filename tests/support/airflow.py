@@ -74,7 +74,8 @@ class Airflow:
         listing = [ln for ln in out.splitlines() if ln.startswith("[")]
         states: dict[str, str] = {}
         for t in json.loads(listing[-1]) if listing else []:
-            key = t["task_id"] if t.get("map_index", -1) in (-1, "-1") else f"{t['task_id']}[{t['map_index']}]"
+            unmapped = t.get("map_index", -1) in (-1, "-1", "", None)  # the CLI prints "" for some
+            key = t["task_id"] if unmapped else f"{t['task_id']}[{t['map_index']}]"
             states[key] = t["state"]
         return states
 
