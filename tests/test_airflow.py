@@ -380,3 +380,24 @@ def test_the_store_is_checked_before_the_server_is_flushed(mysql_server, airflow
     text = out.stdout + out.stderr
     assert "StoreError" in text and "s3://down/archive" in text, text[-3000:]
     assert files() == before  # no FLUSH BINARY LOGS
+
+
+def test_the_first_run_of_a_new_deployment_waits_for_the_archives_first_run(mysql_server, airflow, tmp_path):
+    # A deployment started 40 minutes after an hour ended: the scheduler's first run is for that
+    # hour, before the archive DAG has run. Its sensor waits (archive_wait_seconds is counted from
+    # the run's start, not from the interval's end) instead of failing, and passes once the
+    # archive's first run has copied the server's files, which reach past the interval's end.
+    end = dt.datetime.now(dt.UTC).replace(microsecond=0) - dt.timedelta(minutes=40)
+    interval = json.dumps({"start": (end - dt.timedelta(hours=1)).isoformat(), "end": end.isoformat()})
+    settings = {"store": f"file://{tmp_path / 'archive'}", "warehouse": str(tmp_path / "w"),
+                "sources": [{"name": "live", "mysql_conn_id": "binlake_mysql", "flush_binary_logs": True}]}
+    af = airflow({"AIRFLOW_VAR_BINLAKE": json.dumps(settings), "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",
+                  "AIRFLOW_CONN_BINLAKE_MYSQL": json.dumps({"conn_type": "mysql", "host": mysql_server.host,
+                                                            "port": mysql_server.port, "login": mysql_server.user,
+                                                            "password": mysql_server.password})})
+    first = af.cli("tasks", "test", "binlake_transactions", "wait_for_archive", "-t", interval, check=False)
+    text = first.stdout + first.stderr
+    assert "new_state=up_for_reschedule" in text and "AirflowFailException" not in text, text[-3000:]
+    assert af.dags_test("binlake_archive")["state"] == "success"
+    second = af.cli("tasks", "test", "binlake_transactions", "wait_for_archive", "-t", interval, check=False)
+    assert "new_state=success" in second.stdout + second.stderr, (second.stdout + second.stderr)[-3000:]

@@ -77,11 +77,12 @@ def test_binlakes_own_imports_raise_no_deprecation_warning(tmp_path):
 
 
 def test_an_archive_that_stopped_fails_the_interval_with_what_is_known(airflow, tmp_path):
-    # The source is down and nothing reached the archive: an interval that ended more than
-    # archive_wait_seconds ago fails at wait_for_archive on its first poke (not "running" for
-    # hours), the message naming the source, how far its archive got and the archive DAG.
+    # The source is down and nothing reached the archive: once archive_wait_seconds have passed
+    # since the interval ended and since the run began (0 here: at once), wait_for_archive fails
+    # on its poke (not "running" for hours), the message naming the source, how far its archive
+    # got and the archive DAG.
     settings = {"store": f"file://{tmp_path / 'archive'}", "warehouse": str(tmp_path / "warehouse"),
-                "sources": [{"name": "db1", "url": "mysql://root@127.0.0.1:9"}], "archive_wait_seconds": 60}
+                "sources": [{"name": "db1", "url": "mysql://root@127.0.0.1:9"}], "archive_wait_seconds": 0}
     af = airflow({"AIRFLOW_VAR_BINLAKE": json.dumps(settings)})
     run = af.dags_test("binlake_transactions", conf={"start": "2026-11-01T10:00:00Z", "end": "2026-11-01T11:00:00Z"})
     assert run["state"] == "failed"
