@@ -77,6 +77,8 @@ def capture(conn, source: str | None = None) -> Snapshot:
             "INVISIBLE" in extra))
         charsets[key] = charset_of(_maybe(table_collation))
     tables = {k: Table(k[0], k[1], tuple(cols), charsets[k]) for k, cols in columns.items()}
+    if not tables:  # information_schema shows a user only the tables it may read
+        log.warning("schema snapshot holds no table: the user may lack SELECT on the schemas (docs/schema.md)")
     log.info("schema snapshot: %d tables of %d databases, binlog %s:%d .. %s:%d", len(tables), len(databases),
              before["file"], before["position"], after["file"], after["position"])
     point = {"server_uuid": _maybe(found[1]) if found else None, "server_id": int(server_id), "flavor": flavor,
