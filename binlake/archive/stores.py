@@ -12,7 +12,7 @@ import datetime as dt
 import mmap
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
@@ -138,8 +138,9 @@ class FileStore:
         w.id = str(w.tmp.relative_to(self.root.resolve()))
         return w
 
-    def unfinished(self, prefix: str) -> list[Unfinished]:
-        """Temporary files under a prefix: writes begun and not yet renamed or removed."""
+    def unfinished(self, prefix: str, keys: Iterable[str] = ()) -> list[Unfinished]:
+        """Temporary files under a prefix: writes begun and not yet renamed or removed (`keys`:
+        S3Store's; a directory's listing finds every one)."""
         base = self._path(prefix) if prefix.strip("/") else self.root
         if not base.exists():
             return []
@@ -299,15 +300,19 @@ class S3Store:
     def writer(self, key: str) -> Writer:
         return _S3Writer(self, key)
 
-    def unfinished(self, prefix: str) -> list[Unfinished]:
-        """Multipart uploads begun under a prefix and neither completed nor aborted."""
-        out = []
+    def unfinished(self, prefix: str, keys: Iterable[str] = ()) -> list[Unfinished]:
+        """Multipart uploads begun under a prefix, and of the objects `keys`, neither completed nor
+        aborted. Each key is asked for on its own: MinIO lists the uploads of one object's exact
+        name only, and finds none by a prefix."""
+        out: dict[str, Unfinished] = {}
         cut = len(self.prefix) + 1 if self.prefix else 0
         with self.failing(prefix, "list the multipart uploads"):
-            for page in self.s3.get_paginator("list_multipart_uploads").paginate(Bucket=self.bucket,
-                                                                                 Prefix=self._key(prefix)):
-                out += [Unfinished(u["Key"][cut:], u["UploadId"], u["Initiated"]) for u in page.get("Uploads", [])]
-        return out
+            for asked in (prefix, *keys):
+                for page in self.s3.get_paginator("list_multipart_uploads").paginate(Bucket=self.bucket,
+                                                                                     Prefix=self._key(asked)):
+                    for u in page.get("Uploads", []):
+                        out[u["UploadId"]] = Unfinished(u["Key"][cut:], u["UploadId"], u["Initiated"])
+        return list(out.values())
 
     def discard(self, w: Unfinished) -> None:
         with self.failing(w.key, "abort the multipart upload"):
