@@ -86,15 +86,17 @@ class FileStore:
             raise StoreError(f"{self.url}: key {key!r} escapes the store")
         return p
 
-    def check(self) -> None:
-        """The store is there and takes writes (a file written and removed), or a StoreError."""
+    def check(self, writable: bool = False) -> None:
+        """The store is there (and, `writable`, takes writes: a file written and removed), or a
+        StoreError."""
         try:
             self.root.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise StoreError(f"{self.url}: cannot create the store directory: {e.strerror}") from None
         try:
-            with tempfile.NamedTemporaryFile(prefix=".tmp-check-", dir=self.root):
-                pass
+            if writable:
+                with tempfile.NamedTemporaryFile(prefix=".tmp-check-", dir=self.root):
+                    pass
         except OSError as e:
             raise StoreError(f"{self.url}: cannot write to the store: {e.strerror}") from None
 
@@ -223,8 +225,9 @@ class S3Store:
             raise StoreError(f"{self.url}: key {key!r} escapes the store")
         return f"{self.prefix}/{key}" if self.prefix else key
 
-    def check(self) -> None:
-        """The bucket is reachable and takes writes (an object written and deleted), or a StoreError."""
+    def check(self, writable: bool = False) -> None:
+        """The bucket is reachable (and, `writable`, takes writes: an object written and deleted),
+        or a StoreError."""
         from botocore.exceptions import BotoCoreError, ClientError
 
         try:
@@ -236,8 +239,9 @@ class S3Store:
             raise StoreError(f"{self.url}: {code or e}") from None
         except BotoCoreError as e:
             raise StoreError(f"{self.url}: {e}") from None
-        self.put(CHECK_KEY, b"")
-        self.delete(CHECK_KEY)
+        if writable:
+            self.put(CHECK_KEY, b"")
+            self.delete(CHECK_KEY)
 
     @contextlib.contextmanager
     def failing(self, key: str, doing: str) -> Iterator[None]:

@@ -57,7 +57,7 @@ def list_new_files() -> list[dict]:
     store = resources.open_store(cfg)
     from binlake.archive.run import capture_schema, pending
 
-    store.check()  # reachable and writable before any server is flushed: a retry rotates nothing
+    store.check(writable=True)  # before any server is flushed: with the store down a retry rotates nothing
     items = []
     for spec in cfg.sources:
         with _source_errors(spec.name):
