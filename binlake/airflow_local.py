@@ -31,7 +31,9 @@ from binlake.postgres_local import Postgres
 
 AIRFLOW = str(Path(sys.executable).parent / "airflow")
 SERVICES = (["api-server"], ["scheduler", "--skip-serve-logs"], ["dag-processor"], ["triggerer", "--skip-serve-logs"])
-DEFAULT_HOME = Path.home() / ".local" / "share" / "binlake" / "airflow"
+DEFAULT_HOME = Path.home() / ".local" / "share" / "binlake" / "airflow"  # with --config: the user's pipeline
+DEMO_HOME = DEFAULT_HOME.with_name("airflow-demo")  # without: the demo's own runs and assets
+KIND = "binlake-pipeline"  # the home's file naming which pipeline it runs: "demo" or "config"
 DEFAULT_SCHEDULE = "*/5 * * * *"  # binlake_transactions: an interval lands within minutes
 
 
@@ -152,6 +154,7 @@ def run(home: Path, config: Path | None, port: int, schedule: str, stop: threadi
     """Start, unpause the DAGs, print where to look, run until interrupted (or `stop`), stop."""
     home = home.resolve()
     home.mkdir(parents=True, exist_ok=True)
+    _own_pipeline(home, "config" if config is not None else "demo")
     settings = None
     if config is not None:
         try:
@@ -190,6 +193,24 @@ def run(home: Path, config: Path | None, port: int, schedule: str, stop: threadi
             postgres.stop()
         print("Airflow for binlake: stopped", flush=True)
     return 0
+
+
+def default_home(config: Path | None) -> Path:
+    return DEFAULT_HOME if config is not None else DEMO_HOME
+
+
+def _own_pipeline(home: Path, kind: str) -> None:
+    """A home runs one pipeline, the demo's or a configuration's: its database keeps the runs and
+    Asset events of the one it ran, so the demo's successful intervals would be skipped by a
+    backfill of the real sources (without `--reprocess-behavior completed`) and its assets stay."""
+    marked = home / KIND
+    was = marked.read_text().strip() if marked.exists() else kind
+    if was != kind:
+        raise BinlakeError(f"{home} holds the runs and assets of the {'demo' if was == 'demo' else 'configured'} "
+                           f"pipeline: start the {'demo' if kind == 'demo' else 'configured one'} in another home "
+                           f"(--home; by default {default_home(None if kind == 'demo' else Path('.'))}), or remove "
+                           f"this one")
+    marked.write_text(kind + "\n")
 
 
 def _cli(env: dict[str, str], *args: str) -> None:

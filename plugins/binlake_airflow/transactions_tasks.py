@@ -29,7 +29,8 @@ END = "{{ params.end or data_interval_end.isoformat() }}"
 ### Wait for the archive
 An interval can be assembled once every transaction committed in it is archived: once each
 source's archive holds a file with an event at or after the interval's end (servers write in
-commit order). Sources marked `final` (old binlogs that get no more files) are always complete.
+commit order). Sources marked `final` (old binlogs that get no more files) are complete once
+every file they list is archived (a first archive run may still be copying them).
 Sources with `flush_binary_logs` reach this point at every archive run even when quiet.
 
 Fails (no retry) once `archive_wait_seconds` (1800 by default) have passed since the interval
@@ -47,8 +48,13 @@ def wait_for_archive(end: str) -> PokeReturnValue:
     target = parse_time(end)
     behind = []
     for spec in cfg.sources:
-        until = None if spec.final else archived_until(store, spec.name)
-        if not spec.final and (until is None or until < target):
+        if spec.final:
+            waiting = _not_archived(spec, store)
+            if waiting:
+                behind.append(f"{spec.name} ({len(waiting)} of its files not archived yet: {waiting[0]}…)")
+            continue
+        until = archived_until(store, spec.name)
+        if until is None or until < target:
             behind.append(f"{spec.name} (archived up to {until or 'nothing yet'})")
     if not behind:
         return PokeReturnValue(is_done=True)
@@ -68,6 +74,21 @@ def wait_for_archive(end: str) -> PokeReturnValue:
             f"{', '.join(behind)}; {_archive_failures()}")
     log.info("waiting for the archive to reach %s: %s", target, ", ".join(behind))
     return PokeReturnValue(is_done=False)
+
+
+def _not_archived(spec: settings.SourceSpec, store) -> list[str]:
+    """The files a final source lists that its archive lacks (by name); none when the source
+    cannot be listed any more (its old binlogs removed once archived)."""
+    from binlake.archive.identity import Catalog
+    from binlake.errors import BinlakeError
+
+    try:
+        files = resources.open_source(spec).files()
+    except BinlakeError as e:
+        log.warning("%s: cannot list its files (%s): taken as archived whole", spec.name, e)
+        return []
+    catalog = Catalog.load(store, spec.name)
+    return [f.name for f in files if not catalog.named(f.name)]
 
 
 def _archive_failures() -> str:
