@@ -79,10 +79,9 @@ def test_tables_equal_the_scan(spark, archives, tmp_path, where):
         [f"commit_date={start}"]
     saved = json.loads(next((tmp_path / "lake" / "_summaries").glob("assemble_*.json")).read_text())
     assert saved["transactions"] == summary.transactions and saved["start"].startswith(start)
+    # the steps and the tables the summary times (the figures themselves are bench/'s, not a test's)
     assert list(saved["step_seconds"]) == ["survey", "schema", "facts", "tables", "write"]
-    assert 0 < sum(saved["step_seconds"].values()) <= saved["seconds"]
     assert list(saved["write_seconds"]) == ["transactions", "row_changes", "anomalies"]
-    assert sum(saved["write_seconds"].values()) <= saved["step_seconds"]["write"]
     assert not list((tmp_path / "lake" / "_staging").glob("*"))
     # the images are written without a dictionary (nearly all distinct), the row changes' ids with
     # one (in the biggest file: Parquet drops a dictionary that saves nothing, as in a file of a few

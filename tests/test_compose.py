@@ -331,8 +331,10 @@ def test_scheduler_waits_for_its_dependencies(services):
 # -- (d) the Dockerfile ------------------------------------------------------------------------
 
 def _stages() -> dict[str, str]:
-    """Each named stage's text, with continuation lines joined and global ARG defaults substituted."""
-    text = re.sub(r"\\\n", " ", DOCKERFILE.read_text())
+    """Each named stage's instructions as text, comments left out (a comment never satisfies a
+    check), continuation lines joined and global ARG defaults substituted."""
+    lines = [ln for ln in DOCKERFILE.read_text().splitlines() if not ln.lstrip().startswith("#")]
+    text = re.sub(r"\\\n", " ", "\n".join(lines) + "\n")
     head, *_ = re.split(r"(?im)^FROM\s", text, maxsplit=1)
     args = dict(re.findall(r"(?m)^ARG\s+(\w+)=(\S+)", head))
 
