@@ -107,12 +107,13 @@ def run(home: str | None = None) -> int:
 
 
 def summary(warehouse: Path, start: str, end: str, state: str) -> str:
-    """What the run produced, read back from the Parquet tables and the validation results."""
-    import pyarrow.dataset as ds
+    """What the run produced, read back from the Delta tables (with delta-rs: no JVM to start) and
+    the validation results."""
+    from deltalake import DeltaTable
 
     def table(name: str):
-        path = warehouse / name
-        return ds.dataset(path, format="parquet", partitioning="hive").to_table() if path.exists() else None
+        path = str(warehouse / name)
+        return DeltaTable(path).to_pyarrow_table() if DeltaTable.is_deltatable(path) else None
 
     txns, rows, anomalies = table("transactions"), table("row_changes"), table("anomalies")
     lines = [f"binlake_transactions {start} .. {end}: {state}"]
