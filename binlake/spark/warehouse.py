@@ -248,19 +248,29 @@ class Warehouse:
             if self.exists(name):
                 log.info("%s: a Delta table already", name)
                 continue
-            if not self._has_files(name):
-                continue
+            files = self._parquet_files(name)
+            if files is None:
+                continue  # no such table: the next run makes it
             self.spark.sparkContext.setJobDescription(f"binlake: convert {name} to Delta")
-            DeltaTable.convertToDelta(self.spark, f"parquet.`{self.path(name)}`", "commit_date DATE")
+            if files:
+                DeltaTable.convertToDelta(self.spark, f"parquet.`{self.path(name)}`", "commit_date DATE")
+            else:  # a table with no rows yet has no file to list: made empty, with its schema
+                self.create(name)
             self.spark.sql(f"ALTER TABLE delta.`{self.path(name)}` SET TBLPROPERTIES ("
                            f"'delta.dataSkippingStatsColumns' = '{STATS[name]}')")
             out[name] = self.read(name).count()
             log.info("%s: converted to Delta, %d rows", name, out[name])
         return out
 
-    def _has_files(self, name: str) -> bool:
+    def _parquet_files(self, name: str) -> int | None:
+        """How many Parquet files a table's directory holds, or None when there is no directory."""
         jvm = self.spark._jvm  # noqa: SLF001 - Hadoop's FileSystem has no Python API
         assert jvm is not None
         p = jvm.org.apache.hadoop.fs.Path(self.path(name))
         fs = p.getFileSystem(self.spark.sparkContext._jsc.hadoopConfiguration())  # noqa: SLF001
-        return bool(fs.exists(p))
+        if not fs.exists(p):
+            return None
+        found, listing = 0, fs.listFiles(p, True)
+        while listing.hasNext():
+            found += listing.next().getPath().getName().endswith(".parquet")
+        return found
