@@ -94,6 +94,7 @@ def main() -> None:
     from binlake.archive.stores import open_store
 
     work = args.workdir or Path(tempfile.mkdtemp(prefix="binlake-bench-delta-"))
+    work.mkdir(parents=True, exist_ok=True)
     store = f"file://{work}/store"
     if not (work / "binlogs").exists():
         version, files = corpus(work, args.size_mib, "mix")

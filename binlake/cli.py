@@ -145,7 +145,7 @@ def cmd_airflow(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from binlake.demo import run
 
-    return run(args.home)
+    return run(args.home, args.warehouse)
 
 
 def cmd_archive(args: argparse.Namespace) -> int:
@@ -316,6 +316,8 @@ def build_parser() -> argparse.ArgumentParser:
     af.set_defaults(func=cmd_airflow)
     d = sub.add_parser("demo", help="run the pipeline on the bundled sample binlogs")
     d.add_argument("--home", help="the Airflow home to run in (default: a new temporary directory)")
+    d.add_argument("--warehouse", help="where the tables go (default: under the home; s3a://bucket/prefix with "
+                   "the AWS environment's endpoint and keys)")
     d.set_defaults(func=cmd_demo)
     return p
 

@@ -85,14 +85,9 @@ def home() -> Path:
 
 def defaults() -> dict:
     """The demo: the bundled sample binlogs (one directory per server) into a local archive."""
-    from binlake.demo import sample_files
+    from binlake.demo import settings as demo_settings
 
-    dirs = sorted({str(Path(f).parent) for f in sample_files()})
-    return {
-        "store": f"file://{home() / 'binlake' / 'archive'}",
-        "warehouse": str(home() / "binlake" / "warehouse"),
-        "sources": [{"name": f"sample-{Path(d).name}", "url": f"dir://{d}", "final": True} for d in dirs],
-    }
+    return demo_settings(home())
 
 
 def parse(raw: dict) -> Settings:
