@@ -259,8 +259,10 @@ def test_earlier_versions_are_read_until_upkeep_lets_them_go(spark, bucket, tmp_
 
     store, warehouse = _places("local", tmp_path, flavors=("mysql",))
     start, end = _day()
-    hours = [f"{start}T{h:02d}:00:00Z" for h in range(24)] + [end]
-    for lo, hi in zip(hours, hours[1:], strict=False):  # an hourly schedule: a day of small files
+    times = sorted(t["commit_ts"] for t in scan(sorted((DATA / "mysql").glob("binlog.*")), source="mysql")
+                   ["transaction"])
+    cuts = [start, times[len(times) // 4], times[len(times) // 2], times[3 * len(times) // 4], end]
+    for lo, hi in zip(cuts, cuts[1:], strict=False):  # as hourly runs do: a day of several runs' small files
         assemble(spark, store, warehouse, lo, hi)
     first = Warehouse(spark, warehouse).version("transactions")
     archive(DirSource(str(DATA / "mariadb")), open_store(store), "mariadb")
