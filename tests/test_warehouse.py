@@ -311,10 +311,10 @@ def test_a_parquet_warehouse_is_upgraded_in_place_with_its_rows(spark, spark_sub
     out: dict[str, list[dict]] = {"transaction": [], "row_change": [], "anomaly": []}
     for flavor in FLAVORS:
         for kind, recs in scan(sorted((DATA / flavor).glob("binlog.*")), rows=True, source=flavor).items():
-            out[kind] += recs
+            out[kind] += [schema.arrow_record(kind, r, flavor)[kind] for r in recs]
     kinds = {"transactions": "transaction", "row_changes": "row_change", "anomalies": "anomaly"}
     for name, kind in kinds.items():
-        recs = [schema.arrow_record(kind, r, r["source"])[kind] for r in out[kind]]
+        recs = out[kind]
         df = spark.createDataFrame(recs, schema.TABLES[name])
         df.withColumn("commit_date", F.to_date("commit_ts")).write.partitionBy("commit_date").parquet(
             f"{warehouse}/{name}")
