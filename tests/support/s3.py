@@ -5,10 +5,10 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
-import time
-import urllib.error
 import urllib.request
 from pathlib import Path
+
+from tests.support.waiting import until
 
 DEADLINE = 60.0  # seconds for the server to answer
 
@@ -20,20 +20,22 @@ def _free_port() -> int:
 
 
 def start_moto() -> tuple[subprocess.Popen, str]:
-    """The server and its URL, once it answers; another port when one is taken meanwhile."""
-    moto = Path(sys.executable).parent / "moto_server"
-    for _ in range(5):
-        port = _free_port()
-        proc = subprocess.Popen([str(moto), "-H", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
-        url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + DEADLINE
-        while proc.poll() is None and time.monotonic() < deadline:
-            try:
-                with urllib.request.urlopen(url + "/moto-api/", timeout=5):
-                    return proc, url
-            except (urllib.error.URLError, ConnectionError, TimeoutError):
-                time.sleep(0.1)  # polled, with the deadline above
+    """The server and its URL, once it answers (tests.support.waiting: any not-ready answer is "not yet")."""
+    port = _free_port()
+    proc = subprocess.Popen([str(Path(sys.executable).parent / "moto_server"), "-H", "127.0.0.1", "-p", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+
+    def answered() -> bool:
+        if proc.poll() is not None:  # not a "not yet": it will not answer
+            raise RuntimeError(f"moto's server exited with {proc.returncode} (port {port} taken?)")
+        with urllib.request.urlopen(url + "/moto-api/", timeout=5):
+            return True
+
+    try:
+        until(answered, f"moto's server at {url}", DEADLINE, every=0.1)
+    except BaseException:
         proc.kill()
         proc.wait()
-    raise RuntimeError("moto's server did not start on 127.0.0.1")
+        raise
+    return proc, url
