@@ -254,8 +254,9 @@ class Warehouse:
             self.spark.sparkContext.setJobDescription(f"binlake: convert {name} to Delta")
             if files:
                 DeltaTable.convertToDelta(self.spark, f"parquet.`{self.path(name)}`", "commit_date DATE")
-            else:  # a table with no rows yet has no file to list: made empty, with its schema
-                self.create(name)
+            else:  # no rows yet, no file to list (a _SUCCESS marker at most): an empty Delta table written there
+                (self.spark.createDataFrame([], schema.STORED[name]).write.format("delta")
+                 .partitionBy("commit_date").mode("overwrite").save(self.path(name)))
             self.spark.sql(f"ALTER TABLE delta.`{self.path(name)}` SET TBLPROPERTIES ("
                            f"'delta.dataSkippingStatsColumns' = '{STATS[name]}')")
             out[name] = self.read(name).count()
