@@ -8,7 +8,7 @@ import logging
 import sys
 from pathlib import Path
 
-from binlake import __version__, compiled_paths
+from binlake import __version__
 from binlake.errors import BinlakeError, BinlogError
 
 
@@ -297,6 +297,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if logging.getLogger("binlake").isEnabledFor(logging.INFO):
+        from binlake.compiled import compiled_paths  # loads the decoders: only when it is said
+
         logging.getLogger("binlake").info("binlake %s: %s", __version__, compiled_paths())
     try:
         return args.func(args)

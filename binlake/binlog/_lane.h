@@ -18,13 +18,6 @@
 #ifndef BINLAKE_LANE_H
 #define BINLAKE_LANE_H
 
-#define WRITE_ROWS_EVENT_V1 23
-#define DELETE_ROWS_EVENT_V1 25
-#define ROWS_QUERY_LOG_EVENT 29
-#define ANNOTATE_ROWS_EVENT 160
-#define STMT_END_F 1
-#define WRITE_ROWS_EVENT 30
-#define DELETE_ROWS_EVENT 32
 #define LANE_TABLES 64     /* table maps (and tables) one transaction may have in the lane */
 #define LANE_EVENTS 4096   /* events of one transaction in the lane (skim's bound too) */
 #define LANE_BYTES (8 << 20)  /* lines one call writes, about */

@@ -1644,6 +1644,7 @@ PyMODINIT_FUNC PyInit__rowdecode(void) {
     Py_DECREF(orjson);
     if (!float_dumps) return NULL;
     walk_init();
+    if (add_event_constants(m) < 0) return NULL;
     Fallback = PyErr_NewException("binlake.binlog._rowdecode.Fallback", NULL, NULL);
     if (!Fallback || PyModule_AddObject(m, "Fallback", Fallback) < 0) return NULL;
     Py_INCREF(Fallback);

@@ -12,7 +12,6 @@ anything unexpected go to the reference path in rows.py, which the tests compare
 from __future__ import annotations
 
 import codecs
-import importlib
 import struct
 from collections.abc import Callable
 from typing import Any
@@ -21,19 +20,11 @@ import orjson
 from pymysql.charset import charset_by_name
 from pymysqlreplication.constants import FIELD_TYPE
 
-from binlake import pure_python
 from binlake.binlog import constants as c
+from binlake.binlog.builds import extension, pure_python
 from binlake.binlog.varlen import read_packed
 
-
-def _built() -> Any:
-    try:
-        return importlib.import_module("binlake.binlog._rowdecode")
-    except ImportError:  # built without a C compiler: the reference path does everything
-        return None
-
-
-_rowdecode = _built()
+_rowdecode: Any = extension("binlake.binlog._rowdecode")  # None: the reference path does everything
 
 OPS = {"insert": 0, "update": 1, "delete": 2}
 # Rows events decoded by each path in this process (tests and benchmarks read it).

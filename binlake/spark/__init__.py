@@ -41,8 +41,9 @@ def run(args: argparse.Namespace, spark=None) -> int:
     """Run the job with parsed arguments; prints the summary as one JSON line."""
     from dataclasses import asdict
 
-    from binlake import __version__, compiled_paths
+    from binlake import __version__
     from binlake.assemble import Options
+    from binlake.compiled import compiled_paths
     from binlake.spark.job import assemble, session
     from binlake.spark.settings import warehouse_dir
     from binlake.splits import check_quality_run, plan
