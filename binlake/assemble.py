@@ -27,6 +27,7 @@ from binlake.binlog import events as ev_codec
 from binlake.binlog import rows as rows_codec
 from binlake.binlog.framing import BinlogReader, Frame
 from binlake.binlog.payload import inner_frames
+from binlake.binlog.tablemap import TableMap, TableMapCache, table_map_name
 from binlake.boundary import ORDINARY_INSIDE, Boundary, BoundaryParser, Kind, Opener, event_kind
 from binlake.describe import Event, describe, opening
 from binlake.errors import BinlogError, FatalBinlogError, RowDecodeError
@@ -100,7 +101,7 @@ class Resume:
     placing: Placing
     state: Boundary = Boundary.START
     opener: Opener = Opener.GTID
-    table_maps: list[rows_codec.TableMap] = field(default_factory=list)
+    table_maps: list[TableMap] = field(default_factory=list)
     continues: bool = False  # it goes on past the walk's range: no TRUNCATED at the range's end
     opening: bool = False  # the walk starts at its opening event: taken in as is, no look-ahead
     ended: bool = False  # set by the walk: its ending event was seen
@@ -128,7 +129,8 @@ class FileAssembler:
         self.txn: Txn | None = None
         self.placing: Placing = Segmenter(opts.segment_rows, opts.segment_bytes)
         self.orphans: list | None = None  # [start, end, detail] of events outside any transaction
-        self.table_maps: dict[int, rows_codec.TableMap] = {}
+        self.table_maps: dict[int, TableMap] = {}  # by table id: the maps in effect
+        self.decoded = TableMapCache(self.fde.flavor)
         self.schema = opts.schema
         if self.schema is not None:
             self.schema.flavor = self.fde.flavor
@@ -147,7 +149,7 @@ class FileAssembler:
         lanes_rows = not opts.rows or isinstance(sink, LineSink) or runs is not None
         if lines is not None and lanes_rows and opts.skim and resume is None and Lane.fits(reader):
             self.lane = Lane(reader, lines, opts.source, self.file, opts.rows, opts.segment_rows,
-                             opts.segment_bytes, self.table_maps, self.schema, runs, records)
+                             opts.segment_bytes, self.table_maps, self.decoded, self.schema, runs, records)
 
     # -- output ------------------------------------------------------------------------
 
@@ -472,10 +474,8 @@ class FileAssembler:
 
     def _table_map(self, f: Frame) -> None:
         phl = self.fde.post_header_len(f.type)
-        table = None
-        if self.schema is not None:
-            table = self.schema.table(*rows_codec.table_map_name(f.body, phl))
-        tm = rows_codec.decode_table_map(f.body, phl, self.fde.flavor, table)
+        known = self.schema.columns(*table_map_name(f.body, phl)) if self.schema is not None else None
+        tm = self.decoded.decode(f.body, phl, known)
         self.table_maps[tm.table_id] = tm
         said = (tm.schema, tm.table, tm.mismatch or "")
         if tm.mismatch and said not in self.mismatches:

@@ -31,8 +31,8 @@ import orjson
 
 from binlake.binlog import constants as c
 from binlake.binlog import fastrows
-from binlake.binlog import rows as rows_codec
 from binlake.binlog.framing import BinlogReader
+from binlake.binlog.tablemap import TableMapCache, table_map_name
 from binlake.errors import RowDecodeError
 from binlake.records import TXN_NAMESPACE
 from binlake.sinks import RowRun
@@ -89,7 +89,8 @@ class Lane:
     """The lane over one file's reader: `run` from an offset between transactions."""
 
     def __init__(self, reader: BinlogReader, write: Lines, source: str, binlog_file: str, rows: bool,
-                 segment_rows: int, segment_bytes: int, table_maps: dict, schema: SchemaState | None,
+                 segment_rows: int, segment_bytes: int, table_maps: dict, decoded: TableMapCache,
+                 schema: SchemaState | None,
                  runs: Callable[[RowRun], None] | None = None,
                  records: Callable[[RecordRun], None] | None = None) -> None:
         """runs: where the row changes go as columns (the Spark job's rows pass), not as lines;
@@ -102,6 +103,7 @@ class Lane:
         self.file = binlog_file
         self.flavor = fde.flavor
         self.table_maps = table_maps  # the walk's, kept as it keeps them
+        self.decoded = decoded  # the walk's too
         self.schema = schema
         self.maps: dict[bytes, tuple | None] = {}  # TABLE_MAP body -> what the lane needs of it
         # what the lane's transactions may hold: table maps, and rows events of the layouts it reads
@@ -146,8 +148,8 @@ class Lane:
         transactions are the walk's: a table the compiled decoder does not take whole, one that
         disagrees with the schema history (the walk says so), a map that cannot be read."""
         try:
-            table = self.schema.table(*rows_codec.table_map_name(body, 8)) if self.schema is not None else None
-            tm = rows_codec.decode_table_map(body, 8, self.flavor, table)
+            known = self.schema.columns(*table_map_name(body, 8)) if self.schema is not None else None
+            tm = self.decoded.decode(body, 8, known)
             if tm.mismatch or tm.fast is None or tm.json_keys is None:
                 return None
             name = f"{tm.schema}.{tm.table}"

@@ -20,6 +20,7 @@ from binlake.assemble import Emit, FileAssembler, Options, Resume, rows_query
 from binlake.binlog import constants as c
 from binlake.binlog import rows as rows_codec
 from binlake.binlog.framing import BinlogReader, FormatDescription, Frame
+from binlake.binlog.tablemap import TableMap, decode_table_map
 from binlake.boundary import Boundary, BoundaryParser, Opener
 from binlake.describe import describe, stmt_ends
 from binlake.errors import BinlogError
@@ -169,12 +170,12 @@ def _opened(s: Survey, fde: FormatDescription, binlog_file: str) -> Txn:
     return open_txn(start, Facts(complete=True, end=end, end_pos=s.end_pos, last_ts=s.last_ts), binlog_file)
 
 
-def _table_maps(cut: Cut, fde: FormatDescription) -> list[rows_codec.TableMap]:
+def _table_maps(cut: Cut, fde: FormatDescription) -> list[TableMap]:
     out = []
     for raw in cut.table_maps:
         f = frame_at(raw, 4, fde)  # where it was does not matter here
         with contextlib.suppress(Exception):  # the piece holding the event reports it
-            out.append(rows_codec.decode_table_map(f.body, fde.post_header_len(f.type), fde.flavor))
+            out.append(decode_table_map(f.body, fde.post_header_len(f.type), fde.flavor))
     return out
 
 

@@ -29,6 +29,7 @@ import orjson
 from binlake.binlog import fastrows
 from binlake.binlog import rows as rows_codec
 from binlake.binlog.framing import Frame
+from binlake.binlog.tablemap import TableMap
 from binlake.records import image_json, json_line
 
 Rows = list[tuple[dict | None, dict | None]]  # (before, after) per row, as rows.decode_rows gives them
@@ -102,7 +103,7 @@ BLOCK_FIELDS = ("seq", "event_pos", "commit_us", "event_us", "xid", "rows", "op"
 
 
 class RowSink(Protocol):
-    def take(self, at: RowsAt, f: Frame, tm: rows_codec.TableMap, post_header_len: int,
+    def take(self, at: RowsAt, f: Frame, tm: TableMap, post_header_len: int,
              numbering: Numbering) -> tuple[int, int] | None:
         """Decode and hold a rows event by the compiled path: (flags, rows), or None when that
         path does not take it (`hold` is then given its rows decoded)."""
@@ -186,7 +187,7 @@ class LineSink(_Holding):
         self.ends = False  # the end_segment the held lines are written with
         self.at: RowsAt | None = None  # of the held lines' segment (for their heads)
 
-    def take(self, at: RowsAt, f: Frame, tm: rows_codec.TableMap, post_header_len: int,
+    def take(self, at: RowsAt, f: Frame, tm: TableMap, post_header_len: int,
              numbering: Numbering) -> tuple[int, int] | None:
         op = rows_codec.ROWS_EVENT_TYPES.get(f.type)
         if op is None or tm.json_keys is None or not self.fast:
@@ -271,7 +272,7 @@ class BlockSink(_Holding):
         self.emit_blocks = emit_blocks
         self.emit_run = emit_run  # where the lane's runs go (binlake.lane); None: the lane is not asked
 
-    def take(self, at: RowsAt, f: Frame, tm: rows_codec.TableMap, post_header_len: int,
+    def take(self, at: RowsAt, f: Frame, tm: TableMap, post_header_len: int,
              numbering: Numbering) -> tuple[int, int] | None:
         op = rows_codec.ROWS_EVENT_TYPES.get(f.type)
         if op is None or tm.json_keys is None or not self.fast:

@@ -34,7 +34,8 @@ from pymysqlreplication.constants import FIELD_TYPE
 from pymysqlreplication.packet import BinLogPacketWrapper
 from pymysqlreplication.row_event import RowsEvent
 
-from binlake.binlog import _rowdecode, fastrows, rows
+from binlake.binlog import _rowdecode, fastrows
+from binlake.binlog import values as rows
 from tests.support import json_binary as jb
 from tests.support import wkb
 from tests.support.scanning import (
@@ -606,7 +607,7 @@ def _reference_geometry(stored: bytes):
 
 def _reference_vector(stored: bytes):
     """A VECTOR column's value as the reference path gives it (the package reads it as a BLOB)."""
-    convert = rows._Converter([], frozenset({0}), frozenset(), {})  # noqa: SLF001 - the reference's own conversion
+    convert = rows.Converter([], frozenset({0}), frozenset(), {})  # the reference's own conversion
     return convert.value(0, SimpleNamespace(type=FIELD_TYPE.BLOB), stored)
 
 

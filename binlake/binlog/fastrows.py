@@ -5,7 +5,7 @@ directly. It covers the column types of ordinary tables (integers, floats, strin
 in any Python codec, DECIMAL, DATETIME2/TIMESTAMP2/TIME2/DATE, YEAR, ENUM, SET, BIT), MySQL's
 binary JSON, GEOMETRY (its WKB as EWKT text) and MySQL 9's VECTOR. Tables with MariaDB
 COMPRESSED or pre-5.6 temporal columns, partial JSON updates (PARTIAL_UPDATE_ROWS events) and
-anything unexpected go to the reference path in rows.py, which the tests compare this one with.
+anything unexpected go to the reference path (rows.py, values.py), which the tests compare this one with.
 `BINLAKE_PURE_PYTHON=1` turns the compiled path off.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import codecs
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import orjson
@@ -51,7 +51,7 @@ def _text(k, col, guessed: bool) -> tuple | None:
 
 def _members(kind: str, names: str):
     def entry(k, col, guessed):
-        members = getattr(col, names)  # a list, or rows.UNNAMED: the index or bitmask
+        members = getattr(col, names)  # a list, or tablemap.UNNAMED: the index or bitmask
         return (getattr(k, kind), col.size, 0, members if isinstance(members, list) else None) \
             if 1 <= col.size <= 8 else None
     return entry
@@ -83,7 +83,7 @@ PLANS: dict[int, Callable] = {
     FIELD_TYPE.JSON: _blob("K_JSON"), FIELD_TYPE.GEOMETRY: _blob("K_GEOMETRY"),
     c.VECTOR: _blob("K_VECTOR"),  # the table's vectors: the package's Table says BLOB
 }
-# The types the compiled decoder leaves to the reference path (rows.py), and why.
+# The types the compiled decoder leaves to the reference path (values.py), and why.
 REFERENCE_ONLY: dict[int, str] = {
     c.BLOB_COMPRESSED: "MariaDB COMPRESSED columns: each value zlib's", c.VARCHAR_COMPRESSED: "as BLOB_COMPRESSED",
     FIELD_TYPE.DATETIME: "pre-5.6 temporal encoding", FIELD_TYPE.TIMESTAMP: "pre-5.6 temporal encoding",
@@ -96,18 +96,20 @@ REFERENCE_ONLY: dict[int, str] = {
 }
 
 
-def plan(table_map) -> tuple | None:
-    """Per column (name, kind, a, b, extra) for the compiled decoder; None when a column needs
-    the reference path. Built once per TABLE_MAP."""
-    if _rowdecode is None or table_map.compressed:
+def plan(columns: list, *, vectors: frozenset[int], charset_unknown: frozenset[int],
+         compressed: Mapping[int, str | None]) -> tuple | None:
+    """Per column (name, kind, a, b, extra) for the compiled decoder, from a TABLE_MAP's columns (the
+    package's) and what binlake.binlog.tablemap learnt of them; None when a column needs the
+    reference path. Made once per TABLE_MAP."""
+    if _rowdecode is None or compressed:
         return None
     out = []
-    for i, col in enumerate(table_map.table_obj.columns):
+    for i, col in enumerate(columns):
         if getattr(col, "typed_text", None):  # a MariaDB UUID / INET: the reference path's text
             return None
-        # a VECTOR is presented to the package as a BLOB (rows.decode_table_map): its index says
-        make = PLANS[c.VECTOR] if i in table_map.vectors else PLANS.get(col.type)
-        entry = make(_rowdecode, col, i in table_map.charset_unknown) if make else None
+        # a VECTOR is presented to the package as a BLOB (tablemap.decode_table_map): its index says
+        make = PLANS[c.VECTOR] if i in vectors else PLANS.get(col.type)
+        entry = make(_rowdecode, col, i in charset_unknown) if make else None
         if entry is None:
             return None
         out.append((col.name, *entry))
