@@ -232,11 +232,11 @@ def main() -> None:
     if args.rewrite:
         return rewrite(*args.rewrite)
     work = args.workdir or Path(tempfile.mkdtemp(prefix="binlake-bench-assemble-"))
+    from binlake.archive.index import index_transactions
     from binlake.archive.run import archive
     from binlake.archive.sources import DirSource
     from binlake.archive.stores import open_store
     from binlake.binlog.framing import BinlogReader
-    from binlake.index import index_transactions
 
     copied = work / "binlogs"
     store = f"file://{work}/store"

@@ -19,11 +19,11 @@ def _dump(rec: dict) -> str:
 def cmd_scan(args: argparse.Namespace) -> int:
     # Imported here, as each command's own modules are, so that `binlake archive` does not load
     # the row decoder and mysql-replication at every start.
-    from binlake.assemble import Options
+    from binlake.assemble.scan import scan_files
+    from binlake.assemble.sinks import LineSink
+    from binlake.assemble.walk import Options
     from binlake.malloc import keep_freed_memory
     from binlake.records import record_line
-    from binlake.scan import scan_files
-    from binlake.sinks import LineSink
 
     keep_freed_memory()
     sys.stdout.flush()
@@ -40,8 +40,8 @@ def cmd_scan(args: argparse.Namespace) -> int:
 
     opts = Options(source=args.source, segment_rows=args.segment_rows,
                    segment_bytes=args.segment_bytes, rows=args.rows, schema=_schema_state(args))
-    # With --rows, a segment's row changes come as JSON lines already (binlake.sinks), and the
-    # lane (binlake.lane) writes whole transactions' lines; anomalies it leaves to the walk.
+    # With --rows, a segment's row changes come as JSON lines already (binlake.assemble.sinks), and the
+    # lane (binlake.assemble.lane) writes whole transactions' lines; anomalies it leaves to the walk.
     summary = scan_files(args.files, opts, emit, LineSink(out.writelines), out.write)
     if args.summary:
         print(_dump({"record": "summary", **vars(summary)}), file=sys.stderr)

@@ -19,7 +19,7 @@ from binlake.binlog import constants as c
 from binlake.binlog.events import parse_xa_xid
 
 if TYPE_CHECKING:
-    from binlake.describe import Event
+    from binlake.boundaries.describe import Event
 
 # A statement that changes rows (MySQL's DML commands), past any leading comments: logged with no
 # BEGIN around it (a non-transactional table's, MySQL 5.0's autocommit ones) it is still `dml`.

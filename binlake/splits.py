@@ -10,7 +10,7 @@ parser at rest, as a whole-file reader would be there. Two rules keep that true:
 - no cut right after an incomplete transaction: the event that broke it must be seen by
   the task that holds it, to report the same anomaly;
 - a complete transaction longer than a split gets a split of its own, which a survey
-  (binlake/pieces.py) may cut further into pieces.
+  (binlake/assemble/pieces.py) may cut further into pieces.
 
 A split is run when one of its transactions commits inside the range, or when an anomaly
 in it would be dated inside the range. An anomaly is dated by the commit time of the last
@@ -40,13 +40,13 @@ from binlake.archive.chain import archived_after, repeats
 from binlake.archive.identity import name_of
 from binlake.archive.run import binlog_key, refusals
 from binlake.archive.stores import MissingObject, open_store
-from binlake.assemble import FileAssembler, Options
+from binlake.assemble.lane import RecordRun
+from binlake.assemble.pieces import Finished, Piece, PieceRecord, Survey, finish, place_record, survey
+from binlake.assemble.sinks import BlockSink
+from binlake.assemble.walk import FileAssembler, Options
 from binlake.binlog.framing import BinlogReader, FormatDescription
 from binlake.errors import BinlakeError
-from binlake.lane import RecordRun
-from binlake.pieces import Finished, Piece, PieceRecord, Survey, finish, place_record, survey
 from binlake.records import anomaly, ts_from_micros
-from binlake.sinks import BlockSink
 
 log = logging.getLogger(__name__)
 DEFAULT_SPLIT_BYTES = 64 << 20
@@ -325,7 +325,7 @@ def run_split(split: Split, opts: Options, store=None, blocks: bool = False,
     of a big transaction, ("piece", PieceRecord). With `blocks`, the row changes come as
     ("row_blocks", [RowBlock, ...]) instead (a big transaction's pieces' unplaced: see
     binlake.spark.job's rows pass), and those of the transactions the lane takes as ("row_run",
-    RowRun). With `columns`, the records of the transactions the lane takes (binlake.lane) come
+    RowRun). With `columns`, the records of the transactions the lane takes (binlake.assemble.lane) come
     as columns, ("transaction_run", RecordRun).
 
     Row changes stream out as they are decoded; the split's bytes are memory-mapped (or
@@ -361,7 +361,7 @@ def run_split(split: Split, opts: Options, store=None, blocks: bool = False,
             piece = Piece(reader, opts, lambda k, r: out.append((k, r)), name, split.survey, split.piece, sink)
             asm = piece.asm
         else:
-            # The lane (binlake.lane) writes the records of the transactions it takes as JSON
+            # The lane (binlake.assemble.lane) writes the records of the transactions it takes as JSON
             # lines, each read back as the walk's own, or hands them on as columns; and hands their
             # rows to the BlockSink.
             def laned(text: bytes, _txns: int) -> None:
@@ -405,7 +405,7 @@ def in_range(p: Plan, rec: dict) -> bool:
 
 
 def put_together(parts: list[Split], pieces: list[PieceRecord], opts: Options) -> Finished:
-    """A big transaction from its pieces (binlake.pieces.finish): its record, its dated
+    """A big transaction from its pieces (binlake.assemble.pieces.finish): its record, its dated
     LENGTH_MISMATCH if any, and where each piece's rows go."""
     first = parts[0]
     assert first.survey is not None

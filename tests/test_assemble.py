@@ -21,7 +21,7 @@ import pytest
 from binlake.archive.run import archive
 from binlake.archive.sources import DirSource, MySQLSource
 from binlake.archive.stores import open_store
-from binlake.assemble import Options
+from binlake.assemble.walk import Options
 from tests.support.lake import differences, lake, rows, scanned
 from tests.support.scanning import DATA, REPO, run_cli, scan
 

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import pytest
 
-from binlake.assemble import Options
-from binlake.scan import scan_files
+from binlake.assemble.scan import scan_files
+from binlake.assemble.walk import Options
 from tests.support.scanning import headers, run_cli, scan
 
 QUERY, ROTATE, INCIDENT = 2, 4, 26  # MySQL's Log_event_type codes

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import pytest
 
-from binlake.assemble import FileAssembler, Options
+from binlake.assemble.lane import RecordRun
+from binlake.assemble.walk import FileAssembler, Options
 from binlake.binlog import _rowdecode, fastrows
 from binlake.binlog.framing import BinlogReader
-from binlake.lane import RecordRun
 from binlake.spark import schema
 from binlake.spark.job import BATCH, _arrow_schema
 from tests.support.scanning import PUBLIC, assert_same_items, blocks_path, lines_records, records_list, scan_lines
@@ -119,7 +119,7 @@ RECORD_FILES = {**FILES, "anonymous": [PUBLIC / "blackbeam__rust_mysql_common/js
 
 @pytest.mark.parametrize("name", sorted(RECORD_FILES))
 def test_the_lanes_record_columns_make_the_records_batches(name):
-    """The facts pass takes the lane's transaction records as columns (binlake.lane.RecordRun,
+    """The facts pass takes the lane's transaction records as columns (binlake.assemble.lane.RecordRun,
     schema.records_run_batch): the batch holds what the records path (arrow_record, arrow_batch)
     makes of the same transactions as the lane writes them in lines, value for value, nulls,
     timestamps and lists included."""

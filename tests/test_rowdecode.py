@@ -262,7 +262,7 @@ def written_range(server, flavor: str, into: Path) -> tuple[list[Path], list[tup
 
 
 def decoded_alike(files: list[Path], monkeypatch) -> tuple[dict, dict]:
-    """The records of files as `binlake scan --rows` prints them (the lane's lines, binlake.lane,
+    """The records of files as `binlake scan --rows` prints them (the lane's lines, binlake.assemble.lane,
     read back), and how many rows events each path decoded and how many transactions the lane
     wrote; once the compiled and the reference paths are seen to give the same records, the
     printed lines those records, and the sink's lines (written straight from the images) orjson's
@@ -308,7 +308,7 @@ def test_same_records_for_every_column_type_on_a_live_server(flavor, request, mo
     # the compiled path took every statement (6 inserts, 100 updates, a delete: a rows event each at
     # the least), the edge rows' negative TIMEs included
     assert used["compiled"] >= 6 + 100 + 1 and used["reference"] == 0, used
-    # and the lane (binlake.lane) wrote every transaction, statements that are not UTF-8 included
+    # and the lane (binlake.assemble.lane) wrote every transaction, statements that are not UTF-8 included
     assert used["laned"] == len(fast["transaction"]) > 100, used
     values = {k for r in fast["row_change"] if r["table"] == "plain" and r["after"] for k, v in r["after"].items()
               if v is not None}

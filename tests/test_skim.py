@@ -16,10 +16,10 @@ from pathlib import Path
 import orjson
 import pytest
 
-from binlake.assemble import Options
+from binlake.assemble.scan import scan_files
+from binlake.assemble.sinks import LineSink
+from binlake.assemble.walk import Options
 from binlake.binlog.framing import BinlogReader
-from binlake.scan import scan_files
-from binlake.sinks import LineSink
 from tests.support.scanning import DATA, PUBLIC, REPO, damaged_rows, ordinary_count
 from tests.test_public_fixtures import READABLE
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from binlake.assemble import Options
+from binlake.assemble.walk import Options
 from binlake.binlog import framing
 from binlake.binlog.framing import BinlogReader
 from binlake.errors import BinlakeError
@@ -45,7 +45,7 @@ def test_any_split_size_gives_the_scan(archived, split_bytes):
 
 @pytest.mark.parametrize("split_bytes", [300, 1 << 30])
 def test_the_facts_pass_reads_the_lanes_records_as_the_walks(archived, split_bytes):
-    """Without rows (the Spark job's facts pass), the transactions the lane takes (binlake.lane)
+    """Without rows (the Spark job's facts pass), the transactions the lane takes (binlake.assemble.lane)
     come back as records equal to the reference walk's (skim off: no lane), and the scan's."""
     flavor, store, files = archived
     laned = run_local(store, split_bytes, rows=False)

@@ -21,11 +21,11 @@ from types import ModuleType
 from typing import Any
 
 from binlake.archive import loop
+from binlake.archive.index import IndexEntry, Indexer
 from binlake.binlog import constants as c
 from binlake.binlog.framing import FormatDescription, Frame, crc_ok, parse_fde_body
 from binlake.binlog.gtid import GtidSet, decode_gtid_list, decode_previous_gtids
 from binlake.errors import BinlogError
-from binlake.index import IndexEntry, Indexer
 from binlake.records import ts_from_seconds
 
 _HEADER = struct.Struct("<IBIIIH")

@@ -12,8 +12,8 @@
  * it recognises whole and stops before anything else, including a transaction it would have to say
  * something unusual about (a length that disagrees, a segment that fills, an image the decoder
  * falls back on, a tagged GTID); binlake.assemble's walk then takes that one. For the Spark job it
- * hands columns on instead of lines: a run's row changes (columns mode, binlake.sinks.RowRun), its
- * records (records mode, binlake.lane.RecordRun), each made into an Arrow batch in one call. */
+ * hands columns on instead of lines: a run's row changes (columns mode, binlake.assemble.sinks.RowRun), its
+ * records (records mode, binlake.assemble.lane.RecordRun), each made into an Arrow batch in one call. */
 
 #ifndef BINLAKE_LANE_H
 #define BINLAKE_LANE_H
@@ -72,7 +72,7 @@ typedef struct {
     const char *file_name;  /* the file's name as UTF-8, and the namespace of derived ids (16 bytes) */
     Py_ssize_t file_name_len, namespace_len;
     const unsigned char *namespace;
-    PyObject *maps;  /* TABLE_MAP body -> entry (binlake.lane), None where the walk must take it */
+    PyObject *maps;  /* TABLE_MAP body -> entry (binlake.assemble.lane), None where the walk must take it */
     PyObject *learn;  /* body -> entry or None, for a body maps does not have */
     PyObject *table_maps;  /* the walk's table id -> TableMap, kept as the walk keeps it */
     out_t tail;  /* the lines' tail while a statement's rows are read: its text in it */
@@ -90,13 +90,13 @@ typedef struct {
     PyObject *record_tables, *table_index;  /* the run's TableMaps named; entry's address -> index */
 } lane_t;
 
-/* A transaction's record in columns mode, each an int64 (binlake.lane.RecordRun reads them);
+/* A transaction's record in columns mode, each an int64 (binlake.assemble.lane.RecordRun reads them);
  * R_NULLS: which are null (1 gtid: anonymous, 2 transaction_length, 4 original_commit_ts,
  * 8 last_committed and sequence_number). */
 enum { R_START, R_END, R_LENGTH, R_SERVER_ID, R_XID, R_COMMIT_US, R_ORIGINAL_US, R_FIRST_US, R_LAST_COMMITTED,
        R_SEQUENCE_NUMBER, R_EVENTS, R_ROWS, R_INSERTED, R_UPDATED, R_DELETED, R_TABLES, R_NULLS, RECORD_FIELDS };
 
-/* A rows event's fields in columns mode, each an int64 (binlake.sinks.RowRun reads them). */
+/* A rows event's fields in columns mode, each an int64 (binlake.assemble.sinks.RowRun reads them). */
 enum { B_SEQ, B_EVENT_POS, B_COMMIT_US, B_EVENT_US, B_XID, B_ROWS, B_OP, B_TXN, B_TABLE, B_STATEMENT, BLOCK_FIELDS };
 
 /* In columns mode, where a transaction's blocks point: indexes into the run's lists. */
@@ -500,7 +500,7 @@ static int run_start(lane_t *L) {
 }
 
 /* The run appended to L->runs: (blocks, txn_ids, tables, statements, before, after, valid), before
- * and after an Arrow string column's (offsets, data) (binlake.sinks.RowRun). */
+ * and after an Arrow string column's (offsets, data) (binlake.assemble.sinks.RowRun). */
 static int run_done(lane_t *L) {
     PyObject *before = column_done(&L->before), *after = before ? column_done(&L->after) : NULL, *run = NULL;
     if (after && _PyBytes_Resize(&L->valid.bytes, L->valid.len) == 0 &&
@@ -528,7 +528,7 @@ static int records_start(lane_t *L) {
 }
 
 /* The run's records appended to L->records: (fields, ids, named, tables), ids an Arrow string
- * column's (offsets, data) (binlake.lane.RecordRun). */
+ * column's (offsets, data) (binlake.assemble.lane.RecordRun). */
 static int records_done(lane_t *L) {
     PyObject *ids = column_done(&L->ids), *run = NULL;
     if (ids && _PyBytes_Resize(&L->fields.bytes, L->fields.len) == 0 &&

@@ -8,7 +8,7 @@
  * error when the event is really broken. So this file never decides what an error says.
  *
  * The lane (_lane.h, included at the end) writes runs of whole ordinary transactions as
- * `binlake scan`'s JSON lines, or the Spark job's columns, with these decoders (binlake/lane.py).
+ * `binlake scan`'s JSON lines, or the Spark job's columns, with these decoders (binlake/assemble/lane.py).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

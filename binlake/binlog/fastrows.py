@@ -213,7 +213,7 @@ def columns(as_type: int, body: bytes, op: str, table_plan: tuple, keys: tuple
 
 
 def lane_built() -> bool:
-    """Whether the lane (binlake.lane) is compiled."""
+    """Whether the lane (binlake.assemble.lane) is compiled."""
     return _rowdecode is not None and hasattr(_rowdecode, "lane")
 
 
@@ -224,10 +224,10 @@ def compiled(table_plan: tuple, keys: tuple) -> Any:
 
 def lane(data, base: int, pos: int, stop: int, fixed: tuple, maps: dict, learn: Callable, table_maps: dict,
          most: int, runs: list | None = None, records: list | None = None) -> tuple[bytes, int, int, int, int]:
-    """A run of ordinary transactions as JSON lines (binlake.lane): (lines, the offset after them,
+    """A run of ordinary transactions as JSON lines (binlake.assemble.lane): (lines, the offset after them,
     transactions, events, row changes); with `runs`, the row changes appended to it as columns
-    (binlake.sinks.RowRun's fields), not lines; with `records`, the transactions' records appended
-    to it as columns (binlake.lane.RecordRun's fields), not lines."""
+    (binlake.assemble.sinks.RowRun's fields), not lines; with `records`, the transactions' records appended
+    to it as columns (binlake.assemble.lane.RecordRun's fields), not lines."""
     return _rowdecode.lane(data, base, pos, stop, fixed, maps, learn, table_maps, most, runs, records)
 
 

@@ -42,7 +42,7 @@ def run(args: argparse.Namespace, spark=None) -> int:
     from dataclasses import asdict
 
     from binlake import __version__
-    from binlake.assemble import Options
+    from binlake.assemble.walk import Options
     from binlake.compiled import compiled_paths
     from binlake.spark.job import assemble, session
     from binlake.spark.settings import warehouse_dir

@@ -6,7 +6,7 @@
    Arrow batches out) gives its transactions, anomalies and pieces (rows decoded for their
    counts only), staged as Parquet: a record per transaction, small.
 4. Put big transactions together on the driver from their pieces' counts
-   (binlake/pieces.py): where each piece's rows go (`seq`, segments).
+   (binlake/assemble/pieces.py): where each piece's rows go (`seq`, segments).
 5. Write each table: the rows of the range replace exactly the range's rows in the
    commit_date partitions it touches: appended, and the files that held the range's rows
    before deleted; where such a file holds kept rows too, the touched days rewritten
@@ -33,10 +33,10 @@ from pyspark.broadcast import Broadcast
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from binlake.assemble import Options
+from binlake.assemble.pieces import Fixes, PieceRecord, place_block, place_record
+from binlake.assemble.walk import Options
 from binlake.errors import BinlakeError
 from binlake.malloc import keep_freed_memory
-from binlake.pieces import Fixes, PieceRecord, place_block, place_record
 from binlake.schema.ddl import SchemaState
 from binlake.spark import schema
 from binlake.spark.settings import LOGS, SESSION, in_driver, is_local, local
@@ -133,7 +133,7 @@ def _facts_task(opts: Options, states):
         for split in _splits(batches):
             bufs: dict[str, list[dict]] = {k: [] for k in kinds}
             for kind, rec in run_split(split, _split_opts(opts, split, states), columns=True):
-                if kind == "transaction_run":  # the lane's (binlake.lane): its columns, no Python per record
+                if kind == "transaction_run":  # the lane's (binlake.assemble.lane): its columns, no Python per record
                     yield schema.records_run_batch(arrow, rec, split.source)
                     continue
                 buf = bufs[kind]
@@ -152,7 +152,7 @@ def _rows_task(opts: Options, fixes, states):
     """What each task of the rows pass runs over its split(s): the row changes alone, as Arrow
     batches of ROW_CHANGES; those of whole transactions from the decoder's blocks
     (schema.blocks_batch), those of big transactions' pieces placed by `fixes`, a broadcast of
-    binlake.pieces.Fixes (a piece's rows with no fix, a broken transaction's, are not presented)."""
+    binlake.assemble.pieces.Fixes (a piece's rows with no fix, a broken transaction's, are not presented)."""
 
     def run(batches):
         _tune_worker_heap()
@@ -171,7 +171,7 @@ def _rows_task(opts: Options, fixes, states):
                     if held >= BATCH:
                         yield schema.blocks_batch(arrow, blocks, source)
                         blocks, held = [], 0
-                elif kind == "row_run":  # the lane's (binlake.lane): whole transactions, no placing
+                elif kind == "row_run":  # the lane's (binlake.assemble.lane): whole transactions, no placing
                     yield schema.run_batch(arrow, rec, source)
                 elif kind == "row_change":
                     if not place_record(rec, place):

@@ -54,7 +54,7 @@ PARTITION = StructField("commit_date", DateType(), True)
 # The tables as stored: partitioned by commit_date, which Parquet keeps in the directory names.
 STORED = {name: StructType(struct.fields + [PARTITION]) for name, struct in TABLES.items()}
 
-# Pieces of big transactions: what binlake.pieces.finish needs, and the rows' place in them.
+# Pieces of big transactions: what binlake.assemble.pieces.finish needs, and the rows' place in them.
 PIECES = _struct(
     ("txn_id", S), ("piece", N), ("event_count", L), ("rows_inserted", L), ("rows_updated", L),
     ("rows_deleted", L), ("tables", ArrayType(S)), ("compressed", B), ("broken", B),
@@ -113,14 +113,14 @@ def _staged(pa, arrow, kind: str, children: list):
 
 def records_run_batch(arrow, run, source: str):
     """One Arrow batch of STAGED (`arrow`), its transaction column, from the lane's RecordRun
-    (binlake.lane): the fields numpy's, the ids and the tables' names the lane's own, what is the
+    (binlake.assemble.lane): the fields numpy's, the ids and the tables' names the lane's own, what is the
     same for every one of them (a committed dml transaction of one file, whole) repeated; no Python
     per transaction."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from binlake.lane import NULL_GTID, NULL_LENGTH, NULL_LOGICAL, NULL_ORIGINAL, RECORD_FIELDS, RUN_RECORD
+    from binlake.assemble.lane import NULL_GTID, NULL_LENGTH, NULL_LOGICAL, NULL_ORIGINAL, RECORD_FIELDS, RUN_RECORD
 
     f = np.frombuffer(run.fields, np.int64).reshape(-1, len(RECORD_FIELDS))
     at = {name: f[:, i] for i, name in enumerate(RECORD_FIELDS)}
@@ -165,7 +165,7 @@ def records_batch(arrow, recs: list[dict]):
 
 
 def blocks_batch(arrow, blocks: list, source: str):
-    """One Arrow batch of ROW_CHANGES from RowBlocks (binlake.sinks): the row changes of whole
+    """One Arrow batch of ROW_CHANGES from RowBlocks (binlake.assemble.sinks): the row changes of whole
     rows events, built in Arrow's C++ without a Python object per row: the fields a block's rows
     share are repeated by `take`, the images' JSON texts are the decoder's own buffers."""
     import numpy as np
@@ -183,13 +183,13 @@ _OPS = ("insert", "update", "delete")
 
 
 def run_batch(arrow, run, source: str):
-    """One Arrow batch of ROW_CHANGES from the lane's RowRun (binlake.sinks): its fields per rows
+    """One Arrow batch of ROW_CHANGES from the lane's RowRun (binlake.assemble.sinks): its fields per rows
     event repeated by numpy over their rows, the images the lane's own buffers; no Python per row
     nor per rows event."""
     import numpy as np
     import pyarrow as pa
 
-    from binlake.sinks import BLOCK_FIELDS
+    from binlake.assemble.sinks import BLOCK_FIELDS
 
     b = np.frombuffer(run.blocks, np.int64).reshape(-1, len(BLOCK_FIELDS))
     at = {name: b[:, i] for i, name in enumerate(BLOCK_FIELDS)}

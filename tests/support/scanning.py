@@ -10,10 +10,10 @@ from pathlib import Path
 
 import orjson
 
-from binlake.assemble import Options
+from binlake.assemble.scan import ScanSummary, scan_files
+from binlake.assemble.sinks import BlockSink, LineSink, RecordSink
+from binlake.assemble.walk import Options
 from binlake.records import record_line
-from binlake.scan import ScanSummary, scan_files
-from binlake.sinks import BlockSink, LineSink, RecordSink
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -55,7 +55,7 @@ def lines_path(paths, **opts) -> bytes:
 
 def scan_lines(paths, **opts) -> tuple[bytes, ScanSummary]:
     """What `binlake scan --rows --anomalies` prints, made in-process the same way (the lane
-    included, binlake.lane), and its summary."""
+    included, binlake.assemble.lane), and its summary."""
     chunks: list[bytes] = []
     summary = scan_files(paths, Options(**opts), lambda kind, rec: chunks.append(record_line(kind, rec)),
                          LineSink(chunks.extend), chunks.append)

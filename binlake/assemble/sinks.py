@@ -3,7 +3,7 @@
 The assembler (binlake.assemble) hands a sink each rows event with its place (RowsAt): the sink
 may decode it itself by the compiled path (`take`), or be given its rows decoded (`hold`); it
 holds them until told to hand them on (`flush`, with the segment's `end_segment`) or to let
-them go (`drop`). When is decided by the numbering (binlake.segments). Three forms:
+them go (`drop`). When is decided by the numbering (binlake.assemble.segments). Three forms:
 
 - RecordSink: records (dicts with DESIGN.md's fields), for tests and in-process callers;
 - LineSink: the JSON lines `binlake scan --rows` prints, written by the compiled decoder
@@ -11,7 +11,7 @@ them go (`drop`). When is decided by the numbering (binlake.segments). Three for
 - BlockSink: RowBlocks, a rows event's row changes as columns, for the Spark job's Arrow
   batches (binlake.spark.schema.blocks_batch).
 
-The transactions the lane takes (binlake.lane) reach no sink one by one: their lines are written
+The transactions the lane takes (binlake.assemble.lane) reach no sink one by one: their lines are written
 by the lane itself, or their row changes come as one RowRun per run (BlockSink.laned).
 """
 
@@ -36,7 +36,7 @@ Rows = list[tuple[dict | None, dict | None]]  # (before, after) per row, as rows
 
 
 class Numbering(Protocol):
-    """The side of binlake.segments a sink consults (for LineSink's guess)."""
+    """The side of binlake.assemble.segments a sink consults (for LineSink's guess)."""
 
     def surely_last(self, size: int, end: int) -> bool: ...
     def likely_last(self, rows: int, size: int, end: int) -> bool: ...
@@ -47,7 +47,7 @@ class RowsAt:
     """What every row change of one rows event shares: its transaction, its place, its table."""
 
     txn_id: str
-    segment_id: int | None  # None: a big transaction's piece, placed later (binlake.pieces)
+    segment_id: int | None  # None: a big transaction's piece, placed later (binlake.assemble.pieces)
     seq: int  # of the event's first row change
     binlog_file: str
     event_pos: int
@@ -78,7 +78,7 @@ class RowBlock:
 
 @dataclass(slots=True)
 class RowRun:
-    """The row changes of a run of whole transactions the lane decoded (binlake.lane), as columns:
+    """The row changes of a run of whole transactions the lane decoded (binlake.assemble.lane), as columns:
     per rows event its fields (`blocks`: BLOCK_FIELDS int64s each, indexing `txn_ids`, `tables` and
     `statements`), per row its images' JSON texts as Arrow string columns' (offsets, data) and
     whether it has each (`valid`: a byte per row, 1 before, 2 after). Each transaction is its only
@@ -270,7 +270,7 @@ class BlockSink(_Holding):
                  emit_run: Callable[[RowRun], None] | None = None) -> None:
         super().__init__()
         self.emit_blocks = emit_blocks
-        self.emit_run = emit_run  # where the lane's runs go (binlake.lane); None: the lane is not asked
+        self.emit_run = emit_run  # where the lane's runs go (binlake.assemble.lane); None: the lane is not asked
 
     def take(self, at: RowsAt, f: Frame, tm: TableMap, post_header_len: int,
              numbering: Numbering) -> tuple[int, int] | None:
@@ -297,7 +297,7 @@ class BlockSink(_Holding):
         return rows
 
     def laned(self, run: RowRun) -> None:
-        """The row changes of whole transactions the lane (binlake.lane) decoded, handed on at once
+        """The row changes of whole transactions the lane (binlake.assemble.lane) decoded, handed on at once
         (nothing of a segment is held between transactions)."""
         assert self.emit_run is not None
         self.emit_run(run)

@@ -5,7 +5,7 @@ facts and where it can be cut: between two row-carrying events, about every
 `split_bytes`. Each cut carries what a task starting there needs to decode on its own:
 the TABLE_MAP events in effect and the ROWS_QUERY of the statement under way. Tasks
 number their rows from 0 and report each rows event's row count and size (a PieceRecord);
-`finish` then replays the segment rule (binlake.segments.replay) over those counts, so
+`finish` then replays the segment rule (binlake.assemble.segments.replay) over those counts, so
 `seq`, `segment_id` and `end_segment` come out exactly as one reader would have numbered
 them, and `place_record` / `place_block` put each piece's rows there.
 """
@@ -16,18 +16,18 @@ import base64
 import contextlib
 from dataclasses import dataclass, field
 
-from binlake.assemble import Emit, FileAssembler, Options, Resume, rows_query
+from binlake.assemble.segments import Unplaced, replay
+from binlake.assemble.sinks import RowBlock, RowSink
+from binlake.assemble.walk import Emit, FileAssembler, Options, Resume, rows_query
 from binlake.binlog import constants as c
 from binlake.binlog import rows as rows_codec
 from binlake.binlog.framing import BinlogReader, FormatDescription, Frame
 from binlake.binlog.tablemap import TableMap, decode_table_map
-from binlake.boundary import Boundary, BoundaryParser, Opener
-from binlake.describe import describe, stmt_ends
+from binlake.boundaries.describe import describe, stmt_ends
+from binlake.boundaries.parser import Boundary, BoundaryParser, Opener
 from binlake.errors import BinlogError
 from binlake.records import Facts, Txn, open_txn, transaction_record
 from binlake.records import anomaly as make_anomaly
-from binlake.segments import Unplaced, replay
-from binlake.sinks import RowBlock, RowSink
 
 ROW_CARRIERS = frozenset({c.TABLE_MAP_EVENT, c.ROWS_QUERY_LOG_EVENT, c.ANNOTATE_ROWS_EVENT, *c.ROWS_EVENTS})
 
@@ -181,7 +181,7 @@ def _table_maps(cut: Cut, fde: FormatDescription) -> list[TableMap]:
 
 class Piece:
     """Decodes one piece of a big transaction: a walk resumed inside it (binlake.assemble.Resume),
-    its rows numbered from 0 and handed on at once, unplaced (binlake.segments.Unplaced)."""
+    its rows numbered from 0 and handed on at once, unplaced (binlake.assemble.segments.Unplaced)."""
 
     def __init__(self, reader: BinlogReader, opts: Options, emit: Emit, binlog_file: str, s: Survey,
                  piece: int, sink: RowSink | None = None) -> None:

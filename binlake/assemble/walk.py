@@ -11,8 +11,8 @@ nor the parser: the compiled walk (BinlogReader.skim) finds their ends and xids,
 and hands back their frames; the walk takes anything else event by event.
 
 This module is the walk and the transaction facts. Transactions and anomalies go to `emit`;
-row changes to a sink (binlake.sinks), numbered by binlake.segments. A walk may start inside
-a transaction (Resume: a big transaction's piece, binlake.pieces).
+row changes to a sink (binlake.assemble.sinks), numbered by binlake.assemble.segments. A walk may start inside
+a transaction (Resume: a big transaction's piece, binlake.assemble.pieces).
 """
 
 from __future__ import annotations
@@ -22,20 +22,20 @@ from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
+from binlake.assemble.lane import Lane, Lines, RecordRun
+from binlake.assemble.segments import Segmenter
+from binlake.assemble.sinks import BlockSink, LineSink, RecordSink, RowsAt, RowSink
 from binlake.binlog import constants as c
 from binlake.binlog import events as ev_codec
 from binlake.binlog import rows as rows_codec
 from binlake.binlog.framing import BinlogReader, Frame
 from binlake.binlog.payload import inner_frames
 from binlake.binlog.tablemap import TableMap, TableMapCache, table_map_name
-from binlake.boundary import ORDINARY_INSIDE, Boundary, BoundaryParser, Kind, Opener, event_kind
-from binlake.describe import Event, describe, opening
+from binlake.boundaries.describe import Event, describe, opening
+from binlake.boundaries.parser import ORDINARY_INSIDE, Boundary, BoundaryParser, Kind, Opener, event_kind
 from binlake.errors import BinlogError, FatalBinlogError, RowDecodeError
-from binlake.lane import Lane, Lines, RecordRun
 from binlake.records import Facts, Txn, open_txn, transaction_record, ts_from_seconds
 from binlake.records import anomaly as make_anomaly
-from binlake.segments import Segmenter
-from binlake.sinks import BlockSink, LineSink, RecordSink, RowsAt, RowSink
 
 if TYPE_CHECKING:  # sqlglot, behind it, is imported only where a schema history is followed
     from binlake.schema.ddl import SchemaState
@@ -68,12 +68,12 @@ class Counts:
     row_changes: int = 0
     anomalies: int = 0
     ignored_unknown: int = 0  # unknown events flagged ignorable, skipped
-    laned: int = 0  # transactions written by the lane (binlake.lane), of `transactions`
+    laned: int = 0  # transactions written by the lane (binlake.assemble.lane), of `transactions`
 
 
 class Placing(Protocol):
     """How a transaction's row changes are numbered and when its sink hands them on
-    (binlake.segments: Segmenter, Unplaced). Each call returns the row changes handed on."""
+    (binlake.assemble.segments: Segmenter, Unplaced). Each call returns the row changes handed on."""
 
     @property
     def segment_id(self) -> int | None: ...
@@ -113,10 +113,10 @@ class FileAssembler:
     def __init__(self, reader: BinlogReader, opts: Options, emit: Emit, sink: RowSink | None = None,
                  binlog_file: str | None = None, resume: Resume | None = None, lines: Lines | None = None,
                  records: Callable[[RecordRun], None] | None = None) -> None:
-        """lines: where records may also be written as JSON lines (binlake.lane), the stream `emit`
+        """lines: where records may also be written as JSON lines (binlake.assemble.lane), the stream `emit`
         and a LineSink write theirs to, for the transactions the lane takes (a BlockSink with
         `emit_run` is handed their row changes as columns); records: where the lane's transactions'
-        records go as columns instead (binlake.lane.RecordRun)."""
+        records go as columns instead (binlake.assemble.lane.RecordRun)."""
         self.reader = reader
         self.opts = opts
         self.emit = emit

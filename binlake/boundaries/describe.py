@@ -1,6 +1,6 @@
 """What boundaries need of one event: its few decoded fields and its boundary type.
 
-Kept apart from binlake.assemble so that the archive's transaction index (binlake.index) can
+Kept apart from binlake.assemble so that the archive's transaction index (binlake.archive.index) can
 type events without importing the row decoder and mysql-replication it never uses.
 """
 
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from binlake.binlog import constants as c
 from binlake.binlog import events as ev_codec
 from binlake.binlog.framing import Frame
-from binlake.boundary import Boundary, BoundaryParser, Kind, Opener, event_kind, query_role
+from binlake.boundaries.parser import Boundary, BoundaryParser, Kind, Opener, event_kind, query_role
 
 
 @dataclass(slots=True)

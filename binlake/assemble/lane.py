@@ -17,7 +17,7 @@ Where the caller takes the records as lines (`binlake scan`): the lane writes a 
 row changes and its record to one stream, in the walk's order. For the Spark job it hands columns
 on instead, each made into one Arrow batch: the facts pass gets the run's records (RecordRun,
 binlake.spark.schema.records_run_batch), its rows counted, not written; the rows pass gets the
-run's row changes (binlake.sinks.RowRun, binlake.spark.schema.run_batch) and leaves the records.
+run's row changes (binlake.assemble.sinks.RowRun, binlake.spark.schema.run_batch) and leaves the records.
 """
 
 from __future__ import annotations
@@ -29,13 +29,13 @@ from typing import TYPE_CHECKING
 
 import orjson
 
+from binlake.assemble.sinks import RowRun
 from binlake.binlog import constants as c
 from binlake.binlog import fastrows
 from binlake.binlog.framing import BinlogReader
 from binlake.binlog.tablemap import TableMapCache, table_map_name
 from binlake.errors import RowDecodeError
 from binlake.records import TXN_NAMESPACE
-from binlake.sinks import RowRun
 
 if TYPE_CHECKING:
     from binlake.schema.ddl import SchemaState

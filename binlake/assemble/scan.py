@@ -7,9 +7,9 @@ import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields
 
-from binlake.assemble import Counts, Emit, FileAssembler, Options
+from binlake.assemble.sinks import RowSink
+from binlake.assemble.walk import Counts, Emit, FileAssembler, Options
 from binlake.binlog.framing import BinlogReader
-from binlake.sinks import RowSink
 
 log = logging.getLogger(__name__)
 
@@ -24,8 +24,8 @@ class ScanSummary(Counts):
 def scan_files(paths: Iterable[str | os.PathLike], opts: Options, emit: Emit,
                sink: RowSink | None = None, write: Callable[[bytes], object] | None = None) -> ScanSummary:
     """Scan each file in turn; raises BinlogError (file:offset) when a file cannot be read.
-    Row changes go to `sink` (binlake.sinks), else to `emit` as records. `write`: the stream
-    `emit` and the sink write JSON lines to, where the lane (binlake.lane) writes its own."""
+    Row changes go to `sink` (binlake.assemble.sinks), else to `emit` as records. `write`: the stream
+    `emit` and the sink write JSON lines to, where the lane (binlake.assemble.lane) writes its own."""
     summary = ScanSummary()
 
     def counting_lines(lines: bytes, txns: int) -> None:  # the lane's: committed dml transactions
