@@ -63,7 +63,7 @@ def main() -> None:
     from binlake.archive.run import archive
     from binlake.archive.sources import DirSource
     from binlake.archive.stores import open_store
-    from binlake.splits import archived_until, plan
+    from binlake.splits.plan import archived_until, plan
 
     work = Path(tempfile.mkdtemp(prefix="binlake-bench-manifests-"))
     version, [first] = corpus(work, MIB, "one-row")

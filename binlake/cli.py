@@ -19,30 +19,18 @@ def _dump(rec: dict) -> str:
 def cmd_scan(args: argparse.Namespace) -> int:
     # Imported here, as each command's own modules are, so that `binlake archive` does not load
     # the row decoder and mysql-replication at every start.
+    from binlake.assemble.outputs import Lines
     from binlake.assemble.scan import scan_files
-    from binlake.assemble.sinks import LineSink
     from binlake.assemble.walk import Options
     from binlake.malloc import keep_freed_memory
-    from binlake.records import record_line
 
     keep_freed_memory()
     sys.stdout.flush()
-    out = sys.stdout.buffer
-    wanted = {"transaction"}
-    if args.rows:
-        wanted.add("row_change")
-    if args.anomalies:
-        wanted.add("anomaly")
-
-    def emit(kind: str, rec: dict) -> None:
-        if kind in wanted:
-            out.write(record_line(kind, rec))
-
-    opts = Options(source=args.source, segment_rows=args.segment_rows,
-                   segment_bytes=args.segment_bytes, rows=args.rows, schema=_schema_state(args))
-    # With --rows, a segment's row changes come as JSON lines already (binlake.assemble.sinks), and the
-    # lane (binlake.assemble.lane) writes whole transactions' lines; anomalies it leaves to the walk.
-    summary = scan_files(args.files, opts, emit, LineSink(out.writelines), out.write)
+    opts = Options(source=args.source, segment_rows=args.segment_rows, segment_bytes=args.segment_bytes,
+                   rows=args.rows)
+    # Every record as a JSON line (binlake.assemble.outputs.Lines), the lane's whole transactions among them
+    summary = scan_files(args.files, opts, Lines(sys.stdout.buffer.write, anomalies=args.anomalies),
+                         schema=_schema_state(args))
     if args.summary:
         print(_dump({"record": "summary", **vars(summary)}), file=sys.stderr)
     return 0

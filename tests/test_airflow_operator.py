@@ -138,7 +138,7 @@ def test_validate_runs_the_suites_itself_when_the_job_did_not(airflow, tmp_path)
     assemble XCom). The data is the recorded MySQL binlogs with their third XID made ignorable
     (tests/test_validate.py's damage: that transaction never ends), so the outcome suite fails:
     the task fails with the report it made, the only validation in the warehouse."""
-    from binlake.splits import parse_time
+    from binlake.splits.times import parse_time
     from tests.support.scanning import run_cli
 
     src, store, (start, end) = _damaged_archive(tmp_path)

@@ -121,7 +121,7 @@ def test_only_a_range_read_in_the_driver_gets_a_short_jvm(archives):
     from binlake.cli import build_parser
     from binlake.spark import _session_conf
     from binlake.spark.settings import SHORT_JVM
-    from binlake.splits import plan
+    from binlake.splits.plan import plan
 
     start, end = data_day()
     base = ["assemble", "--store", archives["file"], "--warehouse", "w", "--start", start, "--end", end]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from binlake.assemble.lane import RecordRun
+from binlake.assemble.outputs import Items
 from binlake.assemble.walk import FileAssembler, Options
 from binlake.binlog import _rowdecode, fastrows
 from binlake.binlog.framing import BinlogReader
@@ -129,8 +130,9 @@ def test_the_lanes_record_columns_make_the_records_batches(name):
     runs: list[RecordRun] = []
     for path in paths:
         with BinlogReader.open(path) as r:
-            FileAssembler(r, Options(rows=False, source="src"), lambda k, rec: None, None,
-                          lines=lambda text, n: None, records=runs.append).run()
+            output = Items(columns=True)
+            FileAssembler(r, Options(rows=False, source="src"), output).run()
+            runs += [item for item in output.drain() if isinstance(item, RecordRun)]
     got = []
     for run in runs:
         batch = [row["transaction"] for row in schema.records_run_batch(STAGED, run, "src").to_pylist()]

@@ -8,12 +8,12 @@ import json
 
 import pytest
 
-from binlake import splits
 from binlake.archive import summaries
 from binlake.archive.run import archive
 from binlake.archive.sources import DirSource
 from binlake.archive.stores import open_store
-from binlake.splits import archived_until, plan
+from binlake.splits import plan as splits
+from binlake.splits.plan import archived_until, plan
 from tests.support.scanning import DATA, archived_data
 
 EVERYTHING = ("2000-01-01", "2100-01-01")
@@ -171,7 +171,7 @@ def test_sources_are_named_without_listing_every_object(s3_endpoint, tmp_path):
     # the store's top-level names with summaries or a manifest; another name holding objects is none
     import boto3
 
-    from binlake.splits import sources
+    from binlake.splits.plan import sources
 
     boto3.client("s3").create_bucket(Bucket="named")
     for url in ("s3://named/deep/archive", f"file://{tmp_path}/store"):

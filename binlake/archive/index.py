@@ -109,7 +109,7 @@ class Indexer:
             self.parser.reset()
             out.append(self._close(frame.end, frame.timestamp, True))
             return
-        e = describe(self.parser, frame, -1, self.fde, next_type)
+        e = describe(self.parser, frame, -1, self.fde, next_type=next_type)
         b = e.boundary
         if b is Boundary.IGNORE:
             return

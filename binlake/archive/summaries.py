@@ -24,6 +24,7 @@ from collections.abc import Iterator
 import orjson
 
 from binlake.archive.chain import name_of
+from binlake.archive.manifest import first_commit_ts
 
 log = logging.getLogger(__name__)
 
@@ -41,8 +42,7 @@ def manifest_key(source: str, name: str) -> str:
 def summary(manifest: dict) -> dict:
     """A manifest without its index; `first_commit_ts`, its first transaction's commit time."""
     out = {k: v for k, v in manifest.items() if k not in INDEX}
-    entries = manifest.get("transactions") or []
-    out["first_commit_ts"] = entries[0][3] if entries else None
+    out["first_commit_ts"] = first_commit_ts(manifest)
     return out
 
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from binlake.archive import loop
 from binlake.archive.index import IndexEntry, Indexer
+from binlake.archive.manifest import Indexed
 from binlake.binlog import constants as c
 from binlake.binlog.framing import FormatDescription, Frame, crc_ok, parse_fde_body
 from binlake.binlog.gtid import GtidSet, decode_gtid_list, decode_previous_gtids
@@ -184,7 +185,7 @@ class Verifier:
             "min_commit_ts": min(commit) if commit else None,
             "max_commit_ts": max(commit) if commit else None,
             "transaction_count": len(self.index),
-            "transactions": [[e.start, e.length, e.txn_id, e.commit_ts] for e in self.index],
+            "transactions": [Indexed(e.start, e.length, e.txn_id, e.commit_ts).stored() for e in self.index],
             "incomplete": [e.start for e in self.index if not e.complete],
             **extra,
         }

@@ -11,8 +11,8 @@ them go (`drop`). When is decided by the numbering (binlake.assemble.segments). 
 - BlockSink: RowBlocks, a rows event's row changes as columns, for the Spark job's Arrow
   batches (binlake.spark.schema.blocks_batch).
 
-The transactions the lane takes (binlake.assemble.lane) reach no sink one by one: their lines are written
-by the lane itself, or their row changes come as one RowRun per run (BlockSink.laned).
+Each output (binlake.assemble.outputs) has the sink of the form it takes. The transactions the
+lane takes (binlake.assemble.lane) reach no sink: the lane hands the output their lines or columns.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from binlake.binlog import fastrows
 from binlake.binlog import rows as rows_codec
 from binlake.binlog.framing import Frame
 from binlake.binlog.tablemap import TableMap
-from binlake.records import image_json, json_line
+from binlake.records import ROW_CHANGE_FIELDS, RowChangeRecord, UnplacedRowChange, image_json, json_line
 
 Rows = list[tuple[dict | None, dict | None]]  # (before, after) per row, as rows.decode_rows gives them
 
@@ -76,32 +76,6 @@ class RowBlock:
     end_segment: bool = False
 
 
-@dataclass(slots=True)
-class RowRun:
-    """The row changes of a run of whole transactions the lane decoded (binlake.assemble.lane), as columns:
-    per rows event its fields (`blocks`: BLOCK_FIELDS int64s each, indexing `txn_ids`, `tables` and
-    `statements`), per row its images' JSON texts as Arrow string columns' (offsets, data) and
-    whether it has each (`valid`: a byte per row, 1 before, 2 after). Each transaction is its only
-    segment's (segment 1, end_segment true)."""
-
-    binlog_file: str
-    blocks: bytes
-    txn_ids: list[str]
-    tables: list  # TableMaps
-    statements: list[str]
-    before: tuple[bytes, bytes]
-    after: tuple[bytes, bytes]
-    valid: bytes
-
-    @property
-    def rows(self) -> int:
-        return len(self.valid)
-
-
-# A RowRun's fields per rows event, in `blocks` (_rowdecode.c's B_*)
-BLOCK_FIELDS = ("seq", "event_pos", "commit_us", "event_us", "xid", "rows", "op", "txn", "table", "statement")
-
-
 class RowSink(Protocol):
     def take(self, at: RowsAt, f: Frame, tm: TableMap, post_header_len: int,
              numbering: Numbering) -> tuple[int, int] | None:
@@ -116,11 +90,12 @@ class RowSink(Protocol):
     def drop(self) -> None: ...
 
 
-def row_records(at: RowsAt, rows: Rows) -> list[dict]:
-    """The row changes of one rows event as records, in DESIGN.md's field order."""
+def row_records(at: RowsAt, rows: Rows) -> list[RowChangeRecord]:
+    """The row changes of one rows event as records (binlake.records.RowChangeRecord); a big
+    transaction's piece's with their piece and rows event ordinal too (UnplacedRowChange)."""
     txn_id, segment_id, file, pos, commit_ts = at.txn_id, at.segment_id, at.binlog_file, at.event_pos, at.commit_ts
     event_ts, schema, table, rows_query, xid, op = at.event_ts, at.schema, at.table, at.rows_query, at.xid, at.op
-    recs = [{
+    recs: list[RowChangeRecord] = [{
         "record": "row_change", "txn_id": txn_id, "segment_id": segment_id,
         "end_segment": False, "seq": seq, "binlog_file": file,
         "event_pos": pos, "commit_ts": commit_ts,
@@ -129,8 +104,7 @@ def row_records(at: RowsAt, rows: Rows) -> list[dict]:
         "rows_query": rows_query, "xid": xid,
     } for seq, (before, after) in enumerate(rows, at.seq)]
     if at.piece is not None:
-        for rec in recs:
-            rec["piece"], rec["ev_ord"] = at.piece, at.ev_ord
+        return [UnplacedRowChange(**rec, piece=at.piece, ev_ord=at.ev_ord) for rec in recs]
     return recs
 
 
@@ -154,7 +128,7 @@ class _Holding:
 class RecordSink(_Holding):
     """Row changes as records, a segment's at once."""
 
-    def __init__(self, emit_rows: Callable[[list[dict]], None]) -> None:
+    def __init__(self, emit_rows: Callable[[list[RowChangeRecord]], None]) -> None:
         super().__init__()
         self.emit_rows = emit_rows
 
@@ -239,12 +213,17 @@ class LineSink(_Holding):
         self.rows += n
 
     def _parts(self, at: RowsAt) -> tuple[bytes, bytes, bytes]:
-        """The JSON lines of one rows event around seq, before and after: row_records' fields in
-        their order, as orjson writes them (an object's members, its braces cut off)."""
-        mid = orjson.dumps({"binlog_file": at.binlog_file, "event_pos": at.event_pos, "commit_ts": at.commit_ts,
-                            "event_ts": at.event_ts, "schema": at.schema, "table": at.table, "op": at.op})
-        tail = orjson.dumps({"rows_query": at.rows_query, "xid": at.xid})
+        """The JSON lines of one rows event around seq, before and after: the row change's fields
+        (binlake.records.RowChangeRecord) in their order, as orjson writes them (an object's
+        members, its braces cut off)."""
+        mid = orjson.dumps({name: getattr(at, name) for name in _MID})
+        tail = orjson.dumps({name: getattr(at, name) for name in _TAIL})
         return _head(at, self.ends), b"," + mid[1:-1] + b',"before":', b"," + tail[1:-1] + b"}\n"
+
+
+# A line's fields between its seq and its images, and after them (what RowsAt says of them)
+_MID = ROW_CHANGE_FIELDS[ROW_CHANGE_FIELDS.index("seq") + 1:ROW_CHANGE_FIELDS.index("before")]
+_TAIL = ROW_CHANGE_FIELDS[ROW_CHANGE_FIELDS.index("after") + 1:]
 
 
 def _head(at: RowsAt, end_segment: bool) -> bytes:
@@ -266,11 +245,9 @@ def _swap_heads(chunks: list[bytes], head: bytes, new: bytes) -> Iterator[bytes]
 class BlockSink(_Holding):
     """Row changes as RowBlocks, one per rows event, a segment's at once."""
 
-    def __init__(self, emit_blocks: Callable[[list[RowBlock]], None],
-                 emit_run: Callable[[RowRun], None] | None = None) -> None:
+    def __init__(self, emit_blocks: Callable[[list[RowBlock]], None]) -> None:
         super().__init__()
         self.emit_blocks = emit_blocks
-        self.emit_run = emit_run  # where the lane's runs go (binlake.assemble.lane); None: the lane is not asked
 
     def take(self, at: RowsAt, f: Frame, tm: TableMap, post_header_len: int,
              numbering: Numbering) -> tuple[int, int] | None:
@@ -295,12 +272,6 @@ class BlockSink(_Holding):
         if held:
             self.emit_blocks(held)
         return rows
-
-    def laned(self, run: RowRun) -> None:
-        """The row changes of whole transactions the lane (binlake.assemble.lane) decoded, handed on at once
-        (nothing of a segment is held between transactions)."""
-        assert self.emit_run is not None
-        self.emit_run(run)
 
     def _keep(self, block: RowBlock) -> None:
         if block.rows:

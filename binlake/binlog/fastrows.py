@@ -226,9 +226,15 @@ def lane(data, base: int, pos: int, stop: int, fixed: tuple, maps: dict, learn: 
          most: int, runs: list | None = None, records: list | None = None) -> tuple[bytes, int, int, int, int]:
     """A run of ordinary transactions as JSON lines (binlake.assemble.lane): (lines, the offset after them,
     transactions, events, row changes); with `runs`, the row changes appended to it as columns
-    (binlake.assemble.sinks.RowRun's fields), not lines; with `records`, the transactions' records appended
+    (binlake.assemble.lane.RowRun's fields), not lines; with `records`, the transactions' records appended
     to it as columns (binlake.assemble.lane.RecordRun's fields), not lines."""
     return _rowdecode.lane(data, base, pos, stop, fixed, maps, learn, table_maps, most, runs, records)
+
+
+def lane_layouts(members: bytes) -> tuple[bytes, bytes, tuple[str, ...], tuple[str, ...]]:
+    """What the lane writes (binlake.assemble.lane.check_layouts): a record line, a row change line
+    (members: a table's `"schema":…,"table":…,`), its record columns' and its block columns' names."""
+    return _rowdecode.lane_layouts(members)
 
 
 def swap_heads(lines: bytes, old: int, new: bytes) -> bytes:

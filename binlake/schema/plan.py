@@ -24,7 +24,7 @@ from binlake.schema.ddl import SchemaState
 from binlake.schema.history import choose, loaded, of_archived_file, snapshots
 from binlake.schema.model import Snapshot
 from binlake.schema.replay import Statement, between, moved, reader_ddl
-from binlake.splits import Plan, Split
+from binlake.splits.plan import Plan, Split
 
 log = logging.getLogger(__name__)
 

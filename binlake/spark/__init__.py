@@ -46,7 +46,8 @@ def run(args: argparse.Namespace, spark=None) -> int:
     from binlake.compiled import compiled_paths
     from binlake.spark.job import assemble, session
     from binlake.spark.settings import warehouse_dir
-    from binlake.splits import check_quality_run, plan
+    from binlake.splits.plan import plan
+    from binlake.splits.times import check_quality_run
 
     log.info("binlake %s: %s", __version__, compiled_paths())
     validating = args.validate or args.validate_as
@@ -90,7 +91,7 @@ def _validate_conf(args: argparse.Namespace) -> dict[str, str]:
     from binlake.errors import BinlakeError
     from binlake.spark.settings import for_range, is_local
     from binlake.spark.validate import store_of
-    from binlake.splits import DEFAULT_SPLIT_BYTES, plan
+    from binlake.splits.plan import DEFAULT_SPLIT_BYTES, plan
 
     conf = _conf(getattr(args, "conf", None))
     if not is_local(getattr(args, "master", None)):

@@ -26,32 +26,26 @@ import os
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
+from typing import Any
 
 from pyspark.broadcast import Broadcast
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from binlake.assemble.pieces import Fixes, PieceRecord, place_block, place_record
+from binlake.assemble.lane import RecordRun, RowRun
+from binlake.assemble.outputs import RowBlocks
+from binlake.assemble.pieces import Fixes, PieceRecord, place_block
 from binlake.assemble.walk import Options
 from binlake.errors import BinlakeError
 from binlake.malloc import keep_freed_memory
 from binlake.schema.ddl import SchemaState
 from binlake.spark import schema
 from binlake.spark.settings import LOGS, SESSION, in_driver, is_local, local
-from binlake.splits import (
-    DEFAULT_SPLIT_BYTES,
-    Plan,
-    Split,
-    check_repeat,
-    compact_ts,
-    pieces_of,
-    plan,
-    put_together,
-    run_split,
-    run_survey,
-)
+from binlake.splits.plan import DEFAULT_SPLIT_BYTES, Plan, Split, pieces_of, plan
+from binlake.splits.tasks import check_repeat, put_together, run_split, run_survey
+from binlake.splits.times import compact_ts
 
 log = logging.getLogger(__name__)
 BATCH = 4096  # records per Arrow batch out of a task
@@ -111,11 +105,11 @@ def _splits(batches) -> Iterator[Split]:
             yield Split.from_json(text)
 
 
-def _split_opts(opts: Options, split: Split, states) -> Options:
-    """A split's options: with the schema state it starts from (a copy: the walk advances it)."""
+def _split_schema(split: Split, states) -> SchemaState | None:
+    """The schema state a split starts from: a copy, which its walk advances."""
     if states is None or split.schema is None:
-        return opts
-    return replace(opts, schema=states.value[split.schema].copy())
+        return None
+    return states.value[split.schema].copy()
 
 
 def _facts_task(opts: Options, states):
@@ -132,12 +126,13 @@ def _facts_task(opts: Options, states):
         kinds = [n for n in arrow.names if n != "kind"]
         for split in _splits(batches):
             bufs: dict[str, list[dict]] = {k: [] for k in kinds}
-            for kind, rec in run_split(split, _split_opts(opts, split, states), columns=True):
-                if kind == "transaction_run":  # the lane's (binlake.assemble.lane): its columns, no Python per record
-                    yield schema.records_run_batch(arrow, rec, split.source)
+            for item in run_split(split, opts, columns=True, schema=_split_schema(split, states)):
+                if isinstance(item, RecordRun):  # the lane's (binlake.assemble.lane): its columns, no Python per record
+                    yield schema.records_run_batch(arrow, item, split.source)
                     continue
+                kind, rec = schema.staged(item)
                 buf = bufs[kind]
-                buf.append(schema.arrow_record(kind, asdict(rec) if kind == "piece" else rec, split.source)[kind])
+                buf.append(schema.arrow_record(kind, rec, split.source)[kind])
                 if len(buf) >= BATCH:
                     yield schema.arrow_batch(arrow, kind, buf)
                     bufs[kind] = []
@@ -162,28 +157,18 @@ def _rows_task(opts: Options, fixes, states):
             source = split.source
             blocks: list = []
             held = 0
-            recs: list[dict] = []
-            for kind, rec in run_split(split, _split_opts(opts, split, states), blocks=True, columns=True):
-                if kind == "row_blocks":
-                    rec = [block for block in rec if place_block(block, place)]
-                    blocks += rec
-                    held += sum(block.rows for block in rec)
+            for item in run_split(split, opts, columns=True, schema=_split_schema(split, states)):
+                if isinstance(item, RowBlocks):
+                    placed = [block for block in item.blocks if place_block(block, place)]
+                    blocks += placed
+                    held += sum(block.rows for block in placed)
                     if held >= BATCH:
                         yield schema.blocks_batch(arrow, blocks, source)
                         blocks, held = [], 0
-                elif kind == "row_run":  # the lane's (binlake.assemble.lane): whole transactions, no placing
-                    yield schema.run_batch(arrow, rec, source)
-                elif kind == "row_change":
-                    if not place_record(rec, place):
-                        continue
-                    recs.append(schema.arrow_record(kind, rec, source)[kind])
-                    if len(recs) >= BATCH:
-                        yield schema.records_batch(arrow, recs)
-                        recs = []
+                elif isinstance(item, RowRun):  # the lane's (binlake.assemble.lane): whole transactions, no placing
+                    yield schema.run_batch(arrow, item, source)
             if blocks:
                 yield schema.blocks_batch(arrow, blocks, source)
-            if recs:
-                yield schema.records_batch(arrow, recs)
 
     return run
 
@@ -376,7 +361,7 @@ class Job:
         return {name: df.where((F.col("commit_ts") >= F.lit(lo)) & (F.col("commit_ts") < F.lit(hi)))
                 for name, df in (("transactions", txns), ("row_changes", rows), ("anomalies", anomalies))}
 
-    def _frame(self, records: list[dict], kind: str, struct) -> DataFrame:
+    def _frame(self, records: Sequence[Mapping[str, Any]], kind: str, struct) -> DataFrame:
         rows = [schema.arrow_record(kind, r, r["source"])[kind] for r in records]
         return self.spark.createDataFrame(rows, struct)
 

@@ -36,13 +36,15 @@ from pyspark.sql import functions as F
 
 from binlake.archive import summaries
 from binlake.archive.chain import breaks, epochs, generation_of, name_of, repeats
+from binlake.archive.manifest import index_of
 from binlake.archive.run import refusals
 from binlake.archive.stores import open_store
 from binlake.errors import BinlakeError
 from binlake.spark import offline_docs, schema
 from binlake.spark.job import warehouse_uri
 from binlake.spark.settings import SESSION, warehouse_dir
-from binlake.splits import check_quality_run, meets, parse_time, quality_run, sources
+from binlake.splits.plan import meets, sources
+from binlake.splits.times import check_quality_run, parse_time, quality_run
 
 log = logging.getLogger(__name__)
 SUITES = ("transactions", "row_changes", "anomalies", "continuity")
@@ -209,8 +211,8 @@ class Validation:
             chosen = [m for m in listed if meets(m, self.start, self.end)]
             epoch, again = epochs(listed), repeats(listed, found.whole, {name_of(m) for m in chosen})
             for m in chosen:
-                first = [e for e in found.whole(m).get("transactions") or [] if e[2] not in again.get(name_of(m), ())]
-                files.append((source, name_of(m), sum(self.start <= e[3] < self.end for e in first),
+                first = [e for e in index_of(found.whole(m)) if e.txn_id not in again.get(name_of(m), ())]
+                files.append((source, name_of(m), sum(self.start <= e.commit_ts < self.end for e in first),
                               epoch[generation_of(m)]))
             chain += [tuple(b.values()) for b in breaks(source, listed, refusals(store, source),
                                                        {name_of(m) for m in chosen})]

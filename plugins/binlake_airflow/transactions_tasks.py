@@ -39,7 +39,8 @@ far its archive got, and the failed runs of `binlake_archive`.
 def wait_for_archive(end: str) -> PokeReturnValue:
     import datetime as dt
 
-    from binlake.splits import archived_until, parse_time
+    from binlake.splits.plan import archived_until
+    from binlake.splits.times import parse_time
 
     cfg = settings.load()
     store = resources.open_store(cfg)
@@ -106,7 +107,7 @@ class AssembleOperator(SparkSubmitOperator):
         quality_run = None
         deploy_mode = self._deploy_mode or conn.extra_dejson.get("deploy-mode") or "client"
         if deploy_mode == "client" and spark_settings.local_warehouse(cfg.warehouse):
-            from binlake.splits import quality_run as quality_run_name  # not at DAG parse time
+            from binlake.splits.times import quality_run as quality_run_name  # not at DAG parse time
 
             quality_run = quality_run_name(self.start, self.end)
             args += ["--validate-as", quality_run, "--xa-max-age", str(cfg.xa_max_age_seconds)]
@@ -137,7 +138,7 @@ class AssembleOperator(SparkSubmitOperator):
         """The interval as the job will plan it, for the local JVM's settings (the job plans again
         in its own process); None where the archive cannot be read: the job says why, not this."""
         from binlake.errors import BinlakeError
-        from binlake.splits import plan
+        from binlake.splits.plan import plan
 
         os.environ.update(aws)  # the store as the job reads it (boto3's environment)
         try:
