@@ -92,7 +92,7 @@ def cmd_schema_import(args: argparse.Namespace) -> int:
         if not file or not pos.isdigit():
             raise BinlakeError(f"--position {args.position}: expected FILE:OFFSET")
         point["before"] = point["after"] = {"file": file, "position": int(pos)}
-    snapshot = import_ddl(text, args.database or "", args.flavor, point, args.source_name)
+    snapshot = import_ddl(text, args.database or "", args.flavor, point=point, source=args.source_name)
     return _write_snapshot(snapshot, args)
 
 

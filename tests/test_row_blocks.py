@@ -53,8 +53,8 @@ def columns_calls(monkeypatch) -> list[int]:
     calls: list[int] = []
     real = fastrows.columns
 
-    def spy(*args):
-        done = real(*args)
+    def spy(*args, **kwargs):
+        done = real(*args, **kwargs)
         if done is not None:
             calls.append(done[1])
         return done

@@ -49,7 +49,7 @@ def summary(manifest: dict) -> dict:
 class Manifests:
     """A source's manifests as summaries, in the store's order; `whole` reads one whole."""
 
-    def __init__(self, store, source: str, summaries: dict[str, dict], versions: dict[str, str | None],
+    def __init__(self, store, source: str, summaries: dict[str, dict], versions: dict[str, str | None], *,
                  behind: bool) -> None:
         self.store, self.source = store, source
         self.summaries = summaries  # by manifest key

@@ -75,7 +75,7 @@ class Verifier:
             while off < n:
                 stop = off
                 if self._loop is not None and self._indexer is not None:
-                    stop = self._compiled(self._loop, self._indexer, run, off, n)
+                    stop = self._compiled(self._loop, self._indexer, run, off=off, n=n)
                 if stop > off:
                     off = stop
                     continue
@@ -84,7 +84,7 @@ class Verifier:
                 self.event(run if end - off == n else bytes(view[off:end]))
                 off = end
 
-    def _compiled(self, loop: ModuleType, indexer: Indexer, run: bytes, off: int, n: int) -> int:
+    def _compiled(self, loop: ModuleType, indexer: Indexer, run: bytes, *, off: int, n: int) -> int:
         """Where the compiled loop stops in run[off:n] (off: it vouches for nothing there): the
         rest of a transaction whose GTID event gave its length, or whole such transactions."""
         assert self.fde is not None  # an indexer is made with the file's FORMAT_DESCRIPTION

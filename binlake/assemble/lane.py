@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import orjson
 
@@ -38,7 +38,6 @@ from binlake.errors import RowDecodeError
 from binlake.records import ROW_CHANGE_FIELDS, TRANSACTION_FIELDS, TXN_NAMESPACE
 
 if TYPE_CHECKING:
-    from binlake.assemble.outputs import Output
     from binlake.schema.ddl import SchemaState
 
 # A RecordRun's fields per transaction, in `fields` (_lane.h's RECORD_COLUMNS)
@@ -117,6 +116,12 @@ _MOST = 4096  # transactions per call
 _LEARN_ERRORS = (RowDecodeError, ValueError, struct.error, IndexError, KeyError, UnicodeError, TypeError)
 
 
+class Taker(Protocol):
+    """What the lane writes to: an output that takes its runs (binlake.assemble.outputs.Output)."""
+
+    def laned(self, run: LaneLines | RecordRun | RowRun) -> None: ...
+
+
 def _members(schema: str, table: str) -> bytes:
     """A row change line's `"schema":…,"table":…,`, written once per table."""
     return orjson.dumps({"schema": schema, "table": table})[1:-1] + b","
@@ -142,7 +147,7 @@ if fastrows.lane_built():
 class Lane:
     """The lane over one file's reader: `run` from an offset between transactions."""
 
-    def __init__(self, reader: BinlogReader, output: Output, *, columns: bool, source: str, binlog_file: str,
+    def __init__(self, reader: BinlogReader, output: Taker, *, columns: bool, source: str, binlog_file: str,
                  rows: bool, segment_rows: int, segment_bytes: int, table_maps: dict, decoded: TableMapCache,
                  schema: SchemaState | None) -> None:
         """columns: the output takes columns (RecordRun, and RowRun with `rows`), not lines;
@@ -177,8 +182,9 @@ class Lane:
         r = self.reader
         got: list[tuple] | None = [] if self.columns and self.rows else None
         said: list[tuple] | None = [] if self.columns else None
-        lines, end, txns, events, rows = fastrows.lane(r.data, r.base, pos, r.end, self.fixed, self.maps,
-                                                       self.learn, self.table_maps, _MOST, got, said)
+        lines, end, txns, events, rows = fastrows.lane(r.data, r.base, pos, r.end, fixed=self.fixed, maps=self.maps,
+                                                       learn=self.learn, table_maps=self.table_maps, most=_MOST,
+                                                       runs=got, records=said)
         if txns:
             if got:
                 self.output.laned(RowRun(self.file, *got[0]))

@@ -110,7 +110,7 @@ def frame_at(raw_b64: str, pos: int, fde: FormatDescription) -> Frame:
     return next(BinlogReader(base64.b64decode(raw_b64), "event", base=pos, fde=fde).frames())
 
 
-def survey(reader: BinlogReader, start: int, end: int, split_bytes: int, txn_id: str) -> Survey | None:
+def survey(reader: BinlogReader, start: int, end: int, *, split_bytes: int, txn_id: str) -> Survey | None:
     """Commit facts and cut points of the transaction at [start, end).
 
     None when it cannot be cut: compressed (one TRANSACTION_PAYLOAD), fewer than two

@@ -113,7 +113,7 @@ class RowsEvents:
                             event_pos=f.pos, commit_ts=txn.commit_ts, event_ts=ts_from_seconds(f.timestamp),
                             schema=tm.schema, table=tm.table, op=op, rows_query=txn.rows_query, xid=txn.xid,
                             piece=placing.piece, ev_ord=placing.ordinal)
-                done = sink.take(at, f, tm, phl, placing)
+                done = sink.take(at, f, tm, phl, numbering=placing)
             if done is None:
                 ev = rows_codec.decode_rows(f.type, f.body, phl, tm, self.fde.flavor)
                 if sink is not None:

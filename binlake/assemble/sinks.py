@@ -77,7 +77,7 @@ class RowBlock:
 
 
 class RowSink(Protocol):
-    def take(self, at: RowsAt, f: Frame, tm: TableMap, post_header_len: int,
+    def take(self, at: RowsAt, f: Frame, tm: TableMap, post_header_len: int, *,
              numbering: Numbering) -> tuple[int, int] | None:
         """Decode and hold a rows event by the compiled path: (flags, rows), or None when that
         path does not take it (`hold` is then given its rows decoded)."""
@@ -132,7 +132,7 @@ class RecordSink(_Holding):
         super().__init__()
         self.emit_rows = emit_rows
 
-    def take(self, at, f, tm, post_header_len, numbering) -> None:
+    def take(self, at, f, tm, post_header_len, *, numbering) -> None:
         return None
 
     def hold(self, at: RowsAt, f: Frame, rows: Rows, numbering: Numbering) -> None:
@@ -161,7 +161,7 @@ class LineSink(_Holding):
         self.ends = False  # the end_segment the held lines are written with
         self.at: RowsAt | None = None  # of the held lines' segment (for their heads)
 
-    def take(self, at: RowsAt, f: Frame, tm: TableMap, post_header_len: int,
+    def take(self, at: RowsAt, f: Frame, tm: TableMap, post_header_len: int, *,
              numbering: Numbering) -> tuple[int, int] | None:
         op = rows_codec.ROWS_EVENT_TYPES.get(f.type)
         if op is None or tm.json_keys is None or not self.fast:
@@ -169,11 +169,11 @@ class LineSink(_Holding):
         first = self._starts(at)
         if first and numbering.surely_last(f.size, f.end):  # written as the last at once: nothing to guess
             self.ends, first = True, False
-        done = rows_codec.render_rows(f.type, f.body, post_header_len, tm, op, self._parts(at), at.seq)
+        done = rows_codec.render_rows(f.type, f.body, post_header_len, tm, op=op, parts=self._parts(at), seq=at.seq)
         if done is None:
             return None
         flags, n, lines = done
-        self._keep(at, f, n, lines, first, numbering)
+        self._keep(at, f, lines, n=n, first=first, numbering=numbering)
         return flags, n
 
     def hold(self, at: RowsAt, f: Frame, rows: Rows, numbering: Numbering) -> None:
@@ -183,7 +183,7 @@ class LineSink(_Holding):
         first = self._starts(at)
         for rec in recs:
             rec["end_segment"] = self.ends
-        self._keep(at, f, len(recs), b"".join(map(json_line, recs)), first, numbering)
+        self._keep(at, f, b"".join(map(json_line, recs)), n=len(recs), first=first, numbering=numbering)
 
     def flush(self, end_segment: bool) -> int:
         held, rows = self._hand_on()
@@ -203,7 +203,7 @@ class LineSink(_Holding):
         self.at = at
         return True
 
-    def _keep(self, at: RowsAt, f: Frame, n: int, lines: bytes, first: bool, numbering: Numbering) -> None:
+    def _keep(self, at: RowsAt, f: Frame, lines: bytes, *, n: int, first: bool, numbering: Numbering) -> None:
         if not lines:
             return
         if first and numbering.likely_last(n, f.size, f.end):
@@ -249,12 +249,12 @@ class BlockSink(_Holding):
         super().__init__()
         self.emit_blocks = emit_blocks
 
-    def take(self, at: RowsAt, f: Frame, tm: TableMap, post_header_len: int,
+    def take(self, at: RowsAt, f: Frame, tm: TableMap, post_header_len: int, *,
              numbering: Numbering) -> tuple[int, int] | None:
         op = rows_codec.ROWS_EVENT_TYPES.get(f.type)
         if op is None or tm.json_keys is None or not self.fast:
             return None
-        done = rows_codec.render_columns(f.type, f.body, post_header_len, tm, op)
+        done = rows_codec.render_columns(f.type, f.body, post_header_len, tm, op=op)
         if done is None:
             return None
         flags, n, before, after = done

@@ -46,7 +46,7 @@ def _text(k, col, guessed: bool) -> tuple | None:
     t = col.type
     size = col.length_size if t == FIELD_TYPE.BLOB else (2 if col.max_length > 255 else 1)
     pad = col.max_length if t == FIELD_TYPE.STRING and col.max_length <= 255 else 0
-    return _string(k, size, col.character_set_name, guessed, pad) if 1 <= size <= 4 else None
+    return _string(k, size, col.character_set_name, guessed, pad=pad) if 1 <= size <= 4 else None
 
 
 def _members(kind: str, names: str):
@@ -116,7 +116,7 @@ def plan(columns: list, *, vectors: frozenset[int], charset_unknown: frozenset[i
     return tuple(out)
 
 
-def _string(k, size: int, charset: str | None, unknown: bool, pad: int = 0) -> tuple:
+def _string(k, size: int, charset: str | None, unknown: bool, *, pad: int = 0) -> tuple:
     if unknown:
         return (k.K_STR_GUESS, size, 0, None)
     cs = charset_by_name(charset) if charset else None
@@ -178,7 +178,7 @@ def decode(as_type: int, body: bytes, op: str, table_plan: tuple) -> tuple[int, 
     return flags, rows
 
 
-def render(as_type: int, body: bytes, op: str, table_plan: tuple, keys: tuple, parts: tuple[bytes, bytes, bytes],
+def render(as_type: int, body: bytes, op: str, table_plan: tuple, *, keys: tuple, parts: tuple[bytes, bytes, bytes],
            seq: int) -> tuple[int, int, bytes] | None:
     """(flags, rows, JSON lines) of a rows event body, or None when the compiled path declines it.
     parts: each line's head (up to `"seq":`), middle (up to `"before":`) and tail (with its newline)."""
@@ -195,7 +195,7 @@ def render(as_type: int, body: bytes, op: str, table_plan: tuple, keys: tuple, p
     return flags, rows, lines
 
 
-def columns(as_type: int, body: bytes, op: str, table_plan: tuple, keys: tuple
+def columns(as_type: int, body: bytes, op: str, table_plan: tuple, *, keys: tuple
             ) -> tuple[int, int, tuple[bytes, bytes] | None, tuple[bytes, bytes] | None] | None:
     """(flags, rows, before, after) of a rows event body, each side the images' JSON texts as an
     Arrow string column's (offsets, data), None for the side the operation has none of; or None
@@ -222,7 +222,7 @@ def compiled(table_plan: tuple, keys: tuple) -> Any:
     return _rowdecode.compile(table_plan, keys)
 
 
-def lane(data, base: int, pos: int, stop: int, fixed: tuple, maps: dict, learn: Callable, table_maps: dict,
+def lane(data, base: int, pos: int, stop: int, *, fixed: tuple, maps: dict, learn: Callable, table_maps: dict,
          most: int, runs: list | None = None, records: list | None = None) -> tuple[bytes, int, int, int, int]:
     """A run of ordinary transactions as JSON lines (binlake.assemble.lane): (lines, the offset after them,
     transactions, events, row changes); with `runs`, the row changes appended to it as columns

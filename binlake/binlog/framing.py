@@ -125,7 +125,8 @@ class Frame:
     __slots__ = ("pos", "type", "timestamp", "server_id", "size", "log_pos", "flags",
                  "buf", "body_start", "body_end", "crc_ok")
 
-    def __init__(self, pos, type_, timestamp, server_id, size, log_pos, flags, buf,
+    # the compiled walk (_frames.c) makes every Frame with these positionally, in this order
+    def __init__(self, pos, type_, timestamp, server_id, size, log_pos, flags, buf,  # noqa: PLR0917
                  body_start, body_end, crc_ok=True):
         self.pos = pos
         self.type = type_

@@ -84,7 +84,7 @@ _VARIABLE_TYPES = frozenset({FIELD_TYPE.VARCHAR, FIELD_TYPE.VAR_STRING, FIELD_TY
                              FIELD_TYPE.MEDIUM_BLOB, FIELD_TYPE.LONG_BLOB, FIELD_TYPE.GEOMETRY, FIELD_TYPE.JSON})
 
 
-def render_rows(event_type: int, body, post_header_len: int, table_map: TableMap, op: str,
+def render_rows(event_type: int, body, post_header_len: int, table_map: TableMap, *, op: str,
                 parts: tuple[bytes, bytes, bytes], seq: int) -> tuple[int, int, bytes] | None:
     """(flags, rows, JSON lines) of a rows event of operation op (ROWS_EVENT_TYPES), numbered from
     seq, by the compiled path (fastrows.render; the table map has json_keys); None when it does not
@@ -93,24 +93,24 @@ def render_rows(event_type: int, body, post_header_len: int, table_map: TableMap
         return None
     try:
         as_type, b = _rows_body(event_type, bytes(body), post_header_len, len(table_map.column_names))
-        return fastrows.render(as_type, b, op, table_map.fast, table_map.json_keys, parts, seq)
+        return fastrows.render(as_type, b, op, table_map.fast, keys=table_map.json_keys, parts=parts, seq=seq)
     except Exception:  # noqa: BLE001 - decode_rows reads the event again and says what is wrong
         return None
 
 
-def render_columns(event_type: int, body, post_header_len: int, table_map: TableMap, op: str):
+def render_columns(event_type: int, body, post_header_len: int, table_map: TableMap, *, op: str):
     """(flags, rows, before, after) of a rows event as JSON texts in Arrow buffers
     (fastrows.columns), or None when the compiled path does not take it (as render_rows)."""
     if table_map.fast is None or table_map.json_keys is None or event_type in c.PRE_GA_ROWS_EVENTS:
         return None
     try:
         as_type, b = _rows_body(event_type, bytes(body), post_header_len, len(table_map.column_names))
-        return fastrows.columns(as_type, b, op, table_map.fast, table_map.json_keys)
+        return fastrows.columns(as_type, b, op, table_map.fast, keys=table_map.json_keys)
     except Exception:  # noqa: BLE001 - decode_rows reads the event again and says what is wrong
         return None
 
 
-def decode_rows(event_type: int, body, post_header_len: int, table_map: TableMap,
+def decode_rows(event_type: int, body, post_header_len: int, table_map: TableMap,  # noqa: PLR0917 - as TABLE_MAP's
                 flavor: str) -> RowsEvent:
     op = ROWS_EVENT_TYPES.get(event_type)
     if op is None:
@@ -124,7 +124,8 @@ def decode_rows(event_type: int, body, post_header_len: int, table_map: TableMap
         fastrows.counts["reference"] += 1
         phl = bytearray(40)
         phl[as_type - 1] = 10 if as_type in _V2 else 8
-        ev = decode_event(as_type, b, flavor, {table_map.table_id: table_map.table_obj}, bytes(phl))
+        tables = {table_map.table_id: table_map.table_obj}
+        ev = decode_event(as_type, b, flavor, tables=tables, post_header_lens=bytes(phl))
         if ev is None:
             raise RowDecodeError("rows event for a table the package did not map")
         if event_type in c.PRE_GA_ROWS_EVENTS:

@@ -140,7 +140,7 @@ def decode_table_map(body, post_header_len: int, flavor: str, known: tuple[Known
             b += b"\0" + bytes((ncols + 7) // 8)
         b = _known_metadata_only(b, pos + ncols, ncols)
         tables: dict = {}
-        ev = decode_event(c.TABLE_MAP_EVENT, b, flavor, tables, b"")
+        ev = decode_event(c.TABLE_MAP_EVENT, b, flavor, tables=tables, post_header_lens=b"")
         named = bool(ev.optional_metadata.column_name_list)
         if not named:
             apply_unnamed_metadata(ev, UNNAMED)

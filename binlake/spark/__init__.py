@@ -38,30 +38,26 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, spark=None) -> int:
-    """Run the job with parsed arguments; prints the summary as one JSON line."""
+    """Run the job with parsed arguments; prints the summary as one JSON line. The arguments go one
+    way: checked, planned into splits (binlake.splits.plan), a session made for the plan, the job
+    run over it (binlake.spark.job.Job), then the suites."""
     from dataclasses import asdict
 
     from binlake import __version__
     from binlake.assemble.walk import Options
     from binlake.compiled import compiled_paths
-    from binlake.spark.job import assemble, session
-    from binlake.spark.settings import warehouse_dir
+    from binlake.spark.job import Job, session
     from binlake.splits.plan import plan
-    from binlake.splits.times import check_quality_run
 
     log.info("binlake %s: %s", __version__, compiled_paths())
     validating = args.validate or args.validate_as
-    if validating:  # what validation cannot write: said before the job, not after it
-        warehouse_dir(args.warehouse)
-        if args.validate_as:
-            check_quality_run(args.validate_as)
-        _import_behind("great_expectations")
+    if validating:
+        _can_validate(args)
     # Planned once, before the session: a local session's JVM depends on the range's size.
     planned = plan(args.store, args.sources, args.start, args.end, args.split_bytes)
     spark = spark or session(getattr(args, "master", None), conf=_session_conf(args, planned))
     opts = Options(segment_rows=args.segment_rows, segment_bytes=args.segment_bytes)
-    summary = assemble(spark, args.store, args.warehouse, args.start, args.end, args.sources, args.split_bytes,
-                       opts, fail_on_anomaly=False, planned=planned)
+    summary = Job(spark, planned, warehouse=args.warehouse, opts=opts).run()
     print(json.dumps({"record": "assemble", **asdict(summary)}, separators=(",", ":")), flush=True)
     status = 0
     if args.fail_on_anomaly and summary.anomalies:
@@ -73,6 +69,18 @@ def run(args: argparse.Namespace, spark=None) -> int:
         if args.validate and not report.success:
             status = 1
     return status
+
+
+def _can_validate(args: argparse.Namespace) -> None:
+    """What validation after the job cannot write, said before the job rather than after it; and
+    GX imported meanwhile."""
+    from binlake.spark.settings import warehouse_dir
+    from binlake.splits.times import check_quality_run
+
+    warehouse_dir(args.warehouse)
+    if args.validate_as:
+        check_quality_run(args.validate_as)
+    _import_behind("great_expectations")
 
 
 def _session_conf(args: argparse.Namespace, planned) -> dict[str, str]:

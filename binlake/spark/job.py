@@ -200,26 +200,27 @@ def _arrow_schema(struct):
 
 
 class Job:
-    def __init__(self, spark: SparkSession, store: str, warehouse: str, start: str, end: str,
-                 sources: list[str] | None = None, split_bytes: int = DEFAULT_SPLIT_BYTES,
-                 opts: Options | None = None, planned: Plan | None = None) -> None:
+    """One run of the job over a planned range (binlake.splits.plan: its store, range, sources
+    and split size), into a warehouse."""
+
+    def __init__(self, spark: SparkSession, planned: Plan, *, warehouse: str, opts: Options | None = None) -> None:
         self.spark = spark
         self.sc = spark.sparkContext
         for key, value in SESSION.items():
             spark.conf.set(key, value)
-        self.store = store
+        self.plan = planned
+        self.store = planned.store
         self.warehouse = warehouse_uri(warehouse).rstrip("/")
         self.opts = opts or Options()
-        self.plan: Plan = planned or plan(store, sources, start, end, split_bytes)
-        self.sources = self.plan.sources
+        self.sources = planned.sources
         self.run_id = uuid.uuid4().hex[:12]
         self.staging = f"{self.warehouse}/_staging/{self.run_id}"
         # the schema states splits start from (binlake.schema.plan), when a source has a history
         self.states: Broadcast[list[SchemaState]] | None = None
         # One task's work: the driver runs its splits itself, sparing the seconds a first Python
         # worker costs a short interval.
-        self.in_driver = in_driver(self.plan, split_bytes)
-        self.summary = Summary(store, self.warehouse, self.plan.start, self.plan.end, self.sources,
+        self.in_driver = in_driver(planned, planned.split_bytes)
+        self.summary = Summary(self.store, self.warehouse, planned.start, planned.end, self.sources,
                                spark_master=self.sc.master or "", application_id=self.sc.applicationId,
                                in_driver=self.in_driver)
 
@@ -562,12 +563,12 @@ def _java_reason(e: Exception) -> str:
     return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
 
 
-def assemble(spark: SparkSession, store: str, warehouse: str, start: str, end: str,
-             sources: list[str] | None = None, split_bytes: int = DEFAULT_SPLIT_BYTES,
-             opts: Options | None = None, fail_on_anomaly: bool = False, planned: Plan | None = None) -> Summary:
-    """Run the job; with `fail_on_anomaly`, raise after writing when the range has error anomalies.
-    `planned`: the range's plan (binlake.splits.plan of the same arguments) when the caller made it."""
-    summary = Job(spark, store, warehouse, start, end, sources, split_bytes, opts, planned).run()
+def assemble(spark: SparkSession, store: str, warehouse: str, start: str, end: str,  # noqa: PLR0917 - a range
+             *, sources: list[str] | None = None, split_bytes: int = DEFAULT_SPLIT_BYTES,
+             opts: Options | None = None, fail_on_anomaly: bool = False) -> Summary:
+    """Plan the range and run the job over it; with `fail_on_anomaly`, raise after writing when the
+    range has error anomalies."""
+    summary = Job(spark, plan(store, sources, start, end, split_bytes), warehouse=warehouse, opts=opts).run()
     if fail_on_anomaly and summary.anomalies:
         raise BinlakeError(summary.anomaly_text())
     return summary

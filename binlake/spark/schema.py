@@ -191,7 +191,8 @@ def blocks_batch(arrow, blocks: list, source: str):
     n = int(counts.sum())
     which = pa.array(np.repeat(np.arange(len(blocks), dtype=np.int32), counts))
     starts = np.cumsum(counts) - counts
-    cols = [_block_column(pa, np, f, blocks, which, counts, starts, source, n) for f in arrow]
+    cols = [_block_column(pa, np, f, blocks, which=which, counts=counts, starts=starts, source=source, n=n)
+            for f in arrow]
     return pa.RecordBatch.from_arrays(cols, schema=arrow)
 
 
@@ -230,7 +231,7 @@ def run_batch(arrow, run, source: str):
         "schema": named([t.schema for t in run.tables], each("table")),
         "table": named([t.table for t in run.tables], each("table")),
         "op": named(list(_OPS), each("op")),
-        "before": _images(pa, np, run.before, valid & 1, n), "after": _images(pa, np, run.after, valid & 2, n),
+        "before": _images(pa, np, run.before, valid & 1, n=n), "after": _images(pa, np, run.after, valid & 2, n=n),
         "rows_query": named(run.statements, each("statement")),
         "xid": each("xid"),
         "source": pa.repeat(pa.scalar(source, pa.string()), n),
@@ -238,7 +239,7 @@ def run_batch(arrow, run, source: str):
     return pa.RecordBatch.from_arrays([_as(pa, cols[f.name], f.type) for f in arrow], schema=arrow)
 
 
-def _images(pa, np, column: tuple[bytes, bytes], present, n: int):
+def _images(pa, np, column: tuple[bytes, bytes], present, *, n: int):
     offsets, data = column
     bitmap = np.packbits(present != 0, bitorder="little")
     return pa.Array.from_buffers(pa.string(), n, [pa.py_buffer(bitmap.tobytes()), pa.py_buffer(offsets),
@@ -251,7 +252,7 @@ def _as(pa, col, t):
     return col if col.type == t else col.cast(t)
 
 
-def _block_column(pa, np, f, blocks: list, which, counts, starts, source: str, n: int):
+def _block_column(pa, np, f, blocks: list, *, which, counts, starts, source: str, n: int):
     name = f.name
     if name in ("before", "after"):
         parts = [_texts(pa, getattr(b, name), b.rows) for b in blocks]

@@ -140,7 +140,7 @@ def archived_until(store, source: str) -> str | None:
     return max(ends) if ends else None
 
 
-def plan(store_url: str, source_names: list[str] | None, start: str, end: str,
+def plan(store_url: str, source_names: list[str] | None, start: str, end: str,  # noqa: PLR0917 - a range, its splits' size
          split_bytes: int = DEFAULT_SPLIT_BYTES) -> Plan:
     store = open_store(store_url)
     store.check()

@@ -46,7 +46,7 @@ def run_survey(split: Split, store=None) -> Survey | None:
     try:
         with store.open_range(binlog_key(split.source, split.file), start, end) as rng:
             reader = BinlogReader(rng.data, split.file, base=start, fde=fde, pages=rng.pages)
-            return survey(reader, start, end, split.split_bytes or DEFAULT_SPLIT_BYTES, big.txn_id)
+            return survey(reader, start, end, split_bytes=split.split_bytes or DEFAULT_SPLIT_BYTES, txn_id=big.txn_id)
     except MissingObject:
         return None  # the split's own task reports it
 
