@@ -23,8 +23,8 @@ test-fast: install lint  ## the developer's loop, in about a minute
 install: $(STAMP) $(ASSETS)
 
 # The data docs' CSS, JavaScript and fonts from the npm registry, tarballs cached in .cache/npm.
-$(ASSETS): binlake/spark/offline_docs.py $(STAMP)
-	$(BIN)/python -m binlake.spark.offline_docs fetch --cache .cache/npm
+$(ASSETS): binlake/local/offline_docs.py $(STAMP)
+	$(BIN)/python -m binlake.local.offline_docs fetch --cache .cache/npm
 
 $(STAMP): pyproject.toml
 	PYTHON=$(PYTHON) bash scripts/install-build-deps.sh

@@ -41,7 +41,7 @@ def _archive(root: Path, dirs: list[Path], name=lambda d: f"sample-{d.name}") ->
     from binlake.archive.run import archive
     from binlake.archive.sources import DirSource
     from binlake.archive.stores import open_store
-    from binlake.demo import commit_range
+    from binlake.local.demo import commit_range
 
     store = f"file://{root / 'archive'}"
     for d in dirs:
@@ -51,7 +51,7 @@ def _archive(root: Path, dirs: list[Path], name=lambda d: f"sample-{d.name}") ->
 
 
 def _samples(root: Path) -> tuple[str, str, str]:
-    from binlake.demo import sample_files
+    from binlake.local.demo import sample_files
 
     return _archive(root, sorted({Path(f).parent for f in sample_files()}))
 

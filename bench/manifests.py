@@ -60,6 +60,7 @@ def _best(fn, repeat: int = 3) -> tuple[float, object]:
 
 def main() -> None:
     from binlake.archive import summaries
+    from binlake.archive.keys import summaries_key
     from binlake.archive.run import archive
     from binlake.archive.sources import DirSource
     from binlake.archive.stores import open_store
@@ -77,7 +78,7 @@ def main() -> None:
     last = dt.datetime.fromisoformat(newest["max_commit_ts"])
     hour = (last - dt.timedelta(hours=1)).isoformat(), (last + dt.timedelta(microseconds=1)).isoformat()
     store.delete(key)
-    store.delete(summaries.key("src"))
+    store.delete(summaries_key("src"))
     made = 0
     rows = []
     for age, files in AGES.items():
@@ -85,7 +86,7 @@ def main() -> None:
             m = _shifted(newest, 900_000 - k, k)
             store.put(f"src/manifests/{m['name']}.json", orjson.dumps(m))
         made = files
-        store.delete(summaries.key("src"))
+        store.delete(summaries_key("src"))
         whole_plan, p = _best(lambda: plan(store_url, ["src"], *hour))
         whole_until, _ = _best(lambda: archived_until(store, "src"))
         summaries.load(store, "src").save()  # as the next archive run writes them

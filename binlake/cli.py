@@ -123,14 +123,14 @@ def _write_snapshot(snapshot, args: argparse.Namespace) -> int:
 
 
 def cmd_airflow(args: argparse.Namespace) -> int:
-    from binlake.airflow_local import run
+    from binlake.local.airflow import run
 
-    return run(Path(args.home), Path(args.config) if args.config else None, args.port, args.schedule,
+    return run(Path(args.home), Path(args.config) if args.config else None, port=args.port, schedule=args.schedule,
                database=args.database)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from binlake.demo import run
+    from binlake.local.demo import run
 
     return run(args.home)
 
@@ -139,10 +139,11 @@ def cmd_archive(args: argparse.Namespace) -> int:
     from binlake.archive.run import archive
     from binlake.archive.sources import open_source
     from binlake.archive.stores import open_store
+    from binlake.schema.capture import into_history
 
     source = open_source(args.source, server_id=args.server_id)
     name = args.source_name or _default_source_name(args.source)
-    result = archive(source, open_store(args.store), name)
+    result = archive(source, open_store(args.store), name, capture=into_history)
     for gap in result.gaps:
         print(_dump({"record": "anomaly", **gap}))
     for notice in result.notices:
@@ -261,7 +262,7 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--conf", action="append", metavar="KEY=VALUE", help="a Spark setting (repeatable)")
     v.set_defaults(func=cmd_validate)
 
-    from binlake.airflow_local import DEFAULT_HOME, DEFAULT_SCHEDULE
+    from binlake.local.airflow import DEFAULT_HOME, DEFAULT_SCHEDULE
 
     af = sub.add_parser("airflow", help="a local Airflow for binlake (no Docker), until Ctrl-C")
     af.add_argument("--home", default=str(DEFAULT_HOME), help=f"AIRFLOW_HOME (default {DEFAULT_HOME})")

@@ -18,7 +18,7 @@ from urllib.parse import quote
 
 import pytest
 
-from binlake.airflow_local import free_port
+from binlake.local.airflow import free_port
 from tests.support.airflow import api_token
 from tests.support.truth import samples_truth
 

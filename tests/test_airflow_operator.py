@@ -14,7 +14,7 @@ from pathlib import Path
 from binlake.archive.run import archive
 from binlake.archive.sources import DirSource
 from binlake.archive.stores import open_store
-from binlake.demo import commit_range, sample_files
+from binlake.local.demo import commit_range, sample_files
 from tests.support.lake import lake
 from tests.support.truth import samples_truth
 
@@ -186,7 +186,7 @@ def test_executors_of_a_standalone_worker_run_the_workers_python(airflow, spark_
     import subprocess
     import urllib.request
 
-    from binlake.airflow_local import free_port
+    from binlake.local.airflow import free_port
 
     driver = _interpreter(tmp_path / "driver", 'case " $* " in *" pyspark.daemon "*|*" pyspark.worker "*)\n'
                           '  echo "an executor ran the driver\'s interpreter $0" >&2; exit 97;; esac')

@@ -168,8 +168,9 @@ def test_a_snapshot_is_chosen_from_the_historys_keys(tmp_path):
     did with every snapshot read, against files archived at the snapshots' times and not."""
     import json
 
+    from binlake.archive.keys import snapshots_prefix
     from binlake.archive.stores import FileStore
-    from binlake.schema.history import Listed, choose, loaded, of_archived_file, record, snapshots, snapshots_prefix
+    from binlake.schema.history import Listed, choose, loaded, of_archived_file, record, snapshots
     from binlake.schema.model import Snapshot
 
     store = FileStore(str(tmp_path))

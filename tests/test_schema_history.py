@@ -318,8 +318,9 @@ def test_a_capture_that_changes_nothing_is_recorded_by_reference(where, tmp_path
     by name."""
     import boto3
 
+    from binlake.archive.keys import latest_key
     from binlake.archive.stores import open_store
-    from binlake.schema.history import latest_key, loaded, record, snapshots
+    from binlake.schema.history import loaded, record, snapshots
 
     if where == "s3":
         request.getfixturevalue("s3_endpoint")

@@ -27,6 +27,7 @@ import threading
 import uuid
 from dataclasses import dataclass, field
 
+from binlake.archive import keys
 from binlake.errors import BinlakeError
 
 log = logging.getLogger(__name__)
@@ -36,7 +37,7 @@ STALE = dt.timedelta(minutes=10)  # a lease not renewed for this long belongs to
 
 
 def lease_key(source: str, run: str) -> str:
-    return f"{source}/leases/{run}.json"
+    return keys.lease_key(source, run)
 
 
 def _started(pid: int) -> str | None:
@@ -117,7 +118,7 @@ def clean(store, source: str, own: Lease) -> int:
     """Discard the unfinished writes under a source that no live run owns; the number discarded."""
     now = dt.datetime.now(dt.UTC)
     leases = []
-    for key in store.keys(f"{source}/leases"):
+    for key in store.keys(keys.leases_prefix(source)):
         try:
             leases.append((key, json.loads(store.get(key))))
         except (FileNotFoundError, BinlakeError, ValueError):
@@ -127,11 +128,11 @@ def clean(store, source: str, own: Lease) -> int:
     owned = own.writes.union(*(body.get("writes", []) for body in live))
     orphaned = set().union(*(body.get("writes", []) for _, body in dead))
     discarded = 0
-    for w in store.unfinished(f"{source}/"):
+    for w in store.unfinished(keys.source_prefix(source)):
         if w.id in owned:
             continue
         stale = now - w.started > STALE
-        if w.id.startswith(f"{source}/leases/") and not stale:
+        if w.id.startswith(f"{keys.leases_prefix(source)}/") and not stale:
             continue  # a run's lease being recorded, the first time before any lease lists it
         if w.id in orphaned or not live or stale:
             store.discard(w)

@@ -77,3 +77,11 @@ def capture(conn, source: str | None = None) -> Snapshot:
              "before": before, "after": after}
     return Snapshot(tables, databases, point, source,
                     dt.datetime.now(dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z"))
+
+
+def into_history(conn, store, source: str) -> str:
+    """A snapshot of the server's tables recorded into the store's schema history (what
+    `binlake archive` hands the archive to do at each run: binlake.archive.run.Capture); its key."""
+    from binlake.schema.history import record
+
+    return record(store, source, capture(conn, source))

@@ -85,7 +85,7 @@ class Summary:
     write_seconds: dict[str, float] = field(default_factory=dict)  # the write step's, per table
     spark_master: str = ""
     application_id: str = ""
-    schema_states: int = 0  # distinct schema states the splits started from (binlake.schema.plan)
+    schema_states: int = 0  # distinct schema states the splits started from (binlake.splits.schemas)
     in_driver: bool = False  # a range smaller than one split: its tasks ran in the driver (Job.in_driver)
 
     def anomaly_text(self) -> str:
@@ -117,7 +117,7 @@ def _facts_task(opts: Options, states):
     pieces of big transactions out as Arrow batches of STAGED, each of one kind of record
     (schema.arrow_batch; the lane's transactions from its columns, schema.records_run_batch). Rows
     are decoded for their counts only. `states`: a broadcast of the schema states splits start from
-    (binlake.schema.plan), or None."""
+    (binlake.splits.schemas), or None."""
     opts = replace(opts, rows=False)
 
     def run(batches):
@@ -215,7 +215,7 @@ class Job:
         self.sources = planned.sources
         self.run_id = uuid.uuid4().hex[:12]
         self.staging = f"{self.warehouse}/_staging/{self.run_id}"
-        # the schema states splits start from (binlake.schema.plan), when a source has a history
+        # the schema states splits start from (binlake.splits.schemas), when a source has a history
         self.states: Broadcast[list[SchemaState]] | None = None
         # One task's work: the driver runs its splits itself, sparing the seconds a first Python
         # worker costs a short interval.
@@ -272,7 +272,7 @@ class Job:
     def _schema_states(self, splits: list[Split]) -> None:
         """The schema state each split starts from, for the sources with a schema history: the
         DDL statements of their files read by a task per file, the states put together here."""
-        from binlake.schema import plan as schema_plan
+        from binlake.splits import schemas as schema_plan
 
         starts = schema_plan.histories(self.plan)
         if not starts:

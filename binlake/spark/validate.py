@@ -40,7 +40,8 @@ from binlake.archive.manifest import index_of
 from binlake.archive.run import refusals
 from binlake.archive.stores import open_store
 from binlake.errors import BinlakeError
-from binlake.spark import offline_docs, schema
+from binlake.local import offline_docs
+from binlake.spark import schema
 from binlake.spark.job import warehouse_uri
 from binlake.spark.settings import SESSION, warehouse_dir
 from binlake.splits.plan import meets, sources

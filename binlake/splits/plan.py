@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, field, replace
 
 from binlake.archive import summaries
 from binlake.archive.chain import archived_after, name_of, repeats
+from binlake.archive.keys import manifests_prefix, summaries_key
 from binlake.archive.manifest import Indexed, first_commit_ts, index_of
 from binlake.archive.run import refusals
 from binlake.archive.stores import open_store
@@ -64,7 +65,7 @@ class Split:
     big: BigTxn | None = None  # the transaction longer than a split this split holds alone
     survey: Survey | None = None  # once surveyed and cut: the split is its piece `piece`
     piece: int | None = None
-    schema: int | None = None  # the schema state it starts from, of the job's (binlake.schema.plan)
+    schema: int | None = None  # the schema state it starts from, of the job's (binlake.splits.schemas)
 
     @property
     def bytes(self) -> int:
@@ -129,8 +130,8 @@ def sources(store) -> list[str]:
     """Every source with at least one manifest in the store: of the store's top-level names, those
     with manifests' summaries, else a manifest (a listing of names and of a few objects, not of
     every object the store holds)."""
-    return [n for n in store.names("") if store.exists(summaries.key(n))
-            or any(k.endswith(".json") for k in store.keys(f"{n}/manifests/"))]
+    return [n for n in store.names("") if store.exists(summaries_key(n))
+            or any(k.endswith(".json") for k in store.keys(manifests_prefix(n)))]
 
 
 def archived_until(store, source: str) -> str | None:

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from binlake.archive.run import binlog_key
+from binlake.archive.keys import binlog_key
 from binlake.archive.stores import MissingObject, open_store
 from binlake.assemble.lane import RecordRun
 from binlake.assemble.outputs import Anomaly, Item, Items, RowChanges, Transaction
@@ -57,7 +57,7 @@ def run_split(split: Split, opts: Options, *, columns: bool = False, schema: Sch
     lane's RecordRun and RowRun) and, for a piece of a big transaction, its PieceRecord; the
     anomalies last, dated (DatedAnomaly). With `columns`, as the Spark job takes them: row changes as
     RowBlocks (a big transaction's pieces' unplaced), the lane's runs as columns. `schema`: the
-    schema history's state at the split's start, which its walk advances (binlake.schema.plan)."""
+    schema history's state at the split's start, which its walk advances (binlake.splits.schemas)."""
     store = store or open_store(split.store)
     key = binlog_key(split.source, split.file)
     opts = replace(opts, source=split.source)

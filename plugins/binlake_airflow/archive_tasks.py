@@ -50,6 +50,7 @@ def list_new_files() -> list[dict]:
     cfg = settings.load()
     store = resources.open_store(cfg)
     from binlake.archive.run import capture_schema, pending
+    from binlake.schema.capture import into_history
 
     items = []
     for spec in cfg.sources:
@@ -59,7 +60,7 @@ def list_new_files() -> list[dict]:
                 source.files()  # credentials and privileges first, with binlake's own clear errors
                 resources.flush_binary_logs(spec)
             new = pending(source, store, spec.name)
-        _, schema_error = capture_schema(source, store, spec.name)  # the schema history (docs/schema.md)
+        _, schema_error = capture_schema(source, store, spec.name, into_history)  # the schema history (docs/schema.md)
         if schema_error:
             log.warning("%s", schema_error)
         log.info("%s: %d rotated files to archive%s", spec.name, len(new),
@@ -96,7 +97,7 @@ def archive_file(item: dict) -> dict | None:
     if f is None:
         raise AirflowSkipException(f"{spec.name}: {item['file']} is no longer on the server (purged)")
     with _source_errors():
-        manifest = archive_one(source, resources.open_store(cfg), spec.name, f, listing)
+        manifest = archive_one(source, resources.open_store(cfg), spec.name, f, listing=listing)
     if manifest is None:
         raise AirflowSkipException(f"{spec.name}: {f.name} is already archived")
     facts = {"source": spec.name, "file": f.name, "name": manifest["name"], "generation": manifest["generation"],

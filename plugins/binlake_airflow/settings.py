@@ -73,7 +73,7 @@ def home() -> Path:
 
 def defaults() -> dict:
     """The demo: the bundled sample binlogs (one directory per server) into a local archive."""
-    from binlake.demo import sample_files
+    from binlake.local.demo import sample_files
 
     dirs = sorted({str(Path(f).parent) for f in sample_files()})
     return {

@@ -37,7 +37,7 @@ def airflow_env(home: Path) -> dict[str, str]:
     env.update({
         "AIRFLOW_HOME": str(home),
         # SQLite's 5 s lock wait is short for `airflow dags test` beside CLI commands on a busy
-        # machine. Running services get PostgreSQL (binlake.postgres_local): on SQLite the
+        # machine. Running services get PostgreSQL (binlake.local.postgres): on SQLite the
         # api-server waits for this lock on its event loop, and all of it stalls meanwhile.
         "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home}/airflow.db?timeout=60",
         "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),

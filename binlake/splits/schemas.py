@@ -16,7 +16,7 @@ import json
 import logging
 from collections.abc import Callable, Sequence
 
-from binlake.archive.run import binlog_key, manifest_key
+from binlake.archive.keys import binlog_key, manifest_key
 from binlake.archive.stores import MissingObject, open_store
 from binlake.binlog.framing import BinlogReader
 from binlake.errors import BinlakeError
