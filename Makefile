@@ -45,9 +45,10 @@ java:  ## Spark's Java 17+, checked
 servers: install  ## MySQL 9.x (Debian sid, own prefix) and MariaDB 10.11, cached
 	bash scripts/install-servers.sh
 
-lint: install  ## ruff over everything, mypy over the library
+lint: install  ## ruff over everything, mypy over the library, its import contracts (pyproject.toml)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 bench: install servers java
 	$(BIN)/python bench/scan.py
