@@ -9,7 +9,7 @@ from binlake.binlog.builds import pure_python
 
 def compiled_paths() -> str:
     """A container whose extensions went missing (a bind mount over an editable install) says so
-    instead of silently running the reference paths, about ten times slower."""
+    instead of silently running the reference paths, much slower (bench/RESULTS.md)."""
     if pure_python():
         return "pure Python (BINLAKE_PURE_PYTHON=1)"
     found = {"row decoder _rowdecode": fastrows.enabled(), "copy loop _eventruns": loop() is not None,

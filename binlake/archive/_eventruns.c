@@ -1,7 +1,7 @@
 /* The archive's copy loop over runs of ordinary events, in one compiled pass.
  *
- * `binlake archive` verifies every event it copies. Done in Python, the copy cost about 20 µs
- * an event (protocol header, CRC32, positions, the index), twice what the bytes themselves cost.
+ * `binlake archive` verifies every event it copies. Done in Python, the copy cost more per event
+ * (protocol header, CRC32, positions, the index) than the bytes themselves (bench/RESULTS.md).
  * These two functions take the common case off Python's hands, many events per call:
  *
  *   packets()  cuts the events out of a binlog dump's protocol packets, back to back;

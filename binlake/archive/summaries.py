@@ -1,7 +1,7 @@
 """A source's manifests without their transaction indexes, kept in one object beside them.
 
-A manifest holds its file's transaction index: a tenth of the file on production's mix, a
-quarter on one-row transactions (bench/RESULTS.md, bench/manifests.py). Archiving the next file,
+A manifest holds its file's transaction index, a share of the file's size that grows as its
+transactions shrink (bench/RESULTS.md, bench/manifests.py). Archiving the next file,
 planning a range and the suites' continuity checks look at every manifest of a source, but need
 the index only of the files they touch. Reading every manifest whole made each run read that
 share of everything ever archived, more every hour the server ages.

@@ -1,8 +1,8 @@
 """The lane: runs of ordinary transactions written straight as `binlake scan`'s JSON lines.
 
 The transactions production writes most — a GTID, BEGIN, table maps and rows of tables the
-compiled decoder takes, an XID — cost the walk of binlake.assemble some twenty microseconds of
-Python each, most of it per event. The lane hands a run of them to compiled code
+compiled decoder takes, an XID — cost the walk of binlake.assemble.walk its Python per event,
+most of their time (bench/RESULTS.md). The lane hands a run of them to compiled code
 (`_rowdecode.lane`): framing, CRC32s, commit facts, row images and the transaction's record, each
 transaction's row changes then its record, byte for byte the lines the walk writes for them
 (tests/test_lane.py), in the records' shapes (binlake.records), which this module holds the

@@ -183,7 +183,7 @@ def _table_maps(cut: Cut, fde: FormatDescription) -> list[TableMap]:
 
 
 class Piece:
-    """Decodes one piece of a big transaction: a walk resumed inside it (binlake.assemble.Resume),
+    """Decodes one piece of a big transaction: a walk resumed inside it (binlake.assemble.walk.Resume),
     its rows numbered from 0 and handed on at once, unplaced (binlake.assemble.segments.Unplaced)."""
 
     def __init__(self, reader: BinlogReader, opts: Options, output: Output, *, binlog_file: str, survey: Survey,

@@ -6,7 +6,7 @@ changes or `segment_bytes` of rows events. Segmenter applies it while a transact
 and binlake.assemble.pieces replays it over the counts of a big transaction's pieces; Unplaced numbers a
 piece's rows without placing them, for that replay to place.
 
-Both speak to the assembler the same way (binlake.assemble.Placing): `before` a rows event,
+Both speak to the walk the same way (binlake.assemble.rowsevents.Placing): `before` a rows event,
 `after` it with its row count and size, and `close` at the transaction's end; and both tell
 the sink (binlake.assemble.sinks) when to hand on what it holds.
 """

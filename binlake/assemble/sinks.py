@@ -1,6 +1,6 @@
 """Where a transaction's row changes go, in the form each consumer wants them (RowSink).
 
-The assembler (binlake.assemble) hands a sink each rows event with its place (RowsAt): the sink
+The walk (binlake.assemble.rowsevents) hands a sink each rows event with its place (RowsAt): the sink
 may decode it itself by the compiled path (`take`), or be given its rows decoded (`hold`); it
 holds them until told to hand them on (`flush`, with the segment's `end_segment`) or to let
 them go (`drop`). When is decided by the numbering (binlake.assemble.segments). Three forms:

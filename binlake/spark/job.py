@@ -51,8 +51,7 @@ log = logging.getLogger(__name__)
 BATCH = 4096  # records per Arrow batch out of a task
 # Parquet writer options per table. Where a column's values are nearly all distinct (the images;
 # the ids of production's one-row transactions) a dictionary for it is built and then dropped by
-# the writer: a quarter of the row changes' write, a tenth of the transactions'
-# (bench/RESULTS.md). The facts staged for one run are read once and have none.
+# the writer, at a cost bench/RESULTS.md measures. The facts staged for one run are read once and have none.
 WRITE_OPTIONS = {"row_changes": {"parquet.enable.dictionary#before": "false",
                                  "parquet.enable.dictionary#after": "false"},
                  "transactions": {"parquet.enable.dictionary#txn_id": "false",
@@ -179,12 +178,12 @@ def _tune_worker_heap() -> None:
 
     PySpark's daemon collects garbage after every task of a reused worker (gc.collect): a full
     pass over every object alive in it, the imports' alone (pyarrow, numpy, binlake's decoders)
-    some 100k, which took a sixth of the workers' CPU on production's mix (py-spy,
-    bench/RESULTS.md). What is alive when a task starts, collected first so that no garbage is
+    a great many, a share of the workers' CPU on production's mix that bench/RESULTS.md measures
+    (py-spy). What is alive when a task starts, collected first so that no garbage is
     kept, is put out of the collector's sight (gc.freeze): those passes see only what the tasks
     made. And the lane's columns, MiBs made and freed per run, stay in glibc's heap for the next
     run instead of being faulted in and zeroed again (binlake.malloc, as `binlake scan` does,
-    set once per worker): the rows pass's CPU 5 % less."""
+    set once per worker): less CPU in the rows pass (bench/RESULTS.md)."""
     from pyspark import TaskContext
 
     if TaskContext.get() is not None:
