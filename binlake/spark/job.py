@@ -1,6 +1,6 @@
 """The assemble job: an archive's commit-time range into the three warehouse tables.
 
-1. Plan on the driver from manifests only (binlake/splits.py).
+1. Plan on the driver from manifests only (binlake/splits/plan.py).
 2. Survey the transactions bigger than a split, one task each, and cut them into pieces.
 3. The facts pass: every split and piece in parallel (`mapInArrow`: one task per split,
    Arrow batches out) gives its transactions, anomalies and pieces (rows decoded for their
