@@ -20,13 +20,13 @@ from pathlib import Path
 
 from binlake.errors import BinlakeError
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]  # binlake/local/ -> the checkout
 
 
 def sample_files() -> list[str]:
     """The bundled binlogs (binlake/samples/, package data), one directory per server, each file
     in binlog order: the demo's sources."""
-    root = Path(__file__).parent / "samples"
+    root = Path(__file__).resolve().parents[1] / "samples"  # binlake/samples, package data
     return sorted(str(f) for d in root.iterdir() if d.is_dir() for f in d.iterdir() if f.name.startswith("binlog."))
 
 
