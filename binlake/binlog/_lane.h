@@ -270,12 +270,12 @@ static int rows_counted(cursor_t *c, const compiled_t *plan, const unsigned char
  * to `"seq":`, its mid from binlog_file up to `"before":` (members: `"schema":…,"table":…,`), its
  * tail from rows_query to the newline (said: the statement, NULL where none was logged). In the
  * order of binlake.records.RowChangeRecord: the lane checks it when it loads (lane_layouts). */
-static int row_head(char *head, size_t n, const char *id, int id_len) {
+static inline int row_head(char *head, size_t n, const char *id, int id_len) {
     return snprintf(head, n, "{\"record\":\"row_change\",\"txn_id\":\"%.*s\",\"segment_id\":1,\"end_segment\":true,"
                     "\"seq\":", id_len, id);
 }
 
-static int row_mid(char *mid, size_t n, PyObject *file, long long pos, const char *commit, int commit_len,
+static inline int row_mid(char *mid, size_t n, PyObject *file, long long pos, const char *commit, int commit_len,
                    const char *ts, int tsn, PyObject *members, int op) {
     static const char *ops[3] = {"insert", "update", "delete"};
     int mn = snprintf(mid, n, ",\"binlog_file\":%s,\"event_pos\":%lld,\"commit_ts\":\"%.*s\",\"event_ts\":\"%.*s\",",
@@ -285,13 +285,15 @@ static int row_mid(char *mid, size_t n, PyObject *file, long long pos, const cha
     return mn + snprintf(mid + mn, n - mn, "\"op\":\"%s\",\"before\":", ops[op]);
 }
 
-static int row_tail(out_t *tail, const unsigned char *said, long long said_len, unsigned long long xid) {
-    char text[40];
-    int n = snprintf(text, sizeof text, ",\"xid\":%llu}\n", xid);
+static inline int xid_tail(char *xid, size_t n, unsigned long long value) {
+    return snprintf(xid, n, ",\"xid\":%llu}\n", value);
+}
+
+static inline int row_tail(out_t *tail, const unsigned char *said, long long said_len, const char *xid, int xid_len) {
     tail->len = 0;
     int rc = put(tail, ",\"rows_query\":", 14);
     if (!rc) rc = said ? put_str(tail, said, said_len, UTF8_REPLACE) : put(tail, "null", 4);
-    return rc ? rc : put(tail, text, n);
+    return rc ? rc : put(tail, xid, xid_len);
 }
 
 /* Its rows event at e as lines into o (only counted when the call writes no rows), or in columns mode into
@@ -369,7 +371,7 @@ static int record_columns(lane_t *L, long long server_id, long long start, long 
 /* A transaction's record as its JSON line into o: binlake.records.TransactionRecord's fields in
  * order, as transaction_record words them (the lane checks the order when it loads: lane_layouts).
  * tables: its tables' entries in the record's order. 0, or -1 an exception set. */
-static int record_line(out_t *o, const lane_t *L, const facts_t *f, long long server_id, long long start,
+static inline int record_line(out_t *o, const lane_t *L, const facts_t *f, long long server_id, long long start,
                        long long end, const txn_end_t *te, long long rows, const Py_ssize_t counts[3],
                        PyObject *const *tables, Py_ssize_t ntables) {
 #define P(x) do { if ((x) < 0) return -1; } while (0)
@@ -416,9 +418,10 @@ static int lane_txn(lane_t *L, const Py_buffer *b, long long base, long long sta
     const unsigned char *buf = b->buf;
     facts_t f;
     if (txn_facts(L, buf, base, start, end, te, &f)) return 1;
-    char head[160];
+    char head[160], xid[40];
     line_parts_t parts = {head, 0, NULL, 0, NULL, 0};
     parts.head_len = row_head(head, sizeof head, f.id, f.id_len);
+    int xid_len = xid_tail(xid, sizeof xid, te->xid);
     out_t *tail = &L->tail;
     shared_t shared = {-1, -1, f.commit_us};
     run_mark_t run_mark;
@@ -484,7 +487,7 @@ static int lane_txn(lane_t *L, const Py_buffer *b, long long base, long long sta
             told = 1;
         }
         if (!told) {  /* `,"rows_query":…,"xid":…}` and the newline */
-            if ((rc = row_tail(tail, said, said_len, te->xid))) break;
+            if ((rc = row_tail(tail, said, said_len, xid, xid_len))) break;
             parts.tail = tail->p;
             parts.tail_len = tail->len;
             told = 1;
@@ -680,7 +683,7 @@ static PyObject *lane_layouts(PyObject *self, PyObject *members) {
     txn_end_t te;
     memset(&te, 0, sizeof te);
     Py_ssize_t counts[3] = {0, 0, 0};
-    char head[160], mid[1024];
+    char head[160], mid[1024], xid[40];
     PyObject *empty = PyBytes_FromString("\"\""), *result = NULL, *names = NULL, *blocks = NULL;
     out_t rec = {PyBytes_FromStringAndSize(NULL, 1 << 10), NULL, 0, 1 << 10};
     out_t row = {PyBytes_FromStringAndSize(NULL, 1 << 10), NULL, 0, 1 << 10};
@@ -693,7 +696,7 @@ static PyObject *lane_layouts(PyObject *self, PyObject *members) {
     int hn = row_head(head, sizeof head, "", 0), mn = row_mid(mid, sizeof mid, empty, 0, "", 0, "", 0, members, 0);
     if (record_line(&rec, &L, &f, 0, 0, 0, &te, 0, counts, NULL, 0) < 0 || put(&row, head, hn) < 0 ||
         put(&row, "0", 1) < 0 || put(&row, mid, mn) < 0 || put(&row, "null" AFTER_KEY "null", sizeof AFTER_KEY + 7) < 0 ||
-        row_tail(&tail, NULL, 0, 0) < 0 || put(&row, tail.p, tail.len) < 0)
+        row_tail(&tail, NULL, 0, xid, xid_tail(xid, sizeof xid, 0)) < 0 || put(&row, tail.p, tail.len) < 0)
         goto done;
 #define COLUMN_NAME(tag, name) #name,
     static const char *const record_names[] = {RECORD_COLUMNS(COLUMN_NAME)}, *const block_names[] = {BLOCK_COLUMNS(COLUMN_NAME)};
