@@ -36,6 +36,8 @@ MIB = 16
 
 def _shifted(m: dict, k: int, hours: int) -> dict:
     """The manifest of the file `hours` hours before, numbered k."""
+    from binlake.archive.manifest import index_of
+
     def at(ts: str | None) -> str | None:
         if ts is None:
             return None
@@ -43,7 +45,8 @@ def _shifted(m: dict, k: int, hours: int) -> dict:
         return t.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
     name = f"binlog.{k:06d}"
-    out = {**m, "file": name, "name": name, "transactions": [[e[0], e[1], e[2], at(e[3])] for e in m["transactions"]]}
+    entries = [e._replace(commit_ts=at(e.commit_ts)).stored() for e in index_of(m)]
+    out = {**m, "file": name, "name": name, "transactions": entries}
     for f in ("first_event_ts", "last_event_ts", "min_commit_ts", "max_commit_ts"):
         out[f] = at(m.get(f))
     return out
