@@ -10,8 +10,9 @@ ASSETS := binlake/spark/docs_assets/manifest.json
 demo: install  ## the whole pipeline on the bundled sample binlogs
 	$(BIN)/binlake demo
 
+# CONFIG=binlake.json (the Variable; else the demo's samples), HOME_DIR=… (its AIRFLOW_HOME), PORT=… (the UI's)
 airflow: install java  ## a local Airflow for binlake (127.0.0.1:8080, the demo's samples unless CONFIG=binlake.json), until Ctrl-C
-	$(BIN)/binlake airflow $(if $(CONFIG),--config $(CONFIG))
+	$(BIN)/binlake airflow $(if $(CONFIG),--config $(CONFIG)) $(if $(HOME_DIR),--home $(HOME_DIR)) $(if $(PORT),--port $(PORT))
 
 test: install servers java browser compose lint  ## lint, then every test against real servers
 	$(BIN)/python -m pytest -q -rfEs

@@ -123,9 +123,10 @@ def _write_snapshot(snapshot, args: argparse.Namespace) -> int:
 
 
 def cmd_airflow(args: argparse.Namespace) -> int:
-    from binlake.local.airflow import run
+    from binlake.local.airflow import default_home, run
 
-    return run(Path(args.home), Path(args.config) if args.config else None, port=args.port, schedule=args.schedule,
+    config = Path(args.config) if args.config else None
+    return run(Path(args.home) if args.home else default_home(config), config, port=args.port, schedule=args.schedule,
                database=args.database)
 
 
@@ -262,10 +263,10 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--conf", action="append", metavar="KEY=VALUE", help="a Spark setting (repeatable)")
     v.set_defaults(func=cmd_validate)
 
-    from binlake.local.airflow import DEFAULT_HOME, DEFAULT_SCHEDULE
+    from binlake.local.airflow import DEFAULT_HOME, DEFAULT_SCHEDULE, DEMO_HOME
 
     af = sub.add_parser("airflow", help="a local Airflow for binlake (no Docker), until Ctrl-C")
-    af.add_argument("--home", default=str(DEFAULT_HOME), help=f"AIRFLOW_HOME (default {DEFAULT_HOME})")
+    af.add_argument("--home", help=f"AIRFLOW_HOME (default {DEFAULT_HOME} with --config, {DEMO_HOME} without)")
     af.add_argument("--config", metavar="JSON", help="the binlake Variable (docs/airflow.md); default: the demo's "
                     "sample binlogs")
     af.add_argument("--port", type=int, default=8080, help="the UI's port on 127.0.0.1 (default 8080; 0: any free)")

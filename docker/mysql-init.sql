@@ -2,7 +2,9 @@
 
 -- The archiver: reads binlogs over the replication protocol (REPLICATION SLAVE), lists them with
 -- SHOW BINARY LOGS (REPLICATION CLIENT) and closes the active one with FLUSH BINARY LOGS (RELOAD),
--- so that every archive run has a rotated file to copy. It can read no table.
+-- so that every archive run has a rotated file to copy. SELECT on the schemas it archives, the
+-- least that lets each run snapshot their tables' columns from information_schema into the schema
+-- history (docs/schema.md): information_schema shows a user only the tables it may read.
 CREATE USER IF NOT EXISTS 'binlake'@'%' IDENTIFIED BY 'binlake';
 GRANT REPLICATION SLAVE, REPLICATION CLIENT, RELOAD ON *.* TO 'binlake'@'%';
 
@@ -10,5 +12,6 @@ GRANT REPLICATION SLAVE, REPLICATION CLIENT, RELOAD ON *.* TO 'binlake'@'%';
 CREATE DATABASE IF NOT EXISTS shop;
 CREATE USER IF NOT EXISTS 'shop'@'%' IDENTIFIED BY 'shop';
 GRANT ALL PRIVILEGES ON shop.* TO 'shop'@'%';
+GRANT SELECT ON shop.* TO 'binlake'@'%';
 -- XA RECOVER: the workload rolls back its own XA transactions left prepared by a crash.
 GRANT XA_RECOVER_ADMIN ON *.* TO 'shop'@'%';

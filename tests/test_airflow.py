@@ -42,7 +42,7 @@ def test_dags_import_cleanly_with_docs_retries_and_the_spark_operator(airflow):
     archive, txns = got["dags"]["binlake_archive"], got["dags"]["binlake_transactions"]
     assert archive["doc"] and txns["doc"]
     assert archive["max_active_runs"] == 1 and not archive["catchup"]
-    assert set(archive["tasks"]) == {"list_new_files", "archive_file", "summarize"}
+    assert set(archive["tasks"]) == {"list_new_files", "archive_file", "summarize", "all_archived"}
     assert archive["tasks"]["archive_file"]["mapped"]
     assert txns["timetable"] == "CronDataIntervalTimetable" and txns["summary"] == "0 * * * *"
     assert txns["tasks"]["wait_for_archive"]["downstream"] == ["assemble"]
@@ -119,6 +119,13 @@ def test_live_server_through_both_dags(mysql_server, s3_endpoint, airflow, spark
 
     # a rerun of the same interval changes nothing; an archive rerun finds nothing new but the flushed file
     assert af.dags_test("binlake_transactions", conf)["state"] == "success"
+    assert lake(warehouse) == got
+    # a quiet interval of this source (which has a schema history): before the server's first
+    # write (it was reset just before `start`), every task green, the tables as they were
+    quiet = {"start": (start - dt.timedelta(hours=2)).isoformat(), "end": (start - dt.timedelta(hours=1)).isoformat()}
+    run = af.dags_test("binlake_transactions", quiet)
+    assert run["tasks"] == {"wait_for_archive": "success", "assemble": "success", "validate": "success",
+                            "publish_report": "success"}, run["output"][-3000:]
     assert lake(warehouse) == got
     again = af.dags_test("binlake_archive")
     assert again["state"] == "success"
@@ -220,3 +227,177 @@ def test_a_refused_file_fails_its_task_and_a_reset_is_a_warning(mysql_factory, a
     assert "a new generation 2 of source live" in run["output"]
     archived = {p.name: p.read_bytes() for p in (store / "live" / "binlogs").iterdir()}
     assert archived == {**files, **{f"{n}@g0002": b for n, b in rotated(server).items()}}
+
+
+# -- connections, damaged files, the store checked first -------------------------------------------
+
+
+def _task_instances(af, dag_id: str) -> list[dict]:
+    """Airflow's own record of the DAG's task instances (its metadata database)."""
+    import sqlite3
+
+    with sqlite3.connect(af.home / "airflow.db") as db:
+        db.row_factory = sqlite3.Row
+        return [dict(r) for r in db.execute(
+            "SELECT task_id, map_index, rendered_map_index, state, try_number FROM task_instance WHERE dag_id = ?",
+            (dag_id,))]
+
+
+def test_exported_connections_and_variables_reach_binlake_airflow(tmp_path, monkeypatch):
+    # docs/airflow.md: connections may be exported as AIRFLOW_CONN_*; `binlake airflow` runs
+    # Airflow with them (and with exported variables), its own settings (AIRFLOW__*) its own.
+    from binlake.local.airflow import AIRFLOW, local_env
+
+    s3 = {"conn_type": "aws", "login": "KEY", "password": "SECRET", "extra": {"endpoint_url": "http://s3.example:9000"}}
+    monkeypatch.setenv("AIRFLOW_CONN_BINLAKE_S3", json.dumps(s3))
+    monkeypatch.setenv("AIRFLOW_VAR_ELSEWHERE", "kept")
+    monkeypatch.setenv("AIRFLOW__CORE__DAGS_FOLDER", str(tmp_path / "not-these"))
+    env = local_env(tmp_path / "home", None, "*/5 * * * *", 2)
+    assert env["AIRFLOW__CORE__DAGS_FOLDER"] == str(REPO / "dags")
+    (tmp_path / "home").mkdir()
+    got = subprocess.run([AIRFLOW, "connections", "get", "binlake_s3", "-o", "json"], env=env, capture_output=True,
+                         text=True, timeout=300)
+    (conn,) = json.loads(next(ln for ln in got.stdout.splitlines() if ln.startswith("[")))
+    assert (conn["conn_type"], conn["login"], json.loads(conn["extra_dejson"] if isinstance(conn["extra_dejson"], str)
+                                                           else json.dumps(conn["extra_dejson"]))) == \
+        ("aws", "KEY", s3["extra"]), got.stdout + got.stderr
+    got = subprocess.run([AIRFLOW, "variables", "get", "elsewhere"], env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert got.stdout.strip().splitlines()[-1] == "kept", got.stdout + got.stderr
+
+
+def test_a_named_connection_that_does_not_exist_fails_at_once(s3_endpoint, airflow, tmp_path):
+    # The store's AWS connection is not defined while the AWS environment would reach the S3
+    # endpoint: no fallback to boto3's chain, the listing fails at once naming the connection, and
+    # the bucket stays empty. The same for a source's MySQL connection.
+    samples = next(f for f in _sample_dirs() if "/mysql-" in f)
+    boto3.client("s3").create_bucket(Bucket="noconn")
+    settings = {"store": "s3://noconn/archive", "aws_conn_id": "binlake_s3", "warehouse": str(tmp_path / "w"),
+                "sources": [{"name": "s", "url": f"dir://{samples}", "final": True}]}
+    af = airflow({"AIRFLOW_VAR_BINLAKE": json.dumps(settings)}, keep_aws_env=True)
+    run = af.dags_test("binlake_archive")
+    assert run["tasks"]["list_new_files"] == "failed", run["output"][-3000:]
+    assert "the Airflow connection 'binlake_s3' is not defined" in run["output"]
+    assert boto3.client("s3").list_objects_v2(Bucket="noconn")["KeyCount"] == 0  # nothing reached the endpoint
+    settings = {"store": f"file://{tmp_path / 'archive'}", "warehouse": str(tmp_path / "w"),
+                "sources": [{"name": "db1", "mysql_conn_id": "binlake_db1"}]}
+    af.env["AIRFLOW_VAR_BINLAKE"] = json.dumps(settings)
+    run = af.dags_test("binlake_archive")
+    assert run["tasks"]["list_new_files"] == "failed", run["output"][-3000:]
+    assert "source db1: the Airflow connection 'binlake_db1' is not defined" in run["output"]
+    tries = [t["try_number"] for t in _task_instances(af, "binlake_archive") if t["task_id"] == "list_new_files"]
+    assert tries == [1, 1]  # each run's listing tried once: a retry cannot define a connection
+
+
+def _sample_dirs() -> list[str]:
+    from binlake.local.demo import sample_files
+
+    return sorted({f.rsplit("/", 1)[0] for f in sample_files()})
+
+
+def _event_starts(data: bytes) -> list[int]:
+    """The offsets of a binlog file's events, by their headers' event_size (bytes 9-12)."""
+    at, out = 4, []
+    while at + 19 <= len(data):
+        out.append(at)
+        at += int.from_bytes(data[at + 9:at + 13], "little")
+    return out
+
+
+def test_a_damaged_file_fails_its_own_task_once_and_the_others_archive(airflow, tmp_path):
+    # Two dir:// sources; one of the first's files ends 13 bytes into its last event's header.
+    # That file's task fails once (no retry: the bytes will not change), its message naming the
+    # source, the file and the event's offset (the file's own framing); every other file of both
+    # sources is archived in the same run, byte for byte; each file's task is labelled by it.
+    import shutil
+
+    mysql, mariadb = (next(d for d in _sample_dirs() if f"/{f}-" in d) for f in ("mysql", "mariadb"))
+    bad = tmp_path / "bad"
+    shutil.copytree(mysql, bad)
+    damaged = bad / "binlog.000003"
+    data = damaged.read_bytes()
+    cut = _event_starts(data)[-1]
+    damaged.write_bytes(data[:cut + 13])
+    store = tmp_path / "archive"
+    settings = {"store": f"file://{store}", "warehouse": str(tmp_path / "w"),
+                "sources": [{"name": "bad", "url": f"dir://{bad}", "final": True},
+                            {"name": "good", "url": f"dir://{mariadb}", "final": True}]}
+    af = airflow({"AIRFLOW_VAR_BINLAKE": json.dumps(settings)})
+    run = af.dags_test("binlake_archive")
+    assert run["state"] == "failed"
+    tis = [t for t in _task_instances(af, "binlake_archive") if t["task_id"] == "archive_file"]
+    want = {f"bad/{p.name}" for p in bad.iterdir()} | {f"good/{p.name}" for p in Path(mariadb).iterdir()}
+    assert {t["rendered_map_index"] for t in tis} == want
+    failed = [t for t in tis if t["state"] != "success"]
+    assert [(t["rendered_map_index"], t["state"], t["try_number"]) for t in failed] == \
+        [("bad/binlog.000003", "failed", 1)], tis
+    assert f"source bad: binlog.000003:{cut}: truncated event header: 13 bytes" in run["output"]
+    for name, src in (("bad", bad), ("good", Path(mariadb))):
+        for p in src.iterdir():
+            archived = store / name / "binlogs" / p.name
+            if p != damaged:
+                assert archived.read_bytes() == p.read_bytes(), p
+        assert not (store / "bad" / "manifests" / "binlog.000003.json").exists()
+    # the run's summary added one event per archived file to each source's Asset; the run failed
+    assert (run["tasks"]["summarize"], run["tasks"]["all_archived"]) == ("success", "upstream_failed"), run["tasks"]
+    assert _asset_events(af) == {"binlake_archive_bad": len(list(bad.iterdir())) - 1,
+                                 "binlake_archive_good": len(list(Path(mariadb).iterdir()))}
+
+
+def _asset_events(af) -> dict[str, int]:
+    """Events per Asset, as Airflow's metadata database records them."""
+    import sqlite3
+
+    with sqlite3.connect(af.home / "airflow.db") as db:
+        return dict(db.execute("SELECT a.name, COUNT(*) FROM asset_event e JOIN asset a ON a.id = e.asset_id "
+                               "GROUP BY a.name").fetchall())
+
+
+def test_the_store_is_checked_before_the_server_is_flushed(mysql_server, airflow, tmp_path):
+    # The store is down (its S3 endpoint refuses connections): the listing fails before FLUSH
+    # BINARY LOGS, so a retry rotates nothing. The server's own list of files is the oracle.
+    settings = {"store": "s3://down/archive", "aws_conn_id": "binlake_s3", "warehouse": str(tmp_path / "w"),
+                "sources": [{"name": "live", "mysql_conn_id": "binlake_mysql", "flush_binary_logs": True}]}
+    from binlake.local.airflow import free_port
+
+    af = airflow({
+        "AIRFLOW_VAR_BINLAKE": json.dumps(settings),
+        "AIRFLOW_CONN_BINLAKE_MYSQL": json.dumps({"conn_type": "mysql", "host": mysql_server.host,
+                                                  "port": mysql_server.port, "login": mysql_server.user,
+                                                  "password": mysql_server.password}),
+        "AIRFLOW_CONN_BINLAKE_S3": json.dumps({"conn_type": "aws", "login": "k", "password": "s", "extra": {
+            "endpoint_url": f"http://127.0.0.1:{free_port()}", "region_name": "us-east-1",
+            "config_kwargs": {"retries": {"max_attempts": 1}, "connect_timeout": 2}}}),
+    })
+
+    def files() -> list[str]:
+        with mysql_server.connect() as conn, conn.cursor() as cur:
+            cur.execute("SHOW BINARY LOGS")
+            return [r[0] for r in cur.fetchall()]
+
+    before = files()
+    out = af.cli("tasks", "test", "binlake_archive", "list_new_files", check=False)
+    text = out.stdout + out.stderr
+    assert "StoreError" in text and "s3://down/archive" in text, text[-3000:]
+    assert files() == before  # no FLUSH BINARY LOGS
+
+
+def test_the_first_run_of_a_new_deployment_waits_for_the_archives_first_run(mysql_server, airflow, tmp_path):
+    # A deployment started 40 minutes after an hour ended: the scheduler's first run is for that
+    # hour, before the archive DAG has run. Its sensor waits (archive_wait_seconds is counted from
+    # the run's start, not from the interval's end) instead of failing, and passes once the
+    # archive's first run has copied the server's files, which reach past the interval's end.
+    end = dt.datetime.now(dt.UTC).replace(microsecond=0) - dt.timedelta(minutes=40)
+    interval = json.dumps({"start": (end - dt.timedelta(hours=1)).isoformat(), "end": end.isoformat()})
+    settings = {"store": f"file://{tmp_path / 'archive'}", "warehouse": str(tmp_path / "w"),
+                "sources": [{"name": "live", "mysql_conn_id": "binlake_mysql", "flush_binary_logs": True}]}
+    af = airflow({"AIRFLOW_VAR_BINLAKE": json.dumps(settings), "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",
+                  "AIRFLOW_CONN_BINLAKE_MYSQL": json.dumps({"conn_type": "mysql", "host": mysql_server.host,
+                                                            "port": mysql_server.port, "login": mysql_server.user,
+                                                            "password": mysql_server.password})})
+    first = af.cli("tasks", "test", "binlake_transactions", "wait_for_archive", "-t", interval, check=False)
+    text = first.stdout + first.stderr
+    assert "new_state=up_for_reschedule" in text and "AirflowFailException" not in text, text[-3000:]
+    assert af.dags_test("binlake_archive")["state"] == "success"
+    second = af.cli("tasks", "test", "binlake_transactions", "wait_for_archive", "-t", interval, check=False)
+    assert "new_state=success" in second.stdout + second.stderr, (second.stdout + second.stderr)[-3000:]

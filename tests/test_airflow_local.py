@@ -11,7 +11,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 from urllib.parse import quote
@@ -19,8 +18,10 @@ from urllib.parse import quote
 import pytest
 
 from binlake.local.airflow import free_port
+from binlake.local.demo import sample_files
 from tests.support.airflow import api_token
 from tests.support.truth import samples_truth
+from tests.support.waiting import until
 
 SAMPLES_INTERVAL = "2026-11-22T11:45:00+00:00"  # the 5-minute interval the bundled samples were written in
 
@@ -38,26 +39,22 @@ def _api(url: str, path: str, token: str, body: dict | None = None) -> dict:
 
 def _run(url: str, token: str, dag: str, conf: dict | None = None, timeout: float = 600) -> dict:
     run = _api(url, f"/api/v2/dags/{dag}/dagRuns", token, {"logical_date": None, "conf": conf or {}})
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        run = _api(url, f"/api/v2/dags/{dag}/dagRuns/{run['dag_run_id']}", token)
-        if run["state"] in ("success", "failed"):
-            return run
-        time.sleep(3)
-    raise AssertionError(f"{dag}: {run['dag_run_id']} not ended after {timeout:.0f} s")
+    path = f"/api/v2/dags/{dag}/dagRuns/{run['dag_run_id']}"
+    return until(lambda: (r := _api(url, path, token))["state"] in ("success", "failed") and r,
+                 f"{dag}: {run['dag_run_id']} ended", timeout, every=3)
 
 
 def _backfill_run(url: str, token: str, backfill: int, timeout: float = 600) -> dict:
     """The one run of a backfill, when it has ended."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def ended() -> dict | None:
         runs = [r for r in _api(url, "/api/v2/dags/binlake_transactions/dagRuns?run_type=backfill", token)["dag_runs"]
                 if r.get("backfill_id") in (None, backfill)]
         if runs and all(r["state"] in ("success", "failed") for r in runs):
             (run,) = runs
             return run
-        time.sleep(3)
-    raise AssertionError(f"backfill {backfill}: not ended after {timeout:.0f} s")
+        return None
+
+    return until(ended, f"backfill {backfill} ended", timeout, every=3)
 
 
 def test_make_airflow_starts_serves_runs_and_stops(tmp_path, spark_submit):
@@ -82,6 +79,17 @@ def test_make_airflow_starts_serves_runs_and_stops(tmp_path, spark_submit):
         assert not dags["binlake_archive"]["is_paused"] and not dags["binlake_transactions"]["is_paused"]
 
         assert _run(url, token, "binlake_archive")["state"] == "success"
+        # each file's event on its source's Asset, though the files' tasks ran at once and each
+        # source's Asset was new (Airflow's REST API; the oracle: the bundled files), whichever run
+        # archived them (the scheduler's own first run may have)
+        files = {}
+        for f in sample_files():
+            files[f"binlake_archive_sample-{Path(f).parent.name}"] = files.get(
+                f"binlake_archive_sample-{Path(f).parent.name}", 0) + 1
+        # (created through the AssetAlias, no DAG names them: Airflow lists them as not active)
+        assets = _api(url, "/api/v2/assets?limit=100&only_active=false", token)["assets"]
+        assert {a["name"]: _api(url, f"/api/v2/assets/events?asset_id={a['id']}&limit=100", token)["total_entries"]
+                for a in assets if a["name"].startswith("binlake_archive_")} == files
         # a backfill, made through the REST API (as the UI's Backfill dialog does) while every
         # service runs: the interval around the samples (written 2026-11-22 11:47:59-11:48:04 UTC)
         backfill = _api(url, "/api/v2/backfills", token, {
@@ -111,6 +119,15 @@ def test_make_airflow_starts_serves_runs_and_stops(tmp_path, spark_submit):
         out, _ = proc.communicate(timeout=120)
     assert proc.returncode == 0, out[-3000:]
     assert "Airflow for binlake: stopped" in out
+    # the home holds the demo's runs and assets: a configured pipeline is refused there, at once
+    config = tmp_path / "binlake.json"
+    config.write_text(json.dumps({"store": f"file://{tmp_path / 'a'}", "warehouse": str(tmp_path / "w"),
+                                  "sources": [{"name": "s", "url": f"dir://{tmp_path}"}]}))
+    refused = subprocess.run([sys.executable, "-m", "binlake.cli", "airflow", "--home", str(home), "--config",
+                              str(config), "--port", str(port)], capture_output=True, text=True, env=env, timeout=120)
+    assert refused.returncode == 1 and f"{home} holds the runs and assets of the demo pipeline" in refused.stderr, \
+        refused.stderr
+    assert not list(home.glob("*.pid"))
     data = (home / "postgres").resolve()  # as root, a directory the postgres user can reach
     try:
         assert (data / "PG_VERSION").is_file()

@@ -77,11 +77,12 @@ def test_binlakes_own_imports_raise_no_deprecation_warning(tmp_path):
 
 
 def test_an_archive_that_stopped_fails_the_interval_with_what_is_known(airflow, tmp_path):
-    # The source is down and nothing reached the archive: an interval that ended more than
-    # archive_wait_seconds ago fails at wait_for_archive on its first poke (not "running" for
-    # hours), the message naming the source, how far its archive got and the archive DAG.
+    # The source is down and nothing reached the archive: once archive_wait_seconds have passed
+    # since the interval ended and since the run began (0 here: at once), wait_for_archive fails
+    # on its poke (not "running" for hours), the message naming the source, how far its archive
+    # got and the archive DAG.
     settings = {"store": f"file://{tmp_path / 'archive'}", "warehouse": str(tmp_path / "warehouse"),
-                "sources": [{"name": "db1", "url": "mysql://root@127.0.0.1:9"}], "archive_wait_seconds": 60}
+                "sources": [{"name": "db1", "url": "mysql://root@127.0.0.1:9"}], "archive_wait_seconds": 0}
     af = airflow({"AIRFLOW_VAR_BINLAKE": json.dumps(settings)})
     run = af.dags_test("binlake_transactions", conf={"start": "2026-11-01T10:00:00Z", "end": "2026-11-01T11:00:00Z"})
     assert run["state"] == "failed"
@@ -89,6 +90,24 @@ def test_an_archive_that_stopped_fails_the_interval_with_what_is_known(airflow, 
     assert ("the archive has not reached the interval's end 2026-11-01T11:00:00.000000Z" in run["output"]
             and "db1 (archived up to nothing yet)" in run["output"] and "binlake_archive" in run["output"]), \
         run["output"][-3000:]
+
+
+def test_a_final_sources_interval_waits_until_its_files_are_archived(airflow, tmp_path):
+    # A final source (old binlogs) is complete once every file it lists is archived: before the
+    # archive's first run has copied them, its interval waits (it was assembled at once, from an
+    # archive still being written: the demo's first run); after, the sensor passes.
+    mysql_samples = next(f for f in sample_files() if "/mysql-" in f).rsplit("/", 1)[0]
+    store = tmp_path / "archive"
+    settings = {"store": f"file://{store}", "warehouse": str(tmp_path / "warehouse"),
+                "sources": [{"name": "s", "url": f"dir://{mysql_samples}", "final": True}]}
+    af = airflow({"AIRFLOW_VAR_BINLAKE": json.dumps(settings), "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO"})
+    interval = json.dumps({"start": "2026-11-22T11:00:00Z", "end": "2026-11-22T12:00:00Z"})
+    first = af.cli("tasks", "test", "binlake_transactions", "wait_for_archive", "-t", interval, check=False)
+    text = first.stdout + first.stderr
+    assert "new_state=up_for_reschedule" in text and "s (8 of its files not archived yet" in text, text[-3000:]
+    archive(DirSource(mysql_samples), open_store(f"file://{store}"), "s")
+    second = af.cli("tasks", "test", "binlake_transactions", "wait_for_archive", "-t", interval, check=False)
+    assert "new_state=success" in second.stdout + second.stderr, (second.stdout + second.stderr)[-3000:]
 
 
 def test_a_failing_suite_fails_the_run_at_validate_with_the_jobs_report(airflow, spark_submit, tmp_path):
@@ -143,7 +162,9 @@ def test_validate_runs_the_suites_itself_when_the_job_did_not(airflow, tmp_path)
 
     src, store, (start, end) = _damaged_archive(tmp_path)
     warehouse = tmp_path / "warehouse"
-    run_cli("assemble", "--store", f"file://{store}", "--warehouse", str(warehouse), "--start", start, "--end", end)
+    done = run_cli("assemble", "--store", f"file://{store}", "--warehouse", str(warehouse), "--start", start,
+                   "--end", end)
+    assert done.returncode == 0, done.stderr[-3000:]
     assert not (warehouse / "quality").exists()  # the job did not validate
     settings = {"store": f"file://{store}", "warehouse": str(warehouse),
                 "sources": [{"name": "db", "url": f"dir://{src}", "final": True}]}
@@ -184,7 +205,6 @@ def test_executors_of_a_standalone_worker_run_the_workers_python(airflow, spark_
     Airflow image's cannot be one on a Spark worker: the job passes only if every executor ran
     the worker's own Python."""
     import subprocess
-    import urllib.request
 
     from binlake.local.airflow import free_port
 
@@ -218,7 +238,7 @@ def test_executors_of_a_standalone_worker_run_the_workers_python(airflow, spark_
             env={**env, "PATH": f"{worker_python.parent}:{env['PATH']}", "PYSPARK_PYTHON": "python3",
                  "SPARK_WORKER_CORES": "1", "SPARK_WORKER_MEMORY": "1g"},
             start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        _wait_for_worker(f"http://127.0.0.1:{ui}/json/", urllib.request)
+        _wait_for_worker(f"http://127.0.0.1:{ui}/json/")
 
         settings = {"store": f"file://{store}", "warehouse": str(tmp_path / "warehouse"),
                     "sources": [{"name": "s", "url": f"dir://{mysql_samples}", "final": True}],
@@ -246,17 +266,9 @@ def test_executors_of_a_standalone_worker_run_the_workers_python(airflow, spark_
     assert sum(lake(tmp_path / "warehouse")["transactions"].values()) == samples_truth("mysql")["transactions"]
 
 
-def _wait_for_worker(status: str, request, timeout: float = 120) -> None:
-    """Until the master's status (its web UI's JSON) counts a live worker."""
-    import time
+def _wait_for_worker(status: str, timeout: float = 120) -> None:
+    """Until the master's status (its web UI's JSON) counts a live worker; any not-ready answer
+    (refused, an empty body while it starts, a 503) is asked again until the deadline."""
+    from tests.support.waiting import json_at, until
 
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            with request.urlopen(status, timeout=10) as r:
-                if json.loads(r.read()).get("aliveworkers", 0) >= 1:
-                    return
-        except OSError:
-            pass  # not listening yet
-        time.sleep(0.5)
-    raise AssertionError(f"no Spark worker registered with the master within {timeout:.0f} s")
+    until(lambda: json_at(status).get("aliveworkers", 0) >= 1, "a Spark worker registered with the master", timeout)

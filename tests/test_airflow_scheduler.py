@@ -142,15 +142,11 @@ def test_the_ui_shows_both_dags_and_runs_a_triggered_interval(stack, chromium):
 
 
 def _new_run(af, before: set[str], timeout: float = 60) -> str:
-    import time
+    from tests.support.waiting import until
 
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        new = [r["run_id"] for r in af.runs("binlake_transactions") if r["run_id"] not in before]
-        if new:
-            return new[0]
-        time.sleep(2)
-    raise AssertionError("the trigger from the UI created no run")
+    new = until(lambda: [r["run_id"] for r in af.runs("binlake_transactions") if r["run_id"] not in before],
+                "a run created by the UI's trigger", timeout, every=2)
+    return new[0]
 
 
 def test_the_report_view_asks_airflow_and_serves_only_the_reports(stack):

@@ -91,3 +91,20 @@ def test_demo_runs_the_pipeline_through_the_dags(tmp_path):
     assert "validation:   PASSED" in out
     report = Path(out.split("report:", 1)[1].split()[0])
     assert report.is_file() and report.name == "index.html"
+
+
+def test_make_airflow_passes_its_home_port_and_config():
+    # `make airflow` gives `binlake airflow` what it is given: make's own dry run prints the command
+    import subprocess
+
+    from tests.support.scanning import REPO
+
+    out = subprocess.run(["make", "-n", "airflow", "CONFIG=mine.json", "HOME_DIR=/srv/af", "PORT=8095"], cwd=REPO,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    (line,) = [ln for ln in out.stdout.splitlines() if "binlake airflow" in ln]
+    assert line.split("binlake airflow", 1)[1].split() == \
+        ["--config", "mine.json", "--home", "/srv/af", "--port", "8095"]
+    out = subprocess.run(["make", "-n", "airflow"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    (line,) = [ln for ln in out.stdout.splitlines() if "binlake airflow" in ln]
+    assert line.split("binlake airflow", 1)[1].split() == []

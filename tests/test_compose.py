@@ -243,11 +243,19 @@ def test_folders_are_in_the_repository_mount(env, services):
 
 def test_the_compiled_loops_are_not_hidden(services):
     # binlake is installed as a package in every image, its compiled loops checked at build time;
-    # a bind mount over an editable install hid them, and containers ran the pure-Python paths
+    # a bind mount over an editable install hid them, and containers ran the pure-Python paths.
+    # The check imports the installed package: it runs where no copy of the sources is beside it
+    # (in the directory the sources were copied into, `binlake` is that copy, without its
+    # compiled modules, and the check failed unless the host's leaked into the context).
     for stage in ("binlake", "airflow"):
-        text = _stages()[stage]
-        assert "-e " not in text and '-e "' not in text, f"the {stage} image installs binlake editable"
-        assert "import binlake.binlog._rowdecode, binlake.archive._eventruns" in text, stage
+        runs = [args for instruction, args in _instructions(stage) if instruction == "RUN"]
+        assert not any(re.search(r"pip install[^&]*\s-e\s", r) for r in runs), f"{stage} installs binlake editable"
+        where = _runs_in(stage, "import binlake.binlog._rowdecode, binlake.archive._eventruns")
+        assert where, f"the {stage} image never imports its compiled loops"
+        sources = _copied_sources(stage)
+        assert sources, stage
+        for cwd in where:
+            assert os.path.join(cwd, "binlake") not in sources, f"{stage}: the check runs in {cwd}, beside the sources"
     installed = "/opt/binlake"  # where the images copy binlake's sources and build it from
     for name, service in services.items():
         for v in service.get("volumes", ()):
@@ -264,10 +272,52 @@ def test_warehouse_volume_is_shared(settings, services):
 
 def test_transactions_schedule_is_cron(env):
     require(importlib.util.find_spec("croniter") is not None, "croniter (installed with apache-airflow)")
+    import datetime as dt
+
     import croniter
     schedule = env["BINLAKE_TRANSACTIONS_SCHEDULE"]
     assert len(schedule.split()) == 5
     assert croniter.croniter.is_valid(schedule)
+    # a new stack has an interval with data within minutes, whenever it starts: the first interval
+    # that begins after the start ends at most 20 minutes later (then the archive's next run, every
+    # 10 minutes, reaches it)
+    for minute in range(60):
+        started = dt.datetime(2026, 11, 27, 10, minute, 30)
+        begins = croniter.croniter(schedule, started).get_next(dt.datetime)
+        ends = croniter.croniter(schedule, begins).get_next(dt.datetime)
+        assert ends - started <= dt.timedelta(minutes=20), (minute, ends)
+
+
+def test_minio_aborts_a_dead_archivers_uploads(services):
+    # MinIO drops AbortIncompleteMultipartUpload lifecycle rules; its own setting does the same
+    env = services["minio"]["environment"]
+    assert env["MINIO_API_STALE_UPLOADS_EXPIRY"] == "24h" and env["MINIO_API_STALE_UPLOADS_CLEANUP_INTERVAL"] == "1h"
+
+
+def test_the_stacks_archive_user_can_snapshot_the_schema(mysql_factory, tmp_path):
+    # docker/mysql-init.sql on a real MySQL, as the image's entrypoint runs it (as root), and a
+    # table of the workload's database: the archive user's capture of the schema holds the
+    # table's columns as root's information_schema has them (before: no table, silently)
+    from binlake.schema.capture import capture
+
+    server = mysql_factory()
+    with server.connect() as conn, conn.cursor() as cur:
+        for sql in (REPO / "docker" / "mysql-init.sql").read_text().split(";"):
+            sql = "\n".join(ln for ln in sql.splitlines() if not ln.strip().startswith("--")).strip()
+            if sql:
+                cur.execute(sql)
+        cur.execute("CREATE TABLE shop.orders (id BIGINT PRIMARY KEY, state ENUM('new','paid'), total DECIMAL(12,2))")
+        cur.execute("SELECT COLUMN_NAME, LOWER(COLUMN_TYPE) FROM information_schema.COLUMNS "
+                    "WHERE TABLE_SCHEMA = 'shop' AND TABLE_NAME = 'orders' ORDER BY ORDINAL_POSITION")
+        want = [(n, t.decode() if isinstance(t, bytes) else t) for n, t in cur.fetchall()]
+    import pymysql
+
+    conn = pymysql.connect(host="127.0.0.1", port=server.port, user="binlake", password="binlake")
+    try:
+        snapshot = capture(conn, "mysql")
+    finally:
+        conn.close()
+    assert [(c.name, c.type) for c in snapshot.tables[("shop", "orders")].columns] == want
 
 
 def test_scheduler_waits_for_its_dependencies(services):
@@ -281,8 +331,10 @@ def test_scheduler_waits_for_its_dependencies(services):
 # -- (d) the Dockerfile ------------------------------------------------------------------------
 
 def _stages() -> dict[str, str]:
-    """Each named stage's text, with continuation lines joined and global ARG defaults substituted."""
-    text = re.sub(r"\\\n", " ", DOCKERFILE.read_text())
+    """Each named stage's instructions as text, comments left out (a comment never satisfies a
+    check), continuation lines joined and global ARG defaults substituted."""
+    lines = [ln for ln in DOCKERFILE.read_text().splitlines() if not ln.lstrip().startswith("#")]
+    text = re.sub(r"\\\n", " ", "\n".join(lines) + "\n")
     head, *_ = re.split(r"(?im)^FROM\s", text, maxsplit=1)
     args = dict(re.findall(r"(?m)^ARG\s+(\w+)=(\S+)", head))
 
@@ -293,6 +345,55 @@ def _stages() -> dict[str, str]:
     for m in re.finditer(r"(?im)^FROM\s+(\S+)\s+AS\s+(\S+)\s*$(.*?)(?=^FROM\s|\Z)", text, re.S):
         stages[m[2].lower()] = f"FROM {expand(m[1])}\n{expand(m[3])}"
     return stages
+
+
+def _instructions(stage: str) -> list[tuple[str, str]]:
+    """A stage's instructions, (INSTRUCTION, arguments), comments left out (as Docker reads them:
+    a comment line inside a continued RUN is dropped too)."""
+    lines = [ln for ln in _stage_text(stage).splitlines() if not ln.lstrip().startswith("#")]
+    text = re.sub(r"\\\n", " ", "\n".join(lines))
+    return [(m[1].upper(), m[2].strip()) for m in re.finditer(r"(?m)^\s*([A-Za-z]+)\s+(.*)$", text)]
+
+
+def _stage_text(stage: str) -> str:
+    """A named stage's lines as written (FROM to the next FROM), global ARG defaults substituted."""
+    text = DOCKERFILE.read_text()
+    head = re.split(r"(?im)^FROM\s", text, maxsplit=1)[0]
+    args = dict(re.findall(r"(?m)^ARG\s+(\w+)=(\S+)", head))
+    m = re.search(rf"(?ims)^FROM\s+\S+\s+AS\s+{re.escape(stage)}\s*$.*?(?=^FROM\s|\Z)", text)
+    assert m, f"no stage {stage}"
+    return re.sub(r"\$\{(\w+)\}", lambda v: args.get(v[1], v[0]), m[0])
+
+
+def _runs_in(stage: str, command: str) -> list[str]:
+    """The working directory of each shell command of the stage's RUN instructions that contains
+    `command`: its WORKDIR, moved by the `cd` before it in the same RUN."""
+    cwd, out = "/", []
+    for instruction, args in _instructions(stage):
+        if instruction == "WORKDIR":
+            cwd = os.path.normpath(os.path.join(cwd, args))
+        elif instruction == "RUN":
+            here = cwd
+            for part in re.split(r"&&|;", args):
+                part = part.strip()
+                if part.startswith("cd "):
+                    here = os.path.normpath(os.path.join(here, part[3:].strip()))
+                elif command in part:
+                    out.append(here)
+    return out
+
+
+def _copied_sources(stage: str) -> set[str]:
+    """Where the stage copies binlake's source tree (`COPY … binlake <dest>`)."""
+    cwd, out = "/", set()
+    for instruction, args in _instructions(stage):
+        if instruction == "WORKDIR":
+            cwd = os.path.normpath(os.path.join(cwd, args))
+        elif instruction == "COPY" and "--from" not in args:
+            *sources, dest = [a for a in args.split() if not a.startswith("--")]
+            if "binlake" in sources:
+                out.add(os.path.normpath(os.path.join(cwd, dest)))
+    return out
 
 
 def test_dockerfile_targets(services):
@@ -325,15 +426,96 @@ def test_the_images_that_validate_ship_the_data_docs_assets():
     """Validation runs in the Airflow image (and binlake's, for the CLI): both carry the data
     docs' CSS and JavaScript (binlake/local/offline_docs.py), fetched by the image's own stage,
     never the build host's copy (.dockerignore)."""
-    stages = _stages()
-    assert "offline_docs.py fetch --into /opt/docs_assets" in stages["docs-assets"]
+    assert any(i == "RUN" and "offline_docs.py fetch --into /opt/docs_assets" in a
+               for i, a in _instructions("docs-assets"))
     for name, dest in (("binlake", "./binlake/spark/docs_assets"),
                        ("airflow", "/opt/binlake/binlake/spark/docs_assets")):
-        assert re.search(rf"COPY (--chown=\S+ )?--from=docs-assets /opt/docs_assets {re.escape(dest)}\n",
-                         stages[name]), name
-        assert "offline_docs.available()" in stages[name], name
-    ignored = (REPO / ".dockerignore").read_text().split()
-    assert {".venv", "binlake/spark/docs_assets", "binlake/**/*.so"} <= set(ignored)
+        copy = rf"(--chown=\S+ )?--from=docs-assets /opt/docs_assets {re.escape(dest)}"
+        assert any(i == "COPY" and re.fullmatch(copy, a) for i, a in _instructions(name)), name
+        assert _runs_in(name, "offline_docs.available()"), name
+    assert not [f for f in _build_context() if f.startswith("binlake/spark/docs_assets/")]
+
+
+def _dockerignore_rule(pattern: str) -> re.Pattern:
+    """A .dockerignore pattern as Docker matches it (moby's patternmatcher): relative to the
+    context's root, `*` and `?` within one path element, `**` any number of them."""
+    out, i = "", 0
+    while i < len(pattern):
+        if pattern.startswith("**", i):
+            i += 2
+            if pattern.startswith("/", i):
+                out, i = out + "(?:.*/)?", i + 1
+            else:
+                out += ".*"
+        elif pattern[i] == "*":
+            out, i = out + "[^/]*", i + 1
+        elif pattern[i] == "?":
+            out, i = out + "[^/]", i + 1
+        else:
+            out, i = out + re.escape(pattern[i]), i + 1
+    return re.compile(out)
+
+
+def _build_context(ignore: Path = REPO / "docker" / "Dockerfile.dockerignore") -> set[str]:
+    """The files of this checkout that `docker compose build` sends as the images' build context:
+    BuildKit reads `<Dockerfile>.dockerignore` beside the Dockerfile (the root `.dockerignore`
+    only without one). The last pattern that matches a file or one of its directories decides."""
+    rules = []
+    for line in ignore.read_text().splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            keep = line.startswith("!")
+            rules.append((keep, _dockerignore_rule(os.path.normpath(line.lstrip("!").strip()).lstrip("/"))))
+    sent = set()
+    for root, dirs, files in os.walk(REPO):
+        dirs[:] = [d for d in dirs if d != ".git"]
+        for f in files:
+            rel = os.path.relpath(os.path.join(root, f), REPO)
+            parts = rel.split(os.sep)
+            ignored = False
+            for keep, rule in rules:
+                if any(rule.fullmatch("/".join(parts[:n])) for n in range(1, len(parts) + 1)):
+                    ignored = not keep
+            if not ignored:
+                sent.add("/".join(parts))
+    return sent
+
+
+def test_the_build_context_holds_the_sources_and_no_build_output():
+    # The file BuildKit reads for docker/Dockerfile, matched as Docker matches it against this
+    # checkout, where `make install` built the compiled modules in place: they, caches and the
+    # fetched docs assets stay out (a host's .so in the image hid that its own were not
+    # importable); the sources the images build from are all in.
+    sent = _build_context()
+    built = [str(p.relative_to(REPO)) for p in (REPO / "binlake").rglob("*.so")]
+    assert built, "make install builds binlake's compiled modules in place: none found"
+    assert not set(built) & sent
+    assert not [f for f in sent if f.endswith((".so", ".o", ".pyc")) or "__pycache__" in f or ".egg-info" in f]
+    tracked = subprocess.run(["git", "ls-files", "binlake", "pyproject.toml", "README.md"], cwd=REPO,
+                             capture_output=True, text=True, check=True).stdout.split()
+    assert tracked and set(tracked) <= sent, sorted(set(tracked) - sent)[:5]
+    assert not [f for f in sent if f.split("/")[0] not in ("binlake", "pyproject.toml", "README.md")]
+
+
+def test_the_airflow_image_installs_with_airflows_constraints():
+    # Airflow's documented install: its release's constraints file for the image's Python, on the
+    # same pip install as Airflow, the providers and binlake; less only the pins the image makes
+    # itself (pyspark, pyspark-client: the cluster's Spark release)
+    runs = [a for i, a in _instructions("airflow") if i == "RUN" and "pip install" in a]
+    (run,) = [r for r in runs if "apache-airflow==" in r]
+    fetched = re.search(r"curl -fsSL \"(\S+)\"\s*\|(.*?)>\s*(\S+)", run)
+    assert fetched, run
+    url, filtered, constraints = fetched.groups()
+    airflow = re.search(r"FROM apache/airflow:([\w.]+)-python", _stages()["airflow"])[1]  # the image's release
+    assert url.endswith(f"/constraints-{airflow}/constraints-${{python_version}}.txt"), url
+    assert "python_version=\"$(python -c" in run
+    install = run[run.index("pip install"):]
+    assert f"--constraint {constraints}" in install
+    dropped = set(re.findall(r"\^\((.*?)\)==", filtered)[0].split("|"))
+    assert dropped == {"pyspark", "pyspark-client"}, dropped
+    for name in ("apache-airflow-providers-apache-spark", "apache-airflow-providers-amazon",
+                 "apache-airflow-providers-mysql", "/opt/binlake[spark,quality]"):
+        assert name in install, name
 
 
 def test_airflow_image_keeps_its_airflow():

@@ -5,6 +5,8 @@ what it follows to real servers' FULL metadata; this holds the edges no workload
 
 from __future__ import annotations
 
+import pytest
+
 from binlake.schema.ddl import SchemaState, is_ddl
 from binlake.schema.importing import import_ddl, statements
 
@@ -163,31 +165,39 @@ def test_mariadb_compressed_columns_replay_as_the_server_types_them(mariadb_serv
 
 
 def test_a_snapshot_is_chosen_from_the_historys_keys(tmp_path):
-    """A history of hourly snapshots (one written by an older binlake, whose key says neither when
-    nor where): the choice reads the chosen snapshot, and the older one, only; and chooses as it
-    did with every snapshot read, against files archived at the snapshots' times and not."""
+    """A history as the archive writes it (record(), times as capture() stamps them: whole
+    seconds), several snapshots a second, each an hour's file apart, plus two keys written by older
+    binlakes (`{time}-{id}.json`, `{time}-{id}@{file}.json`, whose documents say their point). The
+    oracle is the snapshots' own points: for a range starting at a file, the first snapshot at or
+    after its start, else the last before it, by (file, position), never by time or the key's
+    random id. The listing reads the older keys' documents only, a choice reads the chosen
+    snapshot only (and the whole one a reference names), and a whole snapshot gone fails only the
+    ranges that choose a reference to it."""
+    import datetime as dt
     import json
 
     from binlake.archive.keys import snapshots_prefix
     from binlake.archive.stores import FileStore
-    from binlake.schema.history import Listed, choose, loaded, of_archived_file, record, snapshots
-    from binlake.schema.model import Snapshot
+    from binlake.schema.capture import stamp
+    from binlake.schema.history import choose, loaded, of_archived_file, record, snapshots
+    from binlake.schema.model import Column, Snapshot, Table
 
     store = FileStore(str(tmp_path))
-    store.put("s/manifests/binlog.000005.json", json.dumps(  # written while the fifth snapshot was taken
-        {"first_event_ts": "2026-11-25T04:00:00.000000Z", "last_event_ts": "2026-11-25T05:00:00.000000Z"}).encode())
-    store.put("s/manifests/binlog.000006.json", json.dumps(  # a later server's file of that name: not usable
-        {"first_event_ts": "2026-11-25T09:00:00.000000Z", "last_event_ts": "2026-11-25T10:00:00.000000Z"}).encode())
-    for i in range(30):
-        s = Snapshot({}, {f"db{i}": None}, {"before": {"file": f"binlog.{i + 1:06d}", "position": 4}}, "s",
-                     f"2026-11-{25 + i // 24}T{i % 24:02d}:30:00.000000Z")
-        if i == 7:  # an older binlake's key: {time}-{id}.json
-            old = f"{snapshots_prefix('s')}/20261125T073000.000000Z-0badc0de.json"
-            store.put(old, json.dumps(s.to_json()).encode())
+    tables = {("db", "t"): Table("db", "t", (Column("id", "int"),))}
+    made: dict[str, Snapshot] = {}  # key -> the snapshot recorded under it
+    for n in range(1, 31):  # files binlog.000001..30; six snapshots in each second
+        second = dt.datetime(2026, 11, 25, 4, 0, n // 6, tzinfo=dt.UTC)
+        s = Snapshot(tables if n != 12 else {}, {"db": None},
+                     {"before": {"file": f"binlog.{n:06d}", "position": 4 + n}}, "s", stamp(second))
+        if n in (8, 9):  # the keys of older binlakes: without the point, then without the position
+            old = f"{snapshots_prefix('s')}/{s.taken_at.replace('-', '').replace(':', '')}-0badc0d{n}"
+            key = old + (".json" if n == 8 else f"@{s.point['before']['file']}.json")
+            store.put(key, json.dumps(s.to_json()).encode())
         else:
-            record(store, "s", s)
-    keys = sorted(store.keys(snapshots_prefix("s")))
-    every = [Snapshot.from_json(json.loads(store.get(k))) for k in keys]  # the oracle: the whole history read
+            key = record(store, "s", s)
+        made[key] = s
+    assert len({s.taken_at for s in made.values()}) == 6  # ties: six a second
+    by_point = sorted(made, key=lambda k: made[k].point["before"]["position"])
     read: list[str] = []
 
     class Counting(FileStore):
@@ -197,12 +207,30 @@ def test_a_snapshot_is_chosen_from_the_historys_keys(tmp_path):
 
     counting = Counting(str(tmp_path))
     history = snapshots(counting, "s")
-    assert read == [keys[7]]
-    for first in ("binlog.000001", "binlog.000005", "binlog.000006", "binlog.000008", "binlog.000020", "binlog.000031"):
-        usable = lambda s: of_archived_file(store, "s", s)  # noqa: E731
-        want = choose(every, first, usable)
+    assert sorted(read) == sorted(by_point[7:9])  # the older keys' documents, to learn their points
+    assert sorted(s.key for s in history) == sorted(made)
+    for n in (1, 5, 6, 7, 8, 9, 12, 13, 24, 30, 31):
         read.clear()
-        got = choose(history, first, usable)
-        assert want is not None and loaded(counting, got) == want, first
-        # a listed one is read when loaded, the one whose key says nothing was read with the listing
-        assert [k for k in read if "/schema/" in k] == ([got.key] if isinstance(got, Listed) else []), first
+        got = choose(history, f"binlog.{n:06d}", lambda s: of_archived_file(store, "s", s))
+        want = by_point[min(n, 30) - 1]  # at the file's start, else (binlog.000031) the last before it
+        assert got is not None and got.key == want, n
+        assert loaded(counting, got) == made[want], n
+        whole = [json.loads(store.get(want)).get("tables_of")] if n not in (8, 9) else []
+        assert [k for k in read if "/schema/" in k] == [want, *filter(None, whole)], n
+
+    # a whole snapshot gone (binlog.000013's: the schema changed back after binlog.000012's
+    # empty one): refused, by name, for the ranges that choose a reference to it; the ranges
+    # that choose another read on
+    gone = by_point[12]
+    assert json.loads(store.get(gone))["kind"] == "snapshot"
+    assert json.loads(store.get(by_point[19]))["tables_of"] == gone
+    store.delete(gone)
+    history = snapshots(store, "s")
+    for n, fails in ((13, True), (20, True), (31, True), (5, False), (9, False), (12, False)):
+        chosen = choose(history, f"binlog.{n:06d}")
+        assert chosen is not None
+        if fails:
+            with pytest.raises(ValueError, match=f"its tables are those of {gone}, which the store lacks"):
+                loaded(store, chosen)
+        else:
+            assert loaded(store, chosen) == made[chosen.key], n

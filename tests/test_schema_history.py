@@ -90,6 +90,21 @@ def _assert_same(got: list[tuple], want: list[tuple]) -> None:
         assert g == w, f"row change {n} of {g[0]}.{g[1]} ({g[2]}): {g[3:]} != FULL's {w[3:]}"
 
 
+def _unknown(records: dict[str, list[dict]]) -> set[tuple[str, str]]:
+    """(file, table) of each SCHEMA_UNKNOWN anomaly, the only anomalies there are, said once each."""
+    assert {a["code"] for a in records["anomaly"]} <= {"SCHEMA_UNKNOWN"}
+    said = [(a["binlog_file"], a["detail"].split(" TABLE_MAP of hist.")[1].split(": the schema history")[0])
+            for a in records["anomaly"]]
+    assert len(said) == len(set(said)), said
+    return set(said)
+
+
+def _positional(records: dict[str, list[dict]]) -> set[tuple[str, str]]:
+    """(file, table) of the row changes with positional names."""
+    return {(r["binlog_file"], r["table"]) for r in records["row_change"]
+            if any(k.startswith("col_") for k in (r["after"] or r["before"]))}
+
+
 def test_the_bare_binlog_has_no_names(history):
     # what the server logged: without the snapshot, positional names (docs/row-values.md)
     flavor, metadata, full, bare, out = history
@@ -168,12 +183,55 @@ def test_a_snapshot_taken_after_the_range_names_only_tables_no_ddl_changed_since
     # t3 (LIKE old_t) stay positional all through: never the end's names on earlier rows.
     flavor, metadata, full, bare, out = history
     got = _scan(bare, "--schema", str(out / "snapshot-end.json"))
-    assert got["anomaly"] == []
     unknown = {"old_t", "t3"}
     positional = [r for r in got["row_change"] if r["table"] in unknown]
     assert positional and all(k.startswith("col_") for r in positional for k in (r["after"] or r["before"]))
+    # never silently: a SCHEMA_UNKNOWN anomaly names each such table, once in every file it is in
+    assert _unknown(got) == _positional(got) == {(r["binlog_file"], r["table"]) for r in positional}
     want = [c for c in _changes(_scan(full)) if c[1] not in unknown]
     _assert_same([c for c in _changes(got) if c[1] not in unknown], want)
+
+
+def test_archive_runs_in_the_same_second_name_every_row_of_every_range(mariadb_factory, tmp_path):
+    # MariaDB as it ships (binlog_row_metadata=NO_LOG: no names in the binlog), the DDL workload
+    # with an archive run (in this process: a fraction of a second each) after every phase, so
+    # that several snapshots share their whole-second time. Each snapshot is chosen by its point
+    # in the binlog, never by its time or its key's random id: every range, from each archived
+    # file to the end, is named as the same workload on a FULL server names it, with no anomaly.
+    import collections
+
+    from binlake.archive.run import archive
+    from binlake.archive.sources import MySQLSource
+    from binlake.archive.stores import open_store
+    from binlake.schema.capture import into_history
+    from binlake.schema.history import snapshots
+
+    store = open_store(f"file://{tmp_path / 'store'}")
+
+    def archive_run() -> None:
+        archive(MySQLSource(f"mysql://root@127.0.0.1:{bare.port}"), store, "db1", capture=into_history)
+
+    full, bare = mariadb_factory(binlog_row_metadata="FULL"), mariadb_factory(binlog_row_metadata="NO_LOG")
+    ranges = {}
+    for name, server, between in (("full", full, None), ("bare", bare, archive_run)):
+        with server.connect() as conn, conn.cursor() as cur:
+            ddl_workload.before(cur)
+            cur.execute("FLUSH BINARY LOGS")
+            cur.execute("SHOW BINARY LOGS")
+            first = cur.fetchall()[-1][0]
+            ddl_workload.run(cur, "FLUSH BINARY LOGS", between=between)
+            cur.execute("SHOW BINARY LOGS")
+            names = [r[0] for r in cur.fetchall()]
+        ranges[name] = names[names.index(first):-1]
+    history = snapshots(store, "db1")
+    seconds = collections.Counter(s.taken_at for s in history)
+    assert len(history) == len(ddl_workload.PHASES) and max(seconds.values()) >= 2, seconds  # ties in time
+    archived = [tmp_path / "store" / "db1" / "binlogs" / n for n in ranges["bare"]]
+    assert len(archived) == len(ranges["full"]) == len(ddl_workload.PHASES)
+    for i in range(len(archived)):
+        got = _scan(archived[i:], "--store", f"file://{tmp_path / 'store'}", "--source-name", "db1")
+        assert got["anomaly"] == [], (i, got["anomaly"][:3])
+        _assert_same(_changes(got), _changes(_scan([full.binlog_dir / n for n in ranges["full"][i:]])))
 
 
 # The statements of issue 21's measurement, and the row they must print (the values it inserted).
@@ -231,9 +289,9 @@ def test_a_snapshot_is_moved_to_the_first_file_scanned_by_the_files_between(hist
     _assert_same(_changes(got), want)
     # the first half against the end's snapshot: the files after it are read for their DDL
     got = _scan(bare[:half], "--schema", str(out / "snapshot-end.json"))
-    assert got["anomaly"] == []
     named = [json.dumps(c) for c in _changes(got) if not any(k.startswith("col_") for k in (c[4] or c[3]))]
     assert named and set(named) <= {json.dumps(c) for c in _changes(_scan(full[:half]))}
+    assert _unknown(got) == _positional(got)  # each unnamed table says so
     # without the files between at hand, only the files' own DDL names tables: never the snapshot's
     alone = tmp_path / "alone"
     alone.mkdir()
@@ -241,8 +299,9 @@ def test_a_snapshot_is_moved_to_the_first_file_scanned_by_the_files_between(hist
     for f, c in zip(bare[half:], copies, strict=True):
         c.write_bytes(f.read_bytes())
     got = _scan(copies, "--schema", str(out / "snapshot.json"))
-    assert got["anomaly"] == [] and {c[1] for c in _changes(got)
-                                     if not any(k.startswith("col_") for k in (c[4] or c[3]))} <= {"t1_old", "t3", "t4"}
+    assert {c[1] for c in _changes(got) if not any(k.startswith("col_") for k in (c[4] or c[3]))} <= \
+        {"t1_old", "t3", "t4"}
+    assert _unknown(got) == _positional(got) != set()
 
 
 def _spark_and_scan(spark, store: Path, lake_dir: Path) -> tuple:
@@ -301,12 +360,15 @@ def test_the_spark_job_reads_the_stores_history_as_the_scan_does(history, spark,
 
 def _capture(tables: dict, hour: int, file: int):
     """A capture as binlake.schema.capture makes one: `tables` {name: [(column, type)]} of db1."""
+    import datetime as dt
+
+    from binlake.schema.capture import stamp
     from binlake.schema.model import Column, Snapshot, Table
 
     return Snapshot({("db1", n): Table("db1", n, tuple(Column(c, t) for c, t in cols)) for n, cols in tables.items()},
                     {"db1": "utf8mb4"}, {"before": {"file": f"binlog.{file:06d}", "position": 4},
                                          "after": {"file": f"binlog.{file:06d}", "position": 4}},
-                    "db1", f"2026-11-25T{hour:02d}:00:00.000000Z")
+                    "db1", stamp(dt.datetime(2026, 11, 25, hour, tzinfo=dt.UTC)))
 
 
 @pytest.mark.parametrize("where", ["file", "s3"])

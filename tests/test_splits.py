@@ -263,14 +263,25 @@ def test_bad_ranges_and_sources_are_refused(archived):
     assert str(e.value) == f"{store}: no archived files for source 'nope' (sources here: {flavor})"
 
 
-def test_the_driver_keeps_its_heap_collectable():
+def test_the_driver_keeps_its_heap_collectable(spark):
     """A range run in the driver (Job.in_driver) runs the task functions there: they tune a
     Python worker's heap (frozen for PySpark's per-task collections), never the driver's, whose
-    garbage must stay collectable."""
+    garbage must stay collectable. The oracle is gc's own count of frozen objects, in a real
+    Spark task (which must freeze) and in the driver (which must not)."""
     import gc
 
     from binlake.spark.job import _tune_worker_heap
 
+    def in_a_task(_):
+        import gc
+
+        from binlake.spark.job import _tune_worker_heap
+
+        gc.unfreeze()  # what an earlier task of a reused worker froze does not count
+        _tune_worker_heap()
+        return gc.get_freeze_count()
+
+    assert spark.sparkContext.parallelize([0], 1).map(in_a_task).collect()[0] > 0
     before = gc.get_freeze_count()
     _tune_worker_heap()
     assert gc.get_freeze_count() == before

@@ -42,6 +42,26 @@ def test_suites_name_their_sql_and_hold_none_inline():
     assert referenced == on_disk  # every file is used, every reference exists
 
 
+def test_great_expectations_is_quiet_in_the_jobs_log():
+    # The Spark job logs at INFO (spark_jobs/assemble_transactions.py's config), and loading the
+    # suites imports GX, which logged ~200 INFO lines while imported (a task log's bulk). In a
+    # fresh interpreter with that config: no GX line below WARNING, binlake's INFO lines still there.
+    import subprocess
+    import sys
+
+    code = ("import logging, sys\n"
+            "logging.basicConfig(level=logging.INFO, format='%(levelname)s %(name)s: %(message)s', stream=sys.stderr)\n"
+            "from binlake.spark.validate import load_suite\n"
+            "load_suite('transactions')\n"
+            "logging.getLogger('binlake.spark.job').info('assembled')\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    lines = out.stderr.splitlines()
+    assert "INFO binlake.spark.job: assembled" in lines
+    assert [ln for ln in lines if ln.split(" ", 2)[1:2] and ln.split(" ", 2)[1].startswith("great_expectations")
+            and ln.split(" ", 1)[0] in ("DEBUG", "INFO")] == []
+
+
 def test_a_missing_sql_file_is_named(tmp_path, monkeypatch):
     from binlake.errors import BinlakeError
     from binlake.spark import validate

@@ -12,6 +12,10 @@ run begins by discarding the unfinished writes under `{source}/` that no live ru
 - those no lease lists, when no other run is alive, or when they began more than STALE ago (a
   live run lists a write right after it begins it).
 
+An S3 that lists multipart uploads by an object's exact name only (MinIO) is asked object by
+object: the objects the leases name (a lease lists each write with its key) and the source's
+binlog objects the run is given.
+
 The bucket's lifecycle rule (AbortIncompleteMultipartUpload, docs/archive.md) is the second
 line of defence.
 """
@@ -25,6 +29,7 @@ import os
 import socket
 import threading
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from binlake.archive import keys
@@ -68,6 +73,7 @@ class Lease:
     source: str
     run: str = field(default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}")
     writes: set[str] = field(default_factory=set)
+    keys: dict[str, str] = field(default_factory=dict)  # each write's object key
     _stop: threading.Event = field(default_factory=threading.Event)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -78,13 +84,14 @@ class Lease:
     def _record(self) -> None:
         with self._lock:
             body = {"run": self.run, "host": socket.gethostname(), "pid": os.getpid(),
-                    "started": _started(os.getpid()), "writes": sorted(self.writes),
+                    "started": _started(os.getpid()), "writes": sorted(self.writes), "keys": dict(self.keys),
                     "renewed": dt.datetime.now(dt.UTC).isoformat()}
             self.store.put(self.key, json.dumps(body).encode())  # type: ignore[attr-defined]
 
-    def hold(self, write: str) -> None:
-        """A write this run began: listed before anything is sent to it."""
+    def hold(self, write: str, key: str) -> None:
+        """A write this run began, of the object `key`: listed before anything is sent to it."""
         self.writes.add(write)
+        self.keys[write] = key
         self._record()
 
     def _renew(self) -> None:
@@ -114,8 +121,12 @@ def alive(lease: dict, now: dt.datetime) -> bool:
     return now - dt.datetime.fromisoformat(lease["renewed"]) < STALE
 
 
-def clean(store, source: str, own: Lease) -> int:
-    """Discard the unfinished writes under a source that no live run owns; the number discarded."""
+def clean(store, source: str, own: Lease, objects: Iterable[str] = ()) -> int:
+    """Discard the unfinished writes under a source that no live run owns; the number discarded.
+    Besides the listing under the source's prefix, the writes of the objects the leases name and
+    of `objects` (the keys of the source's binlog objects) are looked up object by object: an S3
+    such as MinIO lists multipart uploads by an object's exact name only, and a prefix finds none
+    there."""
     now = dt.datetime.now(dt.UTC)
     leases = []
     for key in store.keys(keys.leases_prefix(source)):
@@ -127,8 +138,9 @@ def clean(store, source: str, own: Lease) -> int:
     dead = [(key, body) for key, body in leases if body.get("run") != own.run and not alive(body, now)]
     owned = own.writes.union(*(body.get("writes", []) for body in live))
     orphaned = set().union(*(body.get("writes", []) for _, body in dead))
+    named = set(objects).union(*((body.get("keys") or {}).values() for _, body in leases))
     discarded = 0
-    for w in store.unfinished(keys.source_prefix(source)):
+    for w in store.unfinished(keys.source_prefix(source), sorted(named)):
         if w.id in owned:
             continue
         stale = now - w.started > STALE

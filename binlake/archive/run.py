@@ -82,7 +82,7 @@ def archive(source, store, source_name: str, *, capture: Capture | None = None) 
     """
     store.check()
     with Lease(store, source_name) as lease:
-        clean(store, source_name, lease)
+        clean(store, source_name, lease, objects=[binlog_key(source_name, f.name) for f in source.files()])
         schema, error = capture_schema(source, store, source_name, capture) if capture else (None, None)
         result = _archive(source, store, source_name, lease)
     result.schema, result.schema_error = schema, error
@@ -153,7 +153,7 @@ def archive_file(source, store, source_name: str, f, *, listing: list) -> dict |
     this one is gone from the server, since the server's own files follow each other. A file
     the server refuses to send is recorded, then RefusedFile is raised with the remedy."""
     with Lease(store, source_name) as lease:
-        clean(store, source_name, lease)
+        clean(store, source_name, lease, objects=[binlog_key(source_name, g.name) for g in listing])
         catalog = Catalog.load(store, source_name)
         try:
             copied = _copy(source, store, source_name, f, catalog=catalog, lease=lease)
@@ -253,7 +253,8 @@ def _copy(source, store, source_name: str, f, *, catalog: Catalog, lease: Lease)
         raise
     writer = store.writer(binlog_key(source_name, placed.name))
     try:
-        lease.hold(writer.id)  # a run killed from here on leaves a write the next run discards
+        # a run killed from here on leaves a write the next run discards
+        lease.hold(writer.id, binlog_key(source_name, placed.name))
     except BaseException:
         stream.close()
         writer.abort()

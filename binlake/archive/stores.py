@@ -12,7 +12,7 @@ import datetime as dt
 import mmap
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
@@ -20,6 +20,7 @@ from urllib.parse import urlparse
 from binlake.errors import BinlakeError
 
 PART_SIZE = 16 << 20
+CHECK_KEY = ".binlake-check"  # written and deleted by S3Store.check: the bucket takes writes
 RANGE_CHUNK = 8 << 20  # a ranged GET is spooled to disk this much at a time
 
 
@@ -85,11 +86,19 @@ class FileStore:
             raise StoreError(f"{self.url}: key {key!r} escapes the store")
         return p
 
-    def check(self) -> None:
+    def check(self, writable: bool = False) -> None:
+        """The store is there (and, `writable`, takes writes: a file written and removed), or a
+        StoreError."""
         try:
             self.root.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise StoreError(f"{self.url}: cannot create the store directory: {e.strerror}") from None
+        try:
+            if writable:
+                with tempfile.NamedTemporaryFile(prefix=".tmp-check-", dir=self.root):
+                    pass
+        except OSError as e:
+            raise StoreError(f"{self.url}: cannot write to the store: {e.strerror}") from None
 
     def exists(self, key: str) -> bool:
         return self._path(key).exists()
@@ -131,8 +140,9 @@ class FileStore:
         w.id = str(w.tmp.relative_to(self.root.resolve()))
         return w
 
-    def unfinished(self, prefix: str) -> list[Unfinished]:
-        """Temporary files under a prefix: writes begun and not yet renamed or removed."""
+    def unfinished(self, prefix: str, keys: Iterable[str] = ()) -> list[Unfinished]:
+        """Temporary files under a prefix: writes begun and not yet renamed or removed (`keys`:
+        S3Store's; a directory's listing finds every one)."""
         base = self._path(prefix) if prefix.strip("/") else self.root
         if not base.exists():
             return []
@@ -215,7 +225,9 @@ class S3Store:
             raise StoreError(f"{self.url}: key {key!r} escapes the store")
         return f"{self.prefix}/{key}" if self.prefix else key
 
-    def check(self) -> None:
+    def check(self, writable: bool = False) -> None:
+        """The bucket is reachable (and, `writable`, takes writes: an object written and deleted),
+        or a StoreError."""
         from botocore.exceptions import BotoCoreError, ClientError
 
         try:
@@ -227,6 +239,9 @@ class S3Store:
             raise StoreError(f"{self.url}: {code or e}") from None
         except BotoCoreError as e:
             raise StoreError(f"{self.url}: {e}") from None
+        if writable:
+            self.put(CHECK_KEY, b"")
+            self.delete(CHECK_KEY)
 
     @contextlib.contextmanager
     def failing(self, key: str, doing: str) -> Iterator[None]:
@@ -289,15 +304,19 @@ class S3Store:
     def writer(self, key: str) -> Writer:
         return _S3Writer(self, key)
 
-    def unfinished(self, prefix: str) -> list[Unfinished]:
-        """Multipart uploads begun under a prefix and neither completed nor aborted."""
-        out = []
+    def unfinished(self, prefix: str, keys: Iterable[str] = ()) -> list[Unfinished]:
+        """Multipart uploads begun under a prefix, and of the objects `keys`, neither completed nor
+        aborted. Each key is asked for on its own: MinIO lists the uploads of one object's exact
+        name only, and finds none by a prefix."""
+        out: dict[str, Unfinished] = {}
         cut = len(self.prefix) + 1 if self.prefix else 0
         with self.failing(prefix, "list the multipart uploads"):
-            for page in self.s3.get_paginator("list_multipart_uploads").paginate(Bucket=self.bucket,
-                                                                                 Prefix=self._key(prefix)):
-                out += [Unfinished(u["Key"][cut:], u["UploadId"], u["Initiated"]) for u in page.get("Uploads", [])]
-        return out
+            for asked in (prefix, *keys):
+                for page in self.s3.get_paginator("list_multipart_uploads").paginate(Bucket=self.bucket,
+                                                                                     Prefix=self._key(asked)):
+                    for u in page.get("Uploads", []):
+                        out[u["UploadId"]] = Unfinished(u["Key"][cut:], u["UploadId"], u["Initiated"])
+        return list(out.values())
 
     def discard(self, w: Unfinished) -> None:
         with self.failing(w.key, "abort the multipart upload"):

@@ -36,6 +36,7 @@ from binlake.binlog.framing import BinlogReader
 from binlake.binlog.tablemap import TableMap, TableMapCache, table_map_name
 from binlake.errors import RowDecodeError
 from binlake.records import ROW_CHANGE_FIELDS, TRANSACTION_FIELDS, TXN_NAMESPACE
+from binlake.schema.check import unknown_table
 
 if TYPE_CHECKING:
     from binlake.schema.ddl import SchemaState
@@ -203,11 +204,12 @@ class Lane:
     def learn(self, body: bytes) -> tuple | None:
         """What the lane needs of a TABLE_MAP it has not seen (body: the event's); None where its
         transactions are the walk's: a table the compiled decoder does not take whole, one that
-        disagrees with the schema history (the walk says so), a map that cannot be read."""
+        disagrees with the schema history or that it does not know (the walk says so), a map
+        that cannot be read."""
         try:
             known = self.schema.columns(*table_map_name(body, 8)) if self.schema is not None else None
             tm = self.decoded.decode(body, 8, known)
-            if tm.mismatch or tm.fast is None or tm.json_keys is None:
+            if tm.mismatch or unknown_table(self.schema, known, tm) or tm.fast is None or tm.json_keys is None:
                 return None
             name = f"{tm.schema}.{tm.table}"
             return (fastrows.compiled(tm.fast, tm.json_keys), tm, name.encode("utf-8", "surrogatepass"),

@@ -1,10 +1,11 @@
 """A walk's TABLE_MAP and rows events.
 
 The table maps in effect, each decoded once (binlake.binlog.tablemap.TableMapCache) and named by
-the schema history where the walk has one, a disagreement with it said once per file; each rows
-event decoded into the output's row sink (binlake.assemble.sinks: by the compiled path where the
-sink takes it so) at the place its transaction's numbering gives it (binlake.assemble.segments),
-and counted into its transaction.
+the schema history where the walk has one, a disagreement with it or a table it does not know
+said once per file (binlake.schema.check.unknown_table); each rows event decoded into the
+output's row sink (binlake.assemble.sinks: by the compiled path where the sink takes it so) at the
+place its transaction's numbering gives it (binlake.assemble.segments), and counted into its
+transaction.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from binlake.binlog.framing import FormatDescription, Frame
 from binlake.binlog.tablemap import TableMap, TableMapCache, table_map_name
 from binlake.errors import RowDecodeError
 from binlake.records import ts_from_seconds
+from binlake.schema.check import unknown_table
 
 if TYPE_CHECKING:  # sqlglot, behind it, is imported only where a schema history is followed
     from binlake.schema.ddl import SchemaState
@@ -68,7 +70,7 @@ class RowsEvents:
         self.said = said
         self.table_maps: dict[int, TableMap] = {tm.table_id: tm for tm in table_maps}  # by table id: those in effect
         self.decoded = TableMapCache(fde.flavor)
-        self.mismatches: set[tuple[str, str, str]] = set()  # SCHEMA_MISMATCH said once per file
+        self.mismatches: set[tuple[str, str, str]] = set()  # SCHEMA_MISMATCH/UNKNOWN said once per file
 
     def table_map(self, txn: Txn, f: Frame) -> None:
         phl = self.fde.post_header_len(f.type)
@@ -80,11 +82,19 @@ class RowsEvents:
             return
         self.table_maps[tm.table_id] = tm
         key = (tm.schema, tm.table, tm.mismatch or "")
-        if tm.mismatch and key not in self.mismatches:
+        if key in self.mismatches:
+            return
+        if tm.mismatch:
             self.mismatches.add(key)
             detail = (f"{self.file}:{f.pos}: TABLE_MAP of {tm.schema}.{tm.table} disagrees with the schema history: "
                       f"{tm.mismatch}; its rows have positional names (said once per file)")
             self.said(f.pos, f.end, "SCHEMA_MISMATCH", detail, severity="warning")
+        elif unknown_table(self.schema, known, tm):
+            self.mismatches.add(key)
+            detail = (f"{self.file}:{f.pos}: TABLE_MAP of {tm.schema}.{tm.table}: the schema history does not know "
+                      "the table (created before its snapshot and not in it, or changed by DDL it could not follow; "
+                      "docs/schema.md); its rows have positional names (said once per file)")
+            self.said(f.pos, f.end, "SCHEMA_UNKNOWN", detail, severity="warning")
 
     def failed(self, txn: Txn, f: Frame, exc: Exception) -> None:
         """An event that cannot be decoded: an anomaly, its transaction broken (its rows not presented)."""

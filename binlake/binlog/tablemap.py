@@ -72,6 +72,7 @@ class TableMap:
     fast: tuple | None = field(repr=False, default=None)  # the compiled decoder's plan (fastrows)
     json_keys: tuple | None = field(repr=False, default=None)  # its columns' JSON keys (fastrows.render)
     mismatch: str | None = None  # how it disagrees with the known columns (positional names)
+    logged_names: bool = False  # the binlog names its columns (binlog_row_metadata=FULL)
     nullable: tuple[bool, ...] = ()  # per column, as the TABLE_MAP's null bitmap says
     # MariaDB COMPRESSED columns: their codec (None: bytes)
     compressed: Mapping[int, str | None] = field(default_factory=lambda: MappingProxyType({}))
@@ -174,8 +175,8 @@ def decode_table_map(body, post_header_len: int, flavor: str, known: tuple[Known
     fast = fastrows.plan(t.columns, vectors=vectors, charset_unknown=unknown, compressed=compressed)
     keys = fastrows.json_keys(fast) if fast is not None else None
     return TableMap(ev.table_id, ev.schema, ev.table, names, types, table_obj=t, vectors=vectors,
-                    charset_unknown=unknown, fast=fast, json_keys=keys, mismatch=mismatch, nullable=nullable,
-                    compressed=MappingProxyType(compressed))
+                    charset_unknown=unknown, fast=fast, json_keys=keys, mismatch=mismatch, logged_names=named,
+                    nullable=nullable, compressed=MappingProxyType(compressed))
 
 
 def _name_by(columns, known: tuple[KnownColumn, ...], named: bool) -> None:

@@ -31,7 +31,9 @@ from binlake.local.postgres import Postgres
 
 AIRFLOW = str(Path(sys.executable).parent / "airflow")
 SERVICES = (["api-server"], ["scheduler", "--skip-serve-logs"], ["dag-processor"], ["triggerer", "--skip-serve-logs"])
-DEFAULT_HOME = Path.home() / ".local" / "share" / "binlake" / "airflow"
+DEFAULT_HOME = Path.home() / ".local" / "share" / "binlake" / "airflow"  # with --config: the user's pipeline
+DEMO_HOME = DEFAULT_HOME.with_name("airflow-demo")  # without: the demo's own runs and assets
+KIND = "binlake-pipeline"  # the home's file naming which pipeline it runs: "demo" or "config"
 DEFAULT_SCHEDULE = "*/5 * * * *"  # binlake_transactions: an interval lands within minutes
 
 
@@ -131,11 +133,14 @@ class Services:
 
 
 def local_env(home: Path, settings: dict | None, schedule: str, cores: int) -> dict[str, str]:
-    """airflow_env (this checkout's DAGs, SQLite, loopback) with the Variable, a local Spark of
-    `cores` (and as many shuffle partitions, not Spark's 200), and the schedule, which the
+    """airflow_env (this checkout's DAGs, SQLite, loopback) with the user's exported connections
+    and variables (AIRFLOW_CONN_*, AIRFLOW_VAR_*, docs/airflow.md), the Variable of the config
+    file (over an exported one), a local Spark of `cores` (and as many shuffle partitions, not
+    Spark's 200) as `spark_default` unless the user exports one, and the schedule, which the
     dag-processor, the scheduler and the CLI must all see."""
-    env = airflow_env(home)
-    env["AIRFLOW_CONN_SPARK_DEFAULT"] = json.dumps({"conn_type": "spark", "host": f"local[{cores}]"})
+    env = airflow_env(home, users=True)
+    if "AIRFLOW_CONN_SPARK_DEFAULT" not in os.environ:
+        env["AIRFLOW_CONN_SPARK_DEFAULT"] = json.dumps({"conn_type": "spark", "host": f"local[{cores}]"})
     env["BINLAKE_TRANSACTIONS_SCHEDULE"] = schedule
     env["AIRFLOW__LOGGING__LOGGING_LEVEL"] = "INFO"  # the task logs: binlake's counts (Spark and GX stay at WARN)
     if settings is not None:
@@ -149,6 +154,7 @@ def run(home: Path, config: Path | None, *, port: int, schedule: str, stop: thre
     """Start, unpause the DAGs, print where to look, run until interrupted (or `stop`), stop."""
     home = home.resolve()
     home.mkdir(parents=True, exist_ok=True)
+    _own_pipeline(home, "config" if config is not None else "demo")
     settings = None
     if config is not None:
         try:
@@ -187,6 +193,24 @@ def run(home: Path, config: Path | None, *, port: int, schedule: str, stop: thre
             postgres.stop()
         print("Airflow for binlake: stopped", flush=True)
     return 0
+
+
+def default_home(config: Path | None) -> Path:
+    return DEFAULT_HOME if config is not None else DEMO_HOME
+
+
+def _own_pipeline(home: Path, kind: str) -> None:
+    """A home runs one pipeline, the demo's or a configuration's: its database keeps the runs and
+    Asset events of the one it ran, so the demo's successful intervals would be skipped by a
+    backfill of the real sources (without `--reprocess-behavior completed`) and its assets stay."""
+    marked = home / KIND
+    was = marked.read_text().strip() if marked.exists() else kind
+    if was != kind:
+        raise BinlakeError(f"{home} holds the runs and assets of the {'demo' if was == 'demo' else 'configured'} "
+                           f"pipeline: start the {'demo' if kind == 'demo' else 'configured one'} in another home "
+                           f"(--home; by default {default_home(None if kind == 'demo' else Path('.'))}), or remove "
+                           f"this one")
+    marked.write_text(kind + "\n")
 
 
 def _cli(env: dict[str, str], *args: str) -> None:

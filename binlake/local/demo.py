@@ -30,10 +30,14 @@ def sample_files() -> list[str]:
     return sorted(str(f) for d in root.iterdir() if d.is_dir() for f in d.iterdir() if f.name.startswith("binlog."))
 
 
-def airflow_env(home: Path) -> dict[str, str]:
-    """The environment of an embedded Airflow: this checkout's DAGs, SQLite, local Spark, loopback."""
+def airflow_env(home: Path, users: bool = False) -> dict[str, str]:
+    """The environment of an embedded Airflow: this checkout's DAGs, SQLite, local Spark, loopback.
+    Airflow's own settings of the caller's environment (AIRFLOW__*) are left out; so are its
+    connections and variables (AIRFLOW_CONN_*, AIRFLOW_VAR_*), unless `users`: `binlake airflow`
+    runs the user's pipeline with them, the demo runs on its own."""
     bindir = str(Path(sys.executable).parent)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW__", "AIRFLOW_CONN_", "AIRFLOW_VAR_"))}
+    dropped = ("AIRFLOW__",) if users else ("AIRFLOW__", "AIRFLOW_CONN_", "AIRFLOW_VAR_")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(dropped)}
     env.update({
         "AIRFLOW_HOME": str(home),
         # SQLite's 5 s lock wait is short for `airflow dags test` beside CLI commands on a busy
@@ -44,9 +48,9 @@ def airflow_env(home: Path) -> dict[str, str]:
         "AIRFLOW__CORE__PLUGINS_FOLDER": str(REPO / "plugins"),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW__LOGGING__LOGGING_LEVEL": "WARNING",
-        "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[*]"}),
         "PATH": bindir + os.pathsep + env.get("PATH", ""),  # spark-submit and airflow of this install
     })
+    env.setdefault("AIRFLOW_CONN_SPARK_DEFAULT", json.dumps({"conn_type": "spark", "host": "local[*]"}))
     return env
 
 

@@ -44,6 +44,12 @@ def binlog_point(cur, flavor: str) -> dict[str, Any]:
     return {"file": _text(row[0]), "position": int(row[1]), "gtids": gtids.replace("\n", "")}
 
 
+def stamp(at: dt.datetime) -> str:
+    """A snapshot's `taken_at` as a capture writes it: UTC, whole seconds (keys of one second tie:
+    binlake.schema.history orders them by their points)."""
+    return at.astimezone(dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
 def capture(conn, source: str | None = None) -> Snapshot:
     """Every user table's columns on the server behind conn (a PyMySQL connection)."""
     with conn.cursor() as cur:
@@ -71,12 +77,13 @@ def capture(conn, source: str | None = None) -> Snapshot:
             "INVISIBLE" in extra))
         charsets[key] = charset_of(_maybe(table_collation))
     tables = {k: Table(k[0], k[1], tuple(cols), charsets[k]) for k, cols in columns.items()}
+    if not tables:  # information_schema shows a user only the tables it may read
+        log.warning("schema snapshot holds no table: the user may lack SELECT on the schemas (docs/schema.md)")
     log.info("schema snapshot: %d tables of %d databases, binlog %s:%d .. %s:%d", len(tables), len(databases),
              before["file"], before["position"], after["file"], after["position"])
     point = {"server_uuid": _maybe(found[1]) if found else None, "server_id": int(server_id), "flavor": flavor,
              "before": before, "after": after}
-    return Snapshot(tables, databases, point, source,
-                    dt.datetime.now(dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z"))
+    return Snapshot(tables, databases, point, source, stamp(dt.datetime.now(dt.UTC)))
 
 
 def into_history(conn, store, source: str) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pymysqlreplication.constants import FIELD_TYPE
 
 from binlake.binlog import constants as c
-from binlake.binlog.tablemap import KnownColumn
+from binlake.binlog.tablemap import KnownColumn, TableMap
 from binlake.binlog.values import MARIADB_BINARY_TYPES  # logged as BINARY(n), their values the server's text
 from binlake.schema.model import Column, Table
 
@@ -101,3 +101,11 @@ def known_columns(table: Table, flavor: str) -> tuple[KnownColumn, ...]:
                              string=col.base in STRING_TYPES, unsigned=col.unsigned, members=col.members,
                              text=col.base if col.base in MARIADB_BINARY_TYPES else None)
                  for col in table.columns)
+
+
+def unknown_table(schema: object, known: tuple[KnownColumn, ...] | None, table_map: TableMap) -> bool:
+    """Whether a TABLE_MAP's rows go without names though a schema history is read (`schema`,
+    the state the history gave; None without one): the binlog names no column and the history
+    does not know the table (`known`: its columns, None). A SCHEMA_UNKNOWN anomaly says so:
+    positional names are never silent."""
+    return schema is not None and known is None and not table_map.logged_names

@@ -1,6 +1,7 @@
 """A source's schema history in the archive store:
-`{source}/schema/snapshots/{time}-{id}@{file}.json`, `{file}` the binlog file the snapshot's point
-is before (none where it has no point; histories written before it have `{time}-{id}.json`).
+`{source}/schema/snapshots/{time}-{id}@{file}@{position}.json`, `{file}:{position}` the point of
+the binlog the snapshot is taken before (none where it has no point; histories written before have
+`{time}-{id}@{file}.json` or `{time}-{id}.json`, read to learn their point).
 
 `binlake archive` of a live source captures one snapshot per run (binlake.schema.capture), before
 it copies files: one an hour of hourly runs. A capture whose tables are those of the newest whole
@@ -9,11 +10,13 @@ tables by the whole one's key), so the history's bytes grow with the schema's ch
 age; `{source}/schema/latest.json` names that whole snapshot and the digest of its tables (derived,
 never the record: without it, or with it wrong, a whole snapshot is written).
 
-A scan picks, for the files it reads, the earliest snapshot taken at or after the start of the
-first of them, else the newest before it (replay.state_for moves it to the first file and the
-files' DDL advances it). The keys say when and where each snapshot was taken, so the choice reads
-the chosen snapshot only (and its whole one; and those whose keys do not say it), not the whole
-history.
+A scan picks, for the files it reads, the first snapshot at or after the start of the first of
+them, else the last before it, in the order of their points in the binlog (replay.state_for moves
+it to the first file and the files' DDL advances it): never by time, which ties (captures a second
+apart are written with the same whole-second time) nor by the random id. The keys say when and
+where each snapshot was taken, so the choice reads the chosen snapshot only (and its whole one;
+and those whose keys do not say it, to learn their point), not the whole history: a snapshot that
+cannot be read fails only the ranges that choose it.
 """
 
 from __future__ import annotations
@@ -22,10 +25,11 @@ import datetime as dt
 import hashlib
 import json
 import logging
+import re
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from binlake.archive.keys import latest_key, manifest_key, snapshots_prefix
 from binlake.schema.model import Snapshot, file_order
@@ -35,14 +39,20 @@ log = logging.getLogger(__name__)
 
 def snapshot_key(source: str, snapshot: Snapshot) -> str:
     stamp = (snapshot.taken_at or "").replace("-", "").replace(":", "")
-    file = (snapshot.point.get("before") or {}).get("file")
-    return f"{snapshots_prefix(source)}/{stamp}-{secrets.token_hex(4)}{f'@{file}' if file else ''}.json"
+    before = snapshot.point.get("before") or {}
+    file, position = before.get("file"), before.get("position")
+    where = f"@{file}@{int(position)}" if file and isinstance(position, int) else f"@{file}" if file else ""
+    return f"{snapshots_prefix(source)}/{stamp}-{secrets.token_hex(4)}{where}.json"
+
+
+_STAMP = re.compile(r"(\d{4})(\d\d)(\d\d)T(\d\d)(\d\d)(\d\d)(\.\d+)?Z")
 
 
 @dataclass(frozen=True)
 class Listed:
-    """A snapshot known by its key: what choose() and of_archived_file() ask of it, its time and
-    the file its point is before; read when chosen (loaded)."""
+    """A snapshot known by its key (or, for a key written before keys said it, by its document's
+    head): what choose() and of_archived_file() ask of it, its time and point; read when chosen
+    (loaded)."""
 
     key: str
     taken_at: str
@@ -50,17 +60,25 @@ class Listed:
 
     @classmethod
     def of(cls, key: str) -> Listed | None:
-        """From a key that says both (snapshot_key's), else None."""
+        """From a key that says when and where (snapshot_key's), else None."""
         name = key.rsplit("/", 1)[-1].removesuffix(".json")
-        head, at, file = name.partition("@")
-        stamp = head.rsplit("-", 1)[0]
-        try:
-            when = dt.datetime.strptime(stamp, "%Y%m%dT%H%M%S.%fZ")
-        except ValueError:
+        head, *where = name.split("@")
+        m = _STAMP.fullmatch(head.rsplit("-", 1)[0])
+        if m is None or len(where) != 2 or not where[0] or not where[1].isdigit():
             return None
-        if not at or not file:
-            return None
-        return cls(key, when.strftime("%Y-%m-%dT%H:%M:%S.%fZ"), {"before": {"file": file}})
+        taken = f"{m[1]}-{m[2]}-{m[3]}T{m[4]}:{m[5]}:{m[6]}{m[7] or ''}Z"  # as the snapshot says it
+        return cls(key, taken, {"before": {"file": where[0], "position": int(where[1])}})
+
+
+def point_order(snapshot: Snapshot | Listed) -> tuple:
+    """Where a snapshot's point is in the binlog (file number, position), then its time: the order
+    of one server's snapshots, ties in time included."""
+    before = snapshot.point.get("before") or {}
+    number = (file_order(before.get("file") or "") or ("", -1))[1]
+    return number, before.get("position") or 0, snapshot.taken_at or ""
+
+
+S = TypeVar("S", Snapshot, Listed)  # what choose() chooses among: snapshots read, or listed
 
 
 def digest(snapshot: Snapshot) -> str:
@@ -102,19 +120,29 @@ def _whole_with(store, source: str, tables: str) -> str | None:
         return None
 
 
-def snapshots(store, source: str) -> list[Snapshot | Listed]:
-    """The source's snapshots, oldest first (their keys sort by capture time): read where the key
-    does not say when and where it was taken, else Listed (loaded() reads it)."""
-    out: list[Snapshot | Listed] = []
-    for key in sorted(store.keys(snapshots_prefix(source))):
+def snapshots(store, source: str) -> list[Listed]:
+    """The source's snapshots in capture order (time, then point: captures of one second are in
+    the binlog's order), each known by its key; where the key does not say its point (written
+    before keys did), by its document's head. loaded() reads one."""
+    out = []
+    for key in store.keys(snapshots_prefix(source)):
         if key.endswith(".json"):
-            out.append(Listed.of(key) or _read(store, key))
-    return out
+            out.append(Listed.of(key) or _head(store, key))
+    return sorted(out, key=lambda s: (s.taken_at, point_order(s), s.key))
 
 
-def loaded(store, snapshot: Snapshot | Listed) -> Snapshot:
-    """A snapshot of snapshots(), read if it was only listed."""
-    return _read(store, snapshot.key) if isinstance(snapshot, Listed) else snapshot
+def loaded(store, snapshot: Listed) -> Snapshot:
+    """A snapshot of snapshots(), read (a reference's tables from the whole snapshot it names)."""
+    return _read(store, snapshot.key)
+
+
+def _head(store, key: str) -> Listed:
+    """A snapshot's time and point from its document, its tables left for loaded()."""
+    try:
+        doc = json.loads(store.get(key))
+        return Listed(key, doc.get("taken_at") or "", doc.get("point") or {})
+    except (ValueError, AttributeError) as e:
+        raise ValueError(f"{key}: {e}") from None
 
 
 def _read(store, key: str) -> Snapshot:
@@ -132,19 +160,19 @@ def _read(store, key: str) -> Snapshot:
         raise ValueError(f"{key}: {e}") from None
 
 
-def choose(history: list[Snapshot | Listed], first_file: str,
-           usable: Callable[[Snapshot | Listed], bool] = lambda s: True) -> Snapshot | Listed | None:
-    """The snapshot to scan from first_file (a server file name) on: the earliest taken at or after
-    its start, else the newest before it (replay.state_for moves either to the file); None when
-    no snapshot can be placed against it. Only the `usable` ones are candidates."""
+def choose(history: Sequence[S], first_file: str, usable: Callable[[S], bool] = lambda s: True) -> S | None:
+    """The snapshot to scan from first_file (a server file name) on: the first at or after its
+    start, else the last before it, by their points in the binlog (replay.state_for moves either
+    to the file); None when no snapshot can be placed against it. Only the `usable` ones are
+    candidates."""
     start = file_order(first_file)
     if start is None:
         return None
-    placed = [(point, s) for s in history
-              if (point := file_order((s.point.get("before") or {}).get("file") or "")) and point[0] == start[0]
-              and usable(s)]
-    after = [s for point, s in placed if point[1] >= start[1]]
-    before = [s for point, s in placed if point[1] < start[1]]
+    placed = sorted((s for s in history
+                     if (point := file_order((s.point.get("before") or {}).get("file") or "")) and point[0] == start[0]
+                     and usable(s)), key=point_order)
+    after = [s for s in placed if point_order(s)[0] >= start[1]]
+    before = [s for s in placed if point_order(s)[0] < start[1]]
     return after[0] if after else before[-1] if before else None
 
 

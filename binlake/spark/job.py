@@ -496,13 +496,13 @@ class Job:
 
 
 def _mismatch_once_per_file(anomalies: DataFrame) -> DataFrame:
-    """SCHEMA_MISMATCH once per table and file, the first, as a scan says it: each split's walk
-    says its own. The detail after its `file:offset: ` is the table's disagreement."""
+    """SCHEMA_MISMATCH and SCHEMA_UNKNOWN once per table and file, the first, as a scan says them:
+    each split's walk says its own. The detail after its `file:offset: ` is the table's."""
     from pyspark.sql import Window
 
     said = F.regexp_replace("detail", r"^.*?:[0-9]+: ", "")
     first = Window.partitionBy("source", "binlog_file", said).orderBy("start_pos")
-    n = F.when(F.col("code") == "SCHEMA_MISMATCH", F.row_number().over(first)).otherwise(F.lit(1))
+    n = F.when(F.col("code").isin("SCHEMA_MISMATCH", "SCHEMA_UNKNOWN"), F.row_number().over(first)).otherwise(F.lit(1))
     return anomalies.withColumn("_n", n).where("_n = 1").drop("_n")
 
 

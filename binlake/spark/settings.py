@@ -4,6 +4,7 @@ import here, so the operator reads them without loading Spark."""
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
@@ -23,6 +24,15 @@ SESSION = {
 # itself. Set at start (static): `--conf spark.log.level=INFO` for more.
 LOGS = {"spark.log.level": "WARN", "spark.ui.showConsoleProgress": "false"}
 LOCAL_MEMORY = "3g"  # JVM heap of a local master unless spark.driver.memory says otherwise
+
+
+def quiet_gx_logs() -> None:
+    """Great Expectations at WARNING, set before it is imported: its import alone logs some 200
+    INFO lines (one per documented API), and then a line per metric default. A level the logger
+    has already (`binlake validate -v`, an Airflow logging config) is kept."""
+    gx = logging.getLogger("great_expectations")
+    if gx.level == logging.NOTSET:
+        gx.setLevel(logging.WARNING)
 DRIVER_BYTES = 8 << 20  # the most binlog bytes a range may have for the driver to read it itself
 # A short run's JVM: C1 compiles only. Where the driver reads the range itself the JVM's work is a
 # few small writes and queries, and C2's warm-up on 2 cores is most of what it would pay (an

@@ -43,9 +43,11 @@ from binlake.errors import BinlakeError
 from binlake.local import offline_docs
 from binlake.spark import schema
 from binlake.spark.job import warehouse_uri
-from binlake.spark.settings import SESSION, warehouse_dir
+from binlake.spark.settings import SESSION, quiet_gx_logs, warehouse_dir
 from binlake.splits.plan import meets, sources
 from binlake.splits.times import check_quality_run, parse_time, quality_run
+
+quiet_gx_logs()  # before GX is first imported (in the functions below): its import logs ~200 INFO lines
 
 log = logging.getLogger(__name__)
 SUITES = ("transactions", "row_changes", "anomalies", "continuity")
@@ -310,14 +312,10 @@ def _small_range_settings(spark: SparkSession, small: bool):
 
 
 def quiet_gx(context) -> None:
-    """GX at WARNING and without progress bars: its INFO chatter (a line per metric default) and
-    the bars it draws on stderr (which a task log shows as errors) bury the report's own lines.
-    A logger configured to a level already (`-v`, an Airflow logging config) keeps it."""
+    """GX without progress bars: the bars it draws on stderr (which a task log shows as errors)
+    bury the report's own lines (its logs are at WARNING from this module's import on)."""
     from great_expectations.data_context.types.base import ProgressBarsConfig
 
-    gx_log = logging.getLogger("great_expectations")
-    if gx_log.level == logging.NOTSET:
-        gx_log.setLevel(logging.WARNING)
     context.variables.progress_bars = ProgressBarsConfig(globally=False, metric_calculations=False)
     context.variables.save()
 

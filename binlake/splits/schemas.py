@@ -30,15 +30,18 @@ log = logging.getLogger(__name__)
 
 
 def histories(plan: Plan) -> dict[str, Snapshot]:
-    """The snapshot each source of the plan starts from, for the sources with a history."""
+    """The snapshot each source of the plan starts from, for the sources with a history and files
+    in the range (a quiet range of a source reads none: its tables are empty, no state needed)."""
     store = open_store(plan.store)
     out = {}
     for source in plan.sources:
+        first = next((f.file for f in plan.files if f.source == source), None)
+        if first is None:
+            continue
         try:
             found = snapshots(store, source)
-            first = next((f.file for f in plan.files if f.source == source), None)
             usable = functools.partial(of_archived_file, store, source)
-            chosen = choose(found, first, usable) if found and first else None
+            chosen = choose(found, first, usable) if found else None
             if found:  # none placeable: the tables the files' DDL creates only, as a scan does
                 out[source] = loaded(store, chosen) if chosen else Snapshot({})
         except ValueError as e:

@@ -17,15 +17,21 @@ FATAL = ("access denied", "missing privilege", "binary logging is off")
 
 
 @contextlib.contextmanager
-def _source_errors():
+def _source_errors(source: str):
+    """Errors no retry can mend fail the task at once, naming the source: a refused file, wrong
+    credentials or privileges, a file whose bytes are damaged (the same bytes are read again)."""
     from airflow.sdk.exceptions import AirflowFailException
 
     from binlake.archive.sources import RefusedFile, SourceError
+    from binlake.errors import BinlogError
 
     try:
         yield
     except RefusedFile as e:  # recorded in the store with the remedy; a retry would be refused again
         raise AirflowFailException(str(e)) from None
+    except BinlogError as e:  # names the file and the offset; nothing of the file was archived
+        raise AirflowFailException(f"source {source}: {e} (the file is damaged: it is not archived, and a "
+                                   "retry would read the same bytes)") from None
     except SourceError as e:
         if any(reason in str(e) for reason in FATAL):
             raise AirflowFailException(str(e)) from None
@@ -52,9 +58,10 @@ def list_new_files() -> list[dict]:
     from binlake.archive.run import capture_schema, pending
     from binlake.schema.capture import into_history
 
+    store.check(writable=True)  # before any server is flushed: with the store down a retry rotates nothing
     items = []
     for spec in cfg.sources:
-        with _source_errors():
+        with _source_errors(spec.name):
             source = resources.open_source(spec)
             if spec.flush_binary_logs and spec.mysql_conn_id:
                 source.files()  # credentials and privileges first, with binlake's own clear errors
@@ -69,7 +76,7 @@ def list_new_files() -> list[dict]:
     return items
 
 
-@task(outlets=[ARCHIVE_ALIAS], map_index_template="{{ binlake_file }}", retries=3, doc_md="""
+@task(map_index_template="{{ binlake_file }}", retries=3, doc_md="""
 ### Archive one binlog file
 Copies the file over the replication protocol (or from its directory), verifying CRC32,
 positions, size and sha256 while it streams; the object is committed whole, then its manifest
@@ -77,8 +84,9 @@ positions, size and sha256 while it streams; the object is committed whole, then
 name, server and head) and does nothing. A same-named file of another history (a reset, a
 failover) is a new generation, archived beside the old one: a warning in the log, nothing lost.
 A file purged from the server before it was copied is skipped here; the next file's manifest
-records the gap, and the validation of its range reports it. A file the server refuses to send
-fails this task at once with the server's reason and the remedy (docs/archive.md).
+records the gap, and the validation of its range reports it. A file the server refuses to send,
+or whose bytes are damaged (named with the source, the offset and why), fails this task at once,
+without retries; the other files' tasks go on (docs/archive.md).
 """)
 def archive_file(item: dict) -> dict | None:
     from airflow.sdk.exceptions import AirflowSkipException
@@ -91,32 +99,37 @@ def archive_file(item: dict) -> dict | None:
     cfg = settings.load()
     spec = cfg.source(item["source"])
     source = resources.open_source(spec)
-    with _source_errors():
+    with _source_errors(spec.name):
         listing = sorted(source.files(), key=lambda f: file_number(f.name))
     f = next((f for f in listing if f.name == item["file"]), None)
     if f is None:
         raise AirflowSkipException(f"{spec.name}: {item['file']} is no longer on the server (purged)")
-    with _source_errors():
+    with _source_errors(spec.name):
         manifest = archive_one(source, resources.open_store(cfg), spec.name, f, listing=listing)
     if manifest is None:
         raise AirflowSkipException(f"{spec.name}: {f.name} is already archived")
-    facts = {"source": spec.name, "file": f.name, "name": manifest["name"], "generation": manifest["generation"],
-             "size": manifest["size"], "sha256": manifest["sha256"],
-             "transactions": manifest["transaction_count"], "max_commit_ts": manifest["max_commit_ts"],
-             "last_event_ts": manifest["last_event_ts"], "gap": (manifest.get("gap") or {}).get("detail"),
-             "notice": (manifest.get("notice") or {}).get("detail")}
-    context["outlet_events"][ARCHIVE_ALIAS].add(archive_asset(spec.name), extra=facts)
-    return facts
+    return {"source": spec.name, "file": f.name, "name": manifest["name"], "generation": manifest["generation"],
+            "size": manifest["size"], "sha256": manifest["sha256"],
+            "transactions": manifest["transaction_count"], "max_commit_ts": manifest["max_commit_ts"],
+            "last_event_ts": manifest["last_event_ts"], "gap": (manifest.get("gap") or {}).get("detail"),
+            "notice": (manifest.get("notice") or {}).get("detail")}
 
 
-@task(trigger_rule="none_failed", doc_md="""
+@task(outlets=[ARCHIVE_ALIAS], trigger_rule="all_done", doc_md="""
 ### Summary
-Counts what this run archived per source, and names any purge gap (files removed from the server
-before they could be copied). Skipped files (already archived, purged) do not stop it; a file that
-could not be archived fails the run.
+Adds an event to each source's Asset per file archived by this run (the file's facts in its
+extra), counts what was archived per source, and names any purge gap (files removed from the
+server before they could be copied). It runs once every file's task has ended, whatever they
+ended with: the files archived beside a failed one get their events (`all_archived` fails the
+run for the failed one).
 """)
 def summarize(results: list[dict | None]) -> dict:
+    # The events are added here, by one task: mapped tasks adding the first events of a new
+    # source's Asset at once each create the Asset, and all but one fail on its unique name.
+    context = get_current_context()
     done = [r for r in results or [] if r]
+    for r in done:
+        context["outlet_events"][ARCHIVE_ALIAS].add(archive_asset(r["source"]), extra=r)
     by_source: dict[str, dict] = {}
     for r in done:
         s = by_source.setdefault(r["source"], {"files": 0, "bytes": 0, "transactions": 0, "gaps": []})

@@ -10,6 +10,22 @@ from binlake_airflow.settings import Settings, SourceSpec
 log = logging.getLogger(__name__)
 
 
+def connection(conn_id: str, what: str):
+    """The Airflow connection `conn_id` (named by the binlake Variable for `what`). One that is not
+    defined fails the task at once: no retry defines it, and no fallback is taken (a provider's
+    hook would go on with an empty connection: boto3's default credential chain, which on a
+    machine with AWS credentials reaches real AWS; a default MySQL host)."""
+    from airflow.sdk import BaseHook
+    from airflow.sdk.exceptions import AirflowFailException, AirflowNotFoundException
+
+    try:
+        return BaseHook.get_connection(conn_id)
+    except AirflowNotFoundException:
+        raise AirflowFailException(
+            f"{what}: the Airflow connection {conn_id!r} is not defined: add it (Admin > Connections, "
+            f"`airflow connections add`, or the environment variable AIRFLOW_CONN_{conn_id.upper()})") from None
+
+
 def open_source(spec: SourceSpec):
     """The binlake source of a spec: a MySQL connection's host, port, login and password, or a URL."""
     from binlake.archive.sources import MySQLSource
@@ -17,9 +33,8 @@ def open_source(spec: SourceSpec):
 
     if spec.url:
         return from_url(spec.url)
-    from airflow.providers.mysql.hooks.mysql import MySqlHook
-
-    conn = MySqlHook.get_connection(spec.mysql_conn_id)
+    assert spec.mysql_conn_id is not None
+    conn = connection(spec.mysql_conn_id, f"source {spec.name}")
     url = f"mysql://{conn.login or 'root'}@{conn.host or '127.0.0.1'}:{conn.port or 3306}"
     return MySQLSource(url, password=conn.password or "")
 
@@ -28,6 +43,8 @@ def flush_binary_logs(spec: SourceSpec) -> None:
     """Close the active binlog file so that what was written until now can be archived."""
     from airflow.providers.mysql.hooks.mysql import MySqlHook
 
+    assert spec.mysql_conn_id is not None
+    connection(spec.mysql_conn_id, f"source {spec.name}")
     MySqlHook(mysql_conn_id=spec.mysql_conn_id).run("FLUSH BINARY LOGS")
     log.info("%s: FLUSH BINARY LOGS", spec.name)
 
@@ -46,6 +63,7 @@ def open_store(settings: Settings):
 def _s3_client(aws_conn_id: str):
     from airflow.providers.amazon.aws.hooks.s3 import S3Hook
 
+    connection(aws_conn_id, "the store")
     return S3Hook(aws_conn_id=aws_conn_id).get_conn()
 
 
@@ -55,6 +73,7 @@ def aws_environment(settings: Settings) -> dict[str, str]:
         return {}
     from airflow.providers.amazon.aws.hooks.s3 import S3Hook
 
+    connection(settings.aws_conn_id, "the store")
     hook = S3Hook(aws_conn_id=settings.aws_conn_id)
     creds = hook.get_credentials()
     env = {"AWS_ACCESS_KEY_ID": creds.access_key, "AWS_SECRET_ACCESS_KEY": creds.secret_key}

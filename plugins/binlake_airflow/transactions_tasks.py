@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-from airflow.sdk import Asset, BaseHook, PokeReturnValue, task
+from airflow.sdk import Asset, PokeReturnValue, get_current_context, task
 
 from binlake.spark import settings as spark_settings
 from binlake_airflow import reports, resources, settings
@@ -29,12 +29,14 @@ END = "{{ params.end or data_interval_end.isoformat() }}"
 ### Wait for the archive
 An interval can be assembled once every transaction committed in it is archived: once each
 source's archive holds a file with an event at or after the interval's end (servers write in
-commit order). Sources marked `final` (old binlogs that get no more files) are always complete.
+commit order). Sources marked `final` (old binlogs that get no more files) are complete once
+every file they list is archived (a first archive run may still be copying them).
 Sources with `flush_binary_logs` reach this point at every archive run even when quiet.
 
-Fails (no retry) once the interval ended more than the Variable's `archive_wait_seconds` ago
-(1800 by default) and a source's archive is still behind it: the message names each source, how
-far its archive got, and the failed runs of `binlake_archive`.
+Fails (no retry) once `archive_wait_seconds` (1800 by default) have passed since the interval
+ended, or since this run began when it began later (the first run of a new deployment, a backfill)
+and a source's archive is still behind it: the message names each source, how far its archive
+got, and the failed runs of `binlake_archive`.
 """)
 def wait_for_archive(end: str) -> PokeReturnValue:
     import datetime as dt
@@ -47,28 +49,51 @@ def wait_for_archive(end: str) -> PokeReturnValue:
     target = parse_time(end)
     behind = []
     for spec in cfg.sources:
-        until = None if spec.final else archived_until(store, spec.name)
-        if not spec.final and (until is None or until < target):
+        if spec.final:
+            waiting = _not_archived(spec, store)
+            if waiting:
+                behind.append(f"{spec.name} ({len(waiting)} of its files not archived yet: {waiting[0]}…)")
+            continue
+        until = archived_until(store, spec.name)
+        if until is None or until < target:
             behind.append(f"{spec.name} (archived up to {until or 'nothing yet'})")
     if not behind:
         return PokeReturnValue(is_done=True)
-    waited = dt.datetime.now(dt.UTC) - dt.datetime.fromisoformat(target)
-    if waited.total_seconds() > cfg.archive_wait_seconds:
+    now = dt.datetime.now(dt.UTC)
+    # Counted from the interval's end, or from the run's start when it started later: the first
+    # run of a new stack is for an interval that ended before the archive's first run could begin.
+    began = get_current_context()["dag_run"].start_date or now
+    since = max(dt.datetime.fromisoformat(target), began)
+    if (now - since).total_seconds() > cfg.archive_wait_seconds:
         from airflow.sdk.exceptions import AirflowFailException
 
         # Waiting longer cannot help: the archive stopped (a source down, wrong credentials, a
         # refused file). Said here, not as a run that shows "running" for hours.
         raise AirflowFailException(
-            f"the archive has not reached the interval's end {target} {waited.total_seconds():.0f} s after it "
-            f"(archive_wait_seconds {cfg.archive_wait_seconds:.0f}): {', '.join(behind)}; {_archive_failures()}")
+            f"the archive has not reached the interval's end {target} {(now - since).total_seconds():.0f} s after "
+            f"{'it' if since > began else 'this run began'} (archive_wait_seconds {cfg.archive_wait_seconds:.0f}): "
+            f"{', '.join(behind)}; {_archive_failures()}")
     log.info("waiting for the archive to reach %s: %s", target, ", ".join(behind))
     return PokeReturnValue(is_done=False)
 
 
+def _not_archived(spec: settings.SourceSpec, store) -> list[str]:
+    """The files a final source lists that its archive lacks (by name); none when the source
+    cannot be listed any more (its old binlogs removed once archived)."""
+    from binlake.archive.identity import Catalog
+    from binlake.errors import BinlakeError
+
+    try:
+        files = resources.open_source(spec).files()
+    except BinlakeError as e:
+        log.warning("%s: cannot list its files (%s): taken as archived whole", spec.name, e)
+        return []
+    catalog = Catalog.load(store, spec.name)
+    return [f.name for f in files if not catalog.named(f.name)]
+
+
 def _archive_failures() -> str:
     """What Airflow knows of the archive DAG's failures, for the message of a stalled interval."""
-    from airflow.sdk import get_current_context
-
     try:
         failed = get_current_context()["ti"].get_dr_count(dag_id="binlake_archive", states=["failed"])
     except Exception as e:  # noqa: BLE001 - the message is still worth sending without the count
@@ -99,7 +124,7 @@ class AssembleOperator(SparkSubmitOperator):
 
     def execute(self, context):
         cfg = settings.load()
-        conn = BaseHook.get_connection(self._conn_id)
+        conn = resources.connection(self._conn_id, "the assemble job's Spark")
         args = ["--store", cfg.store, "--warehouse", cfg.warehouse, "--start", self.start, "--end", self.end,
                 "--split-bytes", str(cfg.split_bytes)]
         for spec in cfg.sources:

@@ -9,12 +9,12 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import time
 from pathlib import Path
 
 from binlake.local.airflow import AIRFLOW, SERVICES, Services
 from binlake.local.demo import airflow_env
 from binlake.local.postgres import Postgres
+from tests.support.waiting import until
 
 
 def api_token(url: str, password: str) -> str:
@@ -74,7 +74,8 @@ class Airflow:
         listing = [ln for ln in out.splitlines() if ln.startswith("[")]
         states: dict[str, str] = {}
         for t in json.loads(listing[-1]) if listing else []:
-            key = t["task_id"] if t.get("map_index", -1) in (-1, "-1") else f"{t['task_id']}[{t['map_index']}]"
+            unmapped = t.get("map_index", -1) in (-1, "-1", "", None)  # the CLI prints "" for some
+            key = t["task_id"] if unmapped else f"{t['task_id']}[{t['map_index']}]"
             states[key] = t["state"]
         return states
 
@@ -92,45 +93,37 @@ class Airflow:
 
     def wait_runs(self, dag_id: str, run_ids: set[str] | None = None, count: int = 0, timeout: float = 1200) -> list:
         """Wait until the named runs (or `count` runs) have ended; returns them."""
-        deadline = time.monotonic() + timeout
-        while True:
+        def ended() -> list | None:
             runs = [r for r in self.runs(dag_id) if run_ids is None or r["run_id"] in run_ids]
-            ended = [r for r in runs if r["state"] in ("success", "failed")]
-            if len(ended) >= max(count, len(run_ids or ())) and len(ended) == len(runs):
-                return runs
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{dag_id}: runs not ended after {timeout:.0f} s: {runs}")
-            time.sleep(5)
+            done = [r for r in runs if r["state"] in ("success", "failed")]
+            return runs if len(done) >= max(count, len(run_ids or ())) and len(done) == len(runs) else None
+
+        return until(ended, f"{dag_id}: runs ended", timeout, every=5)
 
     def wait_backfills(self, dag_id: str, timeout: float = 300) -> None:
         """Wait until the scheduler has marked every backfill of the DAG complete (a loop after its
         last run ends): Airflow refuses a new backfill while one is running. Read from the
         metadata database (no CLI lists backfills)."""
         assert self.postgres is not None, "backfills are made on a running Airflow: database='postgres'"
-        deadline = time.monotonic() + timeout
-        while True:
+
+        def done() -> bool:
             conn = self.postgres.connect()
             try:
                 with conn.cursor() as cur:
                     cur.execute("SELECT COUNT(*) FROM backfill WHERE dag_id = %s AND completed_at IS NULL", (dag_id,))
-                    (running,) = cur.fetchone()
+                    return cur.fetchone()[0] == 0
             finally:
                 conn.close()
-            if not running:
-                return
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{dag_id}: a backfill still running after {timeout:.0f} s")
-            time.sleep(2)
+
+        until(done, f"{dag_id}: every backfill complete", timeout, every=2)
 
     def wait_rerun(self, dag_id: str, run_id: str, ended: str, timeout: float = 1200) -> dict:
         """Wait until a run that ended at `ended` has run again and ended."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        def again() -> dict | None:
             (run,) = [r for r in self.runs(dag_id) if r["run_id"] == run_id]
-            if run["state"] in ("success", "failed") and run["end_date"] != ended:
-                return run
-            time.sleep(5)
-        raise AssertionError(f"{dag_id} {run_id} did not run again within {timeout:.0f} s")
+            return run if run["state"] in ("success", "failed") and run["end_date"] != ended else None
+
+        return until(again, f"{dag_id} {run_id} run again", timeout, every=5)
 
     def stop(self) -> None:
         """The services, then the database (its data directory removed: the home is temporary)."""

@@ -362,7 +362,7 @@ def _launch(argv: list[str], sock: Path, log: Path, what: str):
     while time.time() < deadline and proc.poll() is None:
         try:
             return proc, pymysql.connect(unix_socket=str(sock), user="root", autocommit=True)
-        except pymysql.err.OperationalError:
+        except (pymysql.err.MySQLError, OSError):  # no socket yet, refused, a handshake cut short
             time.sleep(0.2)
     if proc.poll() is None:
         proc.kill()

@@ -29,6 +29,8 @@ import time
 from contextlib import contextmanager
 from decimal import Decimal
 
+from tests.support.waiting import until
+
 DB = "bl"
 
 # Rows changed by foreign-key cascades in ROW format. MySQL 9.7 enforces foreign keys in the SQL
@@ -1085,12 +1087,13 @@ def _mysql_extras(w: Workload) -> None:
     o = rec.connect()
     w.kv_insert(o, 1, "back to ON_PERMISSIVE: GTIDs again")
     o.close()
-    with rec.admin.cursor() as cur:
-        for _ in range(100):
+    with rec.admin.cursor() as cur:  # gtid_mode=ON is refused while one is ongoing: wait, or fail saying so
+
+        def no_anonymous() -> bool:
             cur.execute("SHOW STATUS LIKE 'ONGOING_ANONYMOUS_TRANSACTION_COUNT'")
-            if int(cur.fetchone()[1]) == 0:
-                break
-            time.sleep(0.1)
+            return int(cur.fetchone()[1]) == 0
+
+        until(no_anonymous, "no anonymous transaction ongoing before gtid_mode=ON", timeout=60, every=0.1)
     gtid_mode("ON")
     w.kv_insert(w.c, 1, "gtid_mode=ON again")
 
