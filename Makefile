@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 ASSETS := binlake/spark/docs_assets/manifest.json
 
-.PHONY: airflow demo test test-fast install servers java browser compose lint bench clean
+.PHONY: airflow demo test test-fast install jars servers java browser compose lint bench clean
 
 demo: install  ## the whole pipeline on the bundled sample binlogs
 	$(BIN)/binlake demo
@@ -21,7 +21,12 @@ test: install servers java browser compose lint  ## lint, then every test agains
 test-fast: install lint  ## the developer's loop, in about a minute
 	$(BIN)/python -m pytest -q -rfEs -m "not (mysql or mariadb or spark or airflow or browser)"
 
-install: $(STAMP) $(ASSETS)
+install: $(STAMP) $(ASSETS) jars
+
+# Delta Lake's and the S3A connector's jars for pyspark's Spark and Hadoop, resolved by Maven from
+# Maven Central into $${BINLAKE_CACHE:-~/.cache/binlake} once; offline after that (binlake/spark/jars.py).
+jars: $(STAMP)
+	$(BIN)/python -m binlake.spark.jars fetch >/dev/null
 
 # The data docs' CSS, JavaScript and fonts from the npm registry, tarballs cached in .cache/npm.
 $(ASSETS): binlake/local/offline_docs.py $(STAMP)
@@ -64,6 +69,7 @@ bench: install servers java
 	$(BIN)/python bench/interval.py
 	$(BIN)/python bench/manifests.py
 	$(BIN)/python bench/hourly.py
+	$(BIN)/python bench/delta.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

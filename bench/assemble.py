@@ -195,7 +195,7 @@ def rewrite(lake: Path, out: Path) -> None:
 
     spark = session("local[2]", app="binlake-bench-floor")
     t0 = time.perf_counter()
-    (spark.read.parquet(str(lake / "row_changes")).write.options(**WRITE_OPTIONS["row_changes"])
+    (spark.read.format("delta").load(str(lake / "row_changes")).write.options(**WRITE_OPTIONS["row_changes"])
      .partitionBy("commit_date").mode("overwrite").parquet(str(out)))
     print(json.dumps({"write_seconds": time.perf_counter() - t0}))
     spark.stop()

@@ -133,7 +133,7 @@ def cmd_airflow(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from binlake.local.demo import run
 
-    return run(args.home)
+    return run(args.home, args.warehouse)
 
 
 def cmd_archive(args: argparse.Namespace) -> int:
@@ -182,6 +182,15 @@ def cmd_validate(args: argparse.Namespace) -> int:
     except ImportError as e:
         raise BinlakeError(f"validate needs the Spark extra: pip install 'binlake[spark]' ({e})") from None
     return run_validate(args)
+
+
+def cmd_warehouse(args: argparse.Namespace) -> int:
+    """`binlake upkeep`, `upgrade`, `history`: the warehouse's Delta tables, with Spark."""
+    try:
+        from binlake import spark
+    except ImportError as e:
+        raise BinlakeError(f"{args.command} needs the Spark extra: pip install 'binlake[spark]' ({e})") from None
+    return {"upkeep": spark.run_upkeep, "upgrade": spark.run_upgrade, "history": spark.run_history}[args.command](args)
 
 
 def _default_source_name(url: str) -> str:
@@ -249,7 +258,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     from binlake.spark import add_arguments as add_assemble_arguments
 
-    j = sub.add_parser("assemble", help="assemble a commit-time range of an archive into Parquet tables (Spark)")
+    j = sub.add_parser("assemble", help="assemble a commit-time range of an archive into the Delta tables (Spark)")
     add_assemble_arguments(j)
     j.add_argument("--master", default="local[*]", help="Spark master (default local[*]; spark://host:7077)")
     j.add_argument("--conf", action="append", metavar="KEY=VALUE", help="a Spark setting (repeatable)")
@@ -262,6 +271,24 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
     v.add_argument("--conf", action="append", metavar="KEY=VALUE", help="a Spark setting (repeatable)")
     v.set_defaults(func=cmd_validate)
+
+    from binlake.spark import add_warehouse_arguments
+    from binlake.spark.settings import RETAIN_DAYS, TABLES
+
+    u = sub.add_parser("upkeep", help="compact the tables' small files (OPTIMIZE) and remove the files time "
+                                      "travel no longer needs (VACUUM)")
+    add_warehouse_arguments(u)
+    u.add_argument("--retain-days", type=int, default=RETAIN_DAYS,
+                   help=f"days of time travel to keep (default {RETAIN_DAYS})")
+    u.set_defaults(func=cmd_warehouse)
+    g = sub.add_parser("upgrade", help="convert a warehouse of plain Parquet (an earlier release) to Delta in place")
+    add_warehouse_arguments(g)
+    g.set_defaults(func=cmd_warehouse)
+    y = sub.add_parser("history", help="a table's commits, newest first: the runs, their ranges and status")
+    add_warehouse_arguments(y)
+    y.add_argument("--table", default="transactions", choices=TABLES)
+    y.add_argument("--failed", action="store_true", help="only the runs whose range is marked failed")
+    y.set_defaults(func=cmd_warehouse)
 
     from binlake.local.airflow import DEFAULT_HOME, DEFAULT_SCHEDULE, DEMO_HOME
 
@@ -278,6 +305,8 @@ def build_parser() -> argparse.ArgumentParser:
     af.set_defaults(func=cmd_airflow)
     d = sub.add_parser("demo", help="run the pipeline on the bundled sample binlogs")
     d.add_argument("--home", help="the Airflow home to run in (default: a new temporary directory)")
+    d.add_argument("--warehouse", help="where the tables go (default: under the home; s3a://bucket/prefix with "
+                   "the AWS environment's endpoint and keys)")
     d.set_defaults(func=cmd_demo)
     return p
 

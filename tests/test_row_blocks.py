@@ -136,7 +136,7 @@ def test_the_lanes_record_columns_make_the_records_batches(name):
     got = []
     for run in runs:
         batch = [row["transaction"] for row in schema.records_run_batch(STAGED, run, "src").to_pylist()]
-        last = batch[-1]  # what dates an anomaly after the run (binlake.splits.run_split)
+        last = batch[-1]  # what dates an anomaly after the run (binlake.splits.tasks.run_split)
         assert run.last() == (last["start_pos"], round(last["commit_ts"].timestamp() * 1_000_000))
         got += batch
     assert sum(run.transactions for run in runs) == summary.laned == len(got) > 10

@@ -40,6 +40,11 @@ def _source_errors(source: str):
 ARCHIVE_ALIAS = AssetAlias("binlake_archive")
 
 
+# The archive as a whole: each run's summary is an event of it, and binlake_transactions' assemble
+# task reads it (an inlet), so the Assets view shows the archive feeding the tables.
+ARCHIVE = Asset(name="binlake_archive_store", uri="binlake://archive", group="binlake")
+
+
 def archive_asset(source: str) -> Asset:
     """The Asset of one source's archive: its events say which file arrived, and up to when."""
     return Asset(name=f"binlake_archive_{source}", uri=f"binlake://archive/{source}", group="binlake")
@@ -115,13 +120,14 @@ def archive_file(item: dict) -> dict | None:
             "notice": (manifest.get("notice") or {}).get("detail")}
 
 
-@task(outlets=[ARCHIVE_ALIAS], trigger_rule="all_done", doc_md="""
+@task(outlets=[ARCHIVE_ALIAS, ARCHIVE], trigger_rule="all_done", doc_md="""
 ### Summary
 Adds an event to each source's Asset per file archived by this run (the file's facts in its
 extra), counts what was archived per source, and names any purge gap (files removed from the
 server before they could be copied). It runs once every file's task has ended, whatever they
 ended with: the files archived beside a failed one get their events (`all_archived` fails the
-run for the failed one).
+run for the failed one). The archive as a whole (`binlake_archive_store`, which binlake_transactions
+reads) gets one event with the files and transactions per source.
 """)
 def summarize(results: list[dict | None]) -> dict:
     # The events are added here, by one task: mapped tasks adding the first events of a new
@@ -148,4 +154,6 @@ def summarize(results: list[dict | None]) -> dict:
             log.warning("%s: %s", name, notice)
     if not done:
         log.info("nothing new to archive")
+    context["outlet_events"][ARCHIVE].extra = {name: {k: s[k] for k in ("files", "transactions")}
+                                               for name, s in by_source.items()}
     return by_source
