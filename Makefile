@@ -29,8 +29,8 @@ jars: $(STAMP)
 	$(BIN)/python -m binlake.spark.jars fetch >/dev/null
 
 # The data docs' CSS, JavaScript and fonts from the npm registry, tarballs cached in .cache/npm.
-$(ASSETS): binlake/spark/offline_docs.py $(STAMP)
-	$(BIN)/python -m binlake.spark.offline_docs fetch --cache .cache/npm
+$(ASSETS): binlake/local/offline_docs.py $(STAMP)
+	$(BIN)/python -m binlake.local.offline_docs fetch --cache .cache/npm
 
 $(STAMP): pyproject.toml
 	PYTHON=$(PYTHON) bash scripts/install-build-deps.sh
@@ -51,9 +51,10 @@ java:  ## Spark's Java 17+, checked
 servers: install  ## MySQL 9.x (Debian sid, own prefix) and MariaDB 10.11, cached
 	bash scripts/install-servers.sh
 
-lint: install  ## ruff over everything, mypy over the library
+lint: install  ## ruff over everything, mypy over the library, its import contracts (pyproject.toml)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 bench: install servers java
 	$(BIN)/python bench/scan.py

@@ -43,7 +43,7 @@ def _archive(root: Path, dirs: list[Path], name=lambda d: f"sample-{d.name}") ->
     from binlake.archive.run import archive
     from binlake.archive.sources import DirSource
     from binlake.archive.stores import open_store
-    from binlake.demo import commit_range
+    from binlake.local.demo import commit_range
 
     store = f"file://{root / 'archive'}"
     for d in dirs:
@@ -53,7 +53,7 @@ def _archive(root: Path, dirs: list[Path], name=lambda d: f"sample-{d.name}") ->
 
 
 def _samples(root: Path) -> tuple[str, str, str]:
-    from binlake.demo import sample_files
+    from binlake.local.demo import sample_files
 
     return _archive(root, sorted({Path(f).parent for f in sample_files()}))
 
@@ -179,7 +179,7 @@ def _in_process(store: str, start: str, end: str, root: Path) -> dict:
         group = f"validate-{i}"
         sc.setJobGroup(group, "bench/interval.py")
         t = time.monotonic()
-        report = validate(spark, warehouse, start, end, store)
+        report = validate(spark, warehouse, start, end, store=store)
         out["runs"].append((time.monotonic() - t, len(tracker.getJobIdsForGroup(group)), report.success))
     spark.stop()
     return out

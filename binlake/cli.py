@@ -8,7 +8,7 @@ import logging
 import sys
 from pathlib import Path
 
-from binlake import __version__, compiled_paths
+from binlake import __version__
 from binlake.errors import BinlakeError, BinlogError
 
 
@@ -19,30 +19,18 @@ def _dump(rec: dict) -> str:
 def cmd_scan(args: argparse.Namespace) -> int:
     # Imported here, as each command's own modules are, so that `binlake archive` does not load
     # the row decoder and mysql-replication at every start.
-    from binlake.assemble import Options
+    from binlake.assemble.outputs import Lines
+    from binlake.assemble.scan import scan_files
+    from binlake.assemble.walk import Options
     from binlake.malloc import keep_freed_memory
-    from binlake.records import record_line
-    from binlake.scan import scan_files
-    from binlake.sinks import LineSink
 
     keep_freed_memory()
     sys.stdout.flush()
-    out = sys.stdout.buffer
-    wanted = {"transaction"}
-    if args.rows:
-        wanted.add("row_change")
-    if args.anomalies:
-        wanted.add("anomaly")
-
-    def emit(kind: str, rec: dict) -> None:
-        if kind in wanted:
-            out.write(record_line(kind, rec))
-
-    opts = Options(source=args.source, segment_rows=args.segment_rows,
-                   segment_bytes=args.segment_bytes, rows=args.rows, schema=_schema_state(args))
-    # With --rows, a segment's row changes come as JSON lines already (binlake.sinks), and the
-    # lane (binlake.lane) writes whole transactions' lines; anomalies it leaves to the walk.
-    summary = scan_files(args.files, opts, emit, LineSink(out.writelines), out.write)
+    opts = Options(source=args.source, segment_rows=args.segment_rows, segment_bytes=args.segment_bytes,
+                   rows=args.rows)
+    # Every record as a JSON line (binlake.assemble.outputs.Lines), the lane's whole transactions among them
+    summary = scan_files(args.files, opts, Lines(sys.stdout.buffer.write, anomalies=args.anomalies),
+                         schema=_schema_state(args))
     if args.summary:
         print(_dump({"record": "summary", **vars(summary)}), file=sys.stderr)
     return 0
@@ -104,7 +92,7 @@ def cmd_schema_import(args: argparse.Namespace) -> int:
         if not file or not pos.isdigit():
             raise BinlakeError(f"--position {args.position}: expected FILE:OFFSET")
         point["before"] = point["after"] = {"file": file, "position": int(pos)}
-    snapshot = import_ddl(text, args.database or "", args.flavor, point, args.source_name)
+    snapshot = import_ddl(text, args.database or "", args.flavor, point=point, source=args.source_name)
     return _write_snapshot(snapshot, args)
 
 
@@ -135,15 +123,15 @@ def _write_snapshot(snapshot, args: argparse.Namespace) -> int:
 
 
 def cmd_airflow(args: argparse.Namespace) -> int:
-    from binlake.airflow_local import default_home, run
+    from binlake.local.airflow import default_home, run
 
     config = Path(args.config) if args.config else None
-    return run(Path(args.home) if args.home else default_home(config), config, args.port, args.schedule,
+    return run(Path(args.home) if args.home else default_home(config), config, port=args.port, schedule=args.schedule,
                database=args.database)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from binlake.demo import run
+    from binlake.local.demo import run
 
     return run(args.home, args.warehouse)
 
@@ -152,10 +140,11 @@ def cmd_archive(args: argparse.Namespace) -> int:
     from binlake.archive.run import archive
     from binlake.archive.sources import open_source
     from binlake.archive.stores import open_store
+    from binlake.schema.capture import into_history
 
     source = open_source(args.source, server_id=args.server_id)
     name = args.source_name or _default_source_name(args.source)
-    result = archive(source, open_store(args.store), name)
+    result = archive(source, open_store(args.store), name, capture=into_history)
     for gap in result.gaps:
         print(_dump({"record": "anomaly", **gap}))
     for notice in result.notices:
@@ -301,7 +290,7 @@ def build_parser() -> argparse.ArgumentParser:
     y.add_argument("--failed", action="store_true", help="only the runs whose range is marked failed")
     y.set_defaults(func=cmd_warehouse)
 
-    from binlake.airflow_local import DEFAULT_HOME, DEFAULT_SCHEDULE, DEMO_HOME
+    from binlake.local.airflow import DEFAULT_HOME, DEFAULT_SCHEDULE, DEMO_HOME
 
     af = sub.add_parser("airflow", help="a local Airflow for binlake (no Docker), until Ctrl-C")
     af.add_argument("--home", help=f"AIRFLOW_HOME (default {DEFAULT_HOME} with --config, {DEMO_HOME} without)")
@@ -327,6 +316,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if logging.getLogger("binlake").isEnabledFor(logging.INFO):
+        from binlake.compiled import compiled_paths  # loads the decoders: only when it is said
+
         logging.getLogger("binlake").info("binlake %s: %s", __version__, compiled_paths())
     try:
         return args.func(args)

@@ -13,7 +13,7 @@ from pathlib import Path
 import boto3
 import pytest
 
-from binlake.splits import parse_time
+from binlake.splits.times import parse_time
 from tests.support.lake import differences, lake, scanned, table
 from tests.support.scanning import REPO, run_cli, scan
 
@@ -304,7 +304,7 @@ def _task_instances(af, dag_id: str) -> list[dict]:
 def test_exported_connections_and_variables_reach_binlake_airflow(tmp_path, monkeypatch):
     # docs/airflow.md: connections may be exported as AIRFLOW_CONN_*; `binlake airflow` runs
     # Airflow with them (and with exported variables), its own settings (AIRFLOW__*) its own.
-    from binlake.airflow_local import AIRFLOW, local_env
+    from binlake.local.airflow import AIRFLOW, local_env
 
     s3 = {"conn_type": "aws", "login": "KEY", "password": "SECRET", "extra": {"endpoint_url": "http://s3.example:9000"}}
     monkeypatch.setenv("AIRFLOW_CONN_BINLAKE_S3", json.dumps(s3))
@@ -348,7 +348,7 @@ def test_a_named_connection_that_does_not_exist_fails_at_once(s3_endpoint, airfl
 
 
 def _sample_dirs() -> list[str]:
-    from binlake.demo import sample_files
+    from binlake.local.demo import sample_files
 
     return sorted({f.rsplit("/", 1)[0] for f in sample_files()})
 
@@ -416,7 +416,7 @@ def test_the_store_is_checked_before_the_server_is_flushed(mysql_server, airflow
     # BINARY LOGS, so a retry rotates nothing. The server's own list of files is the oracle.
     settings = {"store": "s3://down/archive", "aws_conn_id": "binlake_s3", "warehouse": str(tmp_path / "w"),
                 "sources": [{"name": "live", "mysql_conn_id": "binlake_mysql", "flush_binary_logs": True}]}
-    from binlake.airflow_local import free_port
+    from binlake.local.airflow import free_port
 
     af = airflow({
         "AIRFLOW_VAR_BINLAKE": json.dumps(settings),

@@ -21,7 +21,8 @@ import pytest
 from binlake.archive.run import archive
 from binlake.archive.sources import DirSource, MySQLSource
 from binlake.archive.stores import open_store
-from binlake.assemble import Options
+from binlake.assemble.walk import Options
+from binlake.schema.capture import into_history
 from tests.support.lake import differences, lake, rows, scanned, table
 from tests.support.scanning import DATA, REPO, run_cli, scan
 
@@ -129,7 +130,7 @@ def test_only_a_range_read_in_the_driver_gets_a_short_jvm(archives):
     from binlake.cli import build_parser
     from binlake.spark import _session_conf
     from binlake.spark.settings import SHORT_JVM
-    from binlake.splits import plan
+    from binlake.splits.plan import plan
 
     start, end = data_day()
     base = ["assemble", "--store", archives["file"], "--warehouse", "w", "--start", start, "--end", end]
@@ -308,7 +309,8 @@ def live_archive(mysql_factory, s3_endpoint):
         cur.execute("FLUSH BINARY LOGS")
     boto3.client("s3").create_bucket(Bucket="live")
     store = "s3://live/archive"
-    archive(MySQLSource(f"mysql://root@127.0.0.1:{server.port}"), open_store(store), "db1")
+    # with its schema history, as `binlake archive` takes it of a live source
+    archive(MySQLSource(f"mysql://root@127.0.0.1:{server.port}"), open_store(store), "db1", capture=into_history)
     with server.connect() as conn, conn.cursor() as cur:
         cur.execute("SHOW BINARY LOGS")
         names = [r[0] for r in cur.fetchall()][:-1]

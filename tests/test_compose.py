@@ -461,7 +461,7 @@ def test_one_pyspark_version():
 
 def test_the_images_that_validate_ship_the_data_docs_assets():
     """Validation runs in the Airflow image (and binlake's, for the CLI): both carry the data
-    docs' CSS and JavaScript (binlake/spark/offline_docs.py), fetched by the image's own stage,
+    docs' CSS and JavaScript (binlake/local/offline_docs.py), fetched by the image's own stage,
     never the build host's copy (.dockerignore)."""
     assert any(i == "RUN" and "offline_docs.py fetch --into /opt/docs_assets" in a
                for i, a in _instructions("docs-assets"))

@@ -98,7 +98,7 @@ def test_spark_and_delta_rs_read_the_tables_as_the_scan_gives_them(spark, bucket
     # directory (an s3a:// warehouse has none of its own)
     from binlake.spark.validate import validate
 
-    report = validate(spark, warehouse, start, end, store, quality=str(tmp_path / "quality"),
+    report = validate(spark, warehouse, start, end, store=store, quality=str(tmp_path / "quality"),
                       versions=summary.versions)
     assert report.success, report.text()
     assert report.counts == {"transactions": summary.transactions, "row_changes": summary.row_changes,
@@ -156,7 +156,7 @@ def _reference_transactions() -> list[dict]:
 
 
 def _iso(t: str) -> str:
-    from binlake.splits import parse_time
+    from binlake.splits.times import parse_time
 
     return parse_time(t)
 

@@ -84,3 +84,11 @@ def capture(conn, source: str | None = None) -> Snapshot:
     point = {"server_uuid": _maybe(found[1]) if found else None, "server_id": int(server_id), "flavor": flavor,
              "before": before, "after": after}
     return Snapshot(tables, databases, point, source, stamp(dt.datetime.now(dt.UTC)))
+
+
+def into_history(conn, store, source: str) -> str:
+    """A snapshot of the server's tables recorded into the store's schema history (what
+    `binlake archive` hands the archive to do at each run: binlake.archive.run.Capture); its key."""
+    from binlake.schema.history import record
+
+    return record(store, source, capture(conn, source))

@@ -38,28 +38,26 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, spark=None) -> int:
-    """Run the job with parsed arguments; prints the summary as one JSON line."""
+    """Run the job with parsed arguments; prints the summary as one JSON line. The arguments go one
+    way: checked, planned into splits (binlake.splits.plan), a session made for the plan, the job
+    run over it (binlake.spark.job.Job), then the suites."""
     from dataclasses import asdict
 
-    from binlake import __version__, compiled_paths
-    from binlake.assemble import Options
-    from binlake.spark.job import assemble, session
-    from binlake.spark.settings import quality_dir
-    from binlake.splits import check_quality_run, plan
+    from binlake import __version__
+    from binlake.assemble.walk import Options
+    from binlake.compiled import compiled_paths
+    from binlake.spark.job import Job, session
+    from binlake.splits.plan import plan
 
     log.info("binlake %s: %s", __version__, compiled_paths())
     validating = args.validate or args.validate_as
-    if validating:  # what validation cannot write: said before the job, not after it
-        quality_dir(args.warehouse, args.quality)
-        if args.validate_as:
-            check_quality_run(args.validate_as)
-        _import_behind("great_expectations")
+    if validating:
+        _can_validate(args)
     # Planned once, before the session: a local session's JVM depends on the range's size.
     planned = plan(args.store, args.sources, args.start, args.end, args.split_bytes)
     spark = spark or session(getattr(args, "master", None), conf=_session_conf(args, planned))
     opts = Options(segment_rows=args.segment_rows, segment_bytes=args.segment_bytes)
-    summary = assemble(spark, args.store, args.warehouse, args.start, args.end, args.sources, args.split_bytes,
-                       opts, fail_on_anomaly=False, planned=planned)
+    summary = Job(spark, planned, warehouse=args.warehouse, opts=opts).run()
     print(json.dumps({"record": "assemble", **asdict(summary)}, separators=(",", ":")), flush=True)
     status = 0
     if args.fail_on_anomaly and summary.anomalies:
@@ -71,6 +69,18 @@ def run(args: argparse.Namespace, spark=None) -> int:
         if args.validate and not report.success:
             status = 1
     return status
+
+
+def _can_validate(args: argparse.Namespace) -> None:
+    """What validation after the job cannot write, said before the job rather than after it; and
+    GX imported meanwhile."""
+    from binlake.spark.settings import quality_dir
+    from binlake.splits.times import check_quality_run
+
+    quality_dir(args.warehouse, args.quality)
+    if args.validate_as:
+        check_quality_run(args.validate_as)
+    _import_behind("great_expectations")
 
 
 def _session_conf(args: argparse.Namespace, planned) -> dict[str, str]:
@@ -89,7 +99,7 @@ def _validate_conf(args: argparse.Namespace) -> dict[str, str]:
     from binlake.errors import BinlakeError
     from binlake.spark.settings import for_range, is_local
     from binlake.spark.validate import store_of
-    from binlake.splits import DEFAULT_SPLIT_BYTES, plan
+    from binlake.splits.plan import DEFAULT_SPLIT_BYTES, plan
 
     conf = _conf(getattr(args, "conf", None))
     if not is_local(getattr(args, "master", None)):
@@ -165,8 +175,8 @@ def _suites(spark, args: argparse.Namespace, run_name: str | None = None, versio
     from binlake.spark.validate import Config, validate
 
     config = Config.of(args.warn_only, args.allow_severity, args.xa_max_age)
-    return validate(spark, args.warehouse, args.start, args.end, args.store, args.sources, config, run_name,
-                    args.quality, versions)
+    return validate(spark, args.warehouse, args.start, args.end, store=args.store, sources=args.sources,
+                    config=config, run_name=run_name, quality=args.quality, versions=versions)
 
 
 def add_warehouse_arguments(p: argparse.ArgumentParser) -> None:

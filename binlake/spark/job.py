@@ -1,12 +1,12 @@
 """The assemble job: an archive's commit-time range into the three warehouse tables.
 
-1. Plan on the driver from manifests only (binlake/splits.py).
+1. Plan on the driver from manifests only (binlake/splits/plan.py).
 2. Survey the transactions bigger than a split, one task each, and cut them into pieces.
 3. The facts pass: every split and piece in parallel (`mapInArrow`: one task per split,
    Arrow batches out) gives its transactions, anomalies and pieces (rows decoded for their
    counts only), staged as Parquet: a record per transaction, small.
 4. Put big transactions together on the driver from their pieces' counts
-   (binlake/pieces.py): where each piece's rows go (`seq`, segments).
+   (binlake/assemble/pieces.py): where each piece's rows go (`seq`, segments).
 5. Write each table: the rows of the range replace exactly the range's rows, in one Delta
    commit per table that names the run (binlake/spark/warehouse.py). Reruns and backfills are
    idempotent; N runs over adjacent ranges equal one over their union.
@@ -26,41 +26,35 @@ import os
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
+from typing import Any
 
 from pyspark.broadcast import Broadcast
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from binlake.assemble import Options
+from binlake.assemble.lane import RecordRun, RowRun
+from binlake.assemble.outputs import RowBlocks
+from binlake.assemble.pieces import Fixes, PieceRecord, place_block
+from binlake.assemble.walk import Options
 from binlake.errors import BinlakeError
 from binlake.malloc import keep_freed_memory
-from binlake.pieces import Fixes, PieceRecord, place_block, place_record
 from binlake.schema.ddl import SchemaState
 from binlake.spark import schema
 from binlake.spark.settings import LOGS, SESSION, delta, in_driver, is_local, local
 from binlake.spark.warehouse import Note, RunRange, Warehouse, warehouse_uri
 from binlake.spark.writer import WriterLease
-from binlake.splits import (
-    DEFAULT_SPLIT_BYTES,
-    Plan,
-    Split,
-    check_repeat,
-    compact_ts,
-    pieces_of,
-    plan,
-    put_together,
-    run_split,
-    run_survey,
-)
+from binlake.splits.plan import DEFAULT_SPLIT_BYTES, Plan, Split, pieces_of, plan
+from binlake.splits.tasks import check_repeat, put_together, run_split, run_survey
+from binlake.splits.times import compact_ts
 
 log = logging.getLogger(__name__)
 BATCH = 4096  # records per Arrow batch out of a task
 # Parquet writer options per table (Delta hands them to its Parquet writer). Where a column's values
 # are nearly all distinct (the images; the ids of production's one-row transactions) a dictionary
-# for it is built and then dropped by the writer: a quarter of the row changes' write, a tenth of the transactions'
-# (bench/RESULTS.md). The facts staged for one run are read once and have none.
+# for it is built and then dropped by the writer, at a cost bench/RESULTS.md measures. The facts
+# staged for one run are read once and have none.
 WRITE_OPTIONS = {"row_changes": {"parquet.enable.dictionary#before": "false",
                                  "parquet.enable.dictionary#after": "false"},
                  "transactions": {"parquet.enable.dictionary#txn_id": "false",
@@ -93,7 +87,7 @@ class Summary:
     write_seconds: dict[str, float] = field(default_factory=dict)  # the write step's, per table
     spark_master: str = ""
     application_id: str = ""
-    schema_states: int = 0  # distinct schema states the splits started from (binlake.schema.plan)
+    schema_states: int = 0  # distinct schema states the splits started from (binlake.splits.schemas)
     in_driver: bool = False  # a range smaller than one split: its tasks ran in the driver (Job.in_driver)
     run: str = ""  # the run's id, which its commits name
     status: str = "ok"  # "failed": the range has error anomalies, its data is not whole (failed_because)
@@ -112,11 +106,11 @@ def _splits(batches) -> Iterator[Split]:
             yield Split.from_json(text)
 
 
-def _split_opts(opts: Options, split: Split, states) -> Options:
-    """A split's options: with the schema state it starts from (a copy: the walk advances it)."""
+def _split_schema(split: Split, states) -> SchemaState | None:
+    """The schema state a split starts from: a copy, which its walk advances."""
     if states is None or split.schema is None:
-        return opts
-    return replace(opts, schema=states.value[split.schema].copy())
+        return None
+    return states.value[split.schema].copy()
 
 
 def _facts_task(opts: Options, states):
@@ -124,7 +118,7 @@ def _facts_task(opts: Options, states):
     pieces of big transactions out as Arrow batches of STAGED, each of one kind of record
     (schema.arrow_batch; the lane's transactions from its columns, schema.records_run_batch). Rows
     are decoded for their counts only. `states`: a broadcast of the schema states splits start from
-    (binlake.schema.plan), or None."""
+    (binlake.splits.schemas), or None."""
     opts = replace(opts, rows=False)
 
     def run(batches):
@@ -133,12 +127,13 @@ def _facts_task(opts: Options, states):
         kinds = [n for n in arrow.names if n != "kind"]
         for split in _splits(batches):
             bufs: dict[str, list[dict]] = {k: [] for k in kinds}
-            for kind, rec in run_split(split, _split_opts(opts, split, states), columns=True):
-                if kind == "transaction_run":  # the lane's (binlake.lane): its columns, no Python per record
-                    yield schema.records_run_batch(arrow, rec, split.source)
+            for item in run_split(split, opts, columns=True, schema=_split_schema(split, states)):
+                if isinstance(item, RecordRun):  # the lane's (binlake.assemble.lane): its columns, no Python per record
+                    yield schema.records_run_batch(arrow, item, split.source)
                     continue
+                kind, rec = schema.staged(item)
                 buf = bufs[kind]
-                buf.append(schema.arrow_record(kind, asdict(rec) if kind == "piece" else rec, split.source)[kind])
+                buf.append(schema.arrow_record(kind, rec, split.source)[kind])
                 if len(buf) >= BATCH:
                     yield schema.arrow_batch(arrow, kind, buf)
                     bufs[kind] = []
@@ -153,7 +148,7 @@ def _rows_task(opts: Options, fixes, states):
     """What each task of the rows pass runs over its split(s): the row changes alone, as Arrow
     batches of ROW_CHANGES; those of whole transactions from the decoder's blocks
     (schema.blocks_batch), those of big transactions' pieces placed by `fixes`, a broadcast of
-    binlake.pieces.Fixes (a piece's rows with no fix, a broken transaction's, are not presented)."""
+    binlake.assemble.pieces.Fixes (a piece's rows with no fix, a broken transaction's, are not presented)."""
 
     def run(batches):
         _tune_worker_heap()
@@ -163,28 +158,18 @@ def _rows_task(opts: Options, fixes, states):
             source = split.source
             blocks: list = []
             held = 0
-            recs: list[dict] = []
-            for kind, rec in run_split(split, _split_opts(opts, split, states), blocks=True, columns=True):
-                if kind == "row_blocks":
-                    rec = [block for block in rec if place_block(block, place)]
-                    blocks += rec
-                    held += sum(block.rows for block in rec)
+            for item in run_split(split, opts, columns=True, schema=_split_schema(split, states)):
+                if isinstance(item, RowBlocks):
+                    placed = [block for block in item.blocks if place_block(block, place)]
+                    blocks += placed
+                    held += sum(block.rows for block in placed)
                     if held >= BATCH:
                         yield schema.blocks_batch(arrow, blocks, source)
                         blocks, held = [], 0
-                elif kind == "row_run":  # the lane's (binlake.lane): whole transactions, no placing
-                    yield schema.run_batch(arrow, rec, source)
-                elif kind == "row_change":
-                    if not place_record(rec, place):
-                        continue
-                    recs.append(schema.arrow_record(kind, rec, source)[kind])
-                    if len(recs) >= BATCH:
-                        yield schema.records_batch(arrow, recs)
-                        recs = []
+                elif isinstance(item, RowRun):  # the lane's (binlake.assemble.lane): whole transactions, no placing
+                    yield schema.run_batch(arrow, item, source)
             if blocks:
                 yield schema.blocks_batch(arrow, blocks, source)
-            if recs:
-                yield schema.records_batch(arrow, recs)
 
     return run
 
@@ -195,12 +180,12 @@ def _tune_worker_heap() -> None:
 
     PySpark's daemon collects garbage after every task of a reused worker (gc.collect): a full
     pass over every object alive in it, the imports' alone (pyarrow, numpy, binlake's decoders)
-    some 100k, which took a sixth of the workers' CPU on production's mix (py-spy,
-    bench/RESULTS.md). What is alive when a task starts, collected first so that no garbage is
+    a great many, a share of the workers' CPU on production's mix that bench/RESULTS.md measures
+    (py-spy). What is alive when a task starts, collected first so that no garbage is
     kept, is put out of the collector's sight (gc.freeze): those passes see only what the tasks
     made. And the lane's columns, MiBs made and freed per run, stay in glibc's heap for the next
     run instead of being faulted in and zeroed again (binlake.malloc, as `binlake scan` does,
-    set once per worker): the rows pass's CPU 5 % less."""
+    set once per worker): less CPU in the rows pass (bench/RESULTS.md)."""
     from pyspark import TaskContext
 
     if TaskContext.get() is not None:
@@ -216,28 +201,29 @@ def _arrow_schema(struct):
 
 
 class Job:
-    def __init__(self, spark: SparkSession, store: str, warehouse: str, start: str, end: str,
-                 sources: list[str] | None = None, split_bytes: int = DEFAULT_SPLIT_BYTES,
-                 opts: Options | None = None, planned: Plan | None = None) -> None:
+    """One run of the job over a planned range (binlake.splits.plan: its store, range, sources
+    and split size), into a warehouse."""
+
+    def __init__(self, spark: SparkSession, planned: Plan, *, warehouse: str, opts: Options | None = None) -> None:
         self.spark = spark
         self.sc = spark.sparkContext
         for key, value in SESSION.items():
             spark.conf.set(key, value)
-        self.store = store
+        self.plan = planned
+        self.store = planned.store
         self.warehouse = warehouse_uri(warehouse)
         self.tables = Warehouse(spark, self.warehouse)
         self.opts = opts or Options()
-        self.plan: Plan = planned or plan(store, sources, start, end, split_bytes)
-        self.sources = self.plan.sources
-        self.range = RunRange(self.plan.start, self.plan.end, tuple(self.sources))
+        self.sources = planned.sources
+        self.range = RunRange(planned.start, planned.end, tuple(self.sources))
         self.run_id = uuid.uuid4().hex[:12]
         self.staging = f"{self.warehouse}/_staging/{self.run_id}"
-        # the schema states splits start from (binlake.schema.plan), when a source has a history
+        # the schema states splits start from (binlake.splits.schemas), when a source has a history
         self.states: Broadcast[list[SchemaState]] | None = None
         # One task's work: the driver runs its splits itself, sparing the seconds a first Python
         # worker costs a short interval.
-        self.in_driver = in_driver(self.plan, split_bytes)
-        self.summary = Summary(store, self.warehouse, self.plan.start, self.plan.end, self.sources,
+        self.in_driver = in_driver(planned, planned.split_bytes)
+        self.summary = Summary(self.store, self.warehouse, planned.start, planned.end, self.sources,
                                spark_master=self.sc.master or "", application_id=self.sc.applicationId,
                                in_driver=self.in_driver, run=self.run_id)
 
@@ -292,7 +278,7 @@ class Job:
     def _schema_states(self, splits: list[Split]) -> None:
         """The schema state each split starts from, for the sources with a schema history: the
         DDL statements of their files read by a task per file, the states put together here."""
-        from binlake.schema import plan as schema_plan
+        from binlake.splits import schemas as schema_plan
 
         starts = schema_plan.histories(self.plan)
         if not starts:
@@ -382,7 +368,7 @@ class Job:
         return {name: df.where((F.col("commit_ts") >= F.lit(lo)) & (F.col("commit_ts") < F.lit(hi)))
                 for name, df in (("transactions", txns), ("row_changes", rows), ("anomalies", anomalies))}
 
-    def _frame(self, records: list[dict], kind: str, struct) -> DataFrame:
+    def _frame(self, records: Sequence[Mapping[str, Any]], kind: str, struct) -> DataFrame:
         rows = [schema.arrow_record(kind, r, r["source"])[kind] for r in records]
         return self.spark.createDataFrame(rows, struct)
 
@@ -406,13 +392,15 @@ class Job:
             s.failed_because = [f"{n} {code} anomalies" for code, n in sorted(errors.items())]
         if not any(r["rows"] for r in txns):  # no transaction with rows: the rows pass would decode for nothing
             dated["row_changes"] = self.spark.createDataFrame([], schema.STORED["row_changes"])
-        note = Note(self.run_id, s.start, s.end, list(self.sources), self.store, s.status, s.failed_because,
-                    {"transactions": s.transactions, "anomalies": s.anomalies})
+        note = Note(run=self.run_id, start=s.start, end=s.end, sources=list(self.sources), store=self.store,
+                    status=s.status, failed_because=s.failed_because,
+                    counts={"transactions": s.transactions, "anomalies": s.anomalies})
         # The row changes first: theirs is the long write, so that the three commits come close together.
         for name in ("row_changes", "transactions", "anomalies"):
             df = dated[name]
             began = time.monotonic()
-            s.versions[name] = self.tables.replace(name, df, self.range, note, WRITE_OPTIONS.get(name)).version
+            s.versions[name] = self.tables.replace(name, df, self.range, note=note,
+                                                   options=WRITE_OPTIONS.get(name)).version
             s.write_seconds[name] = round(time.monotonic() - began, 3)
         self.sc.setJobDescription("binlake: count the row changes written")
         s.row_changes = (self.tables.read("row_changes", version=s.versions["row_changes"])
@@ -518,12 +506,12 @@ def _java_reason(e: Exception) -> str:
     return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
 
 
-def assemble(spark: SparkSession, store: str, warehouse: str, start: str, end: str,
-             sources: list[str] | None = None, split_bytes: int = DEFAULT_SPLIT_BYTES,
-             opts: Options | None = None, fail_on_anomaly: bool = False, planned: Plan | None = None) -> Summary:
-    """Run the job; with `fail_on_anomaly`, raise after writing when the range has error anomalies.
-    `planned`: the range's plan (binlake.splits.plan of the same arguments) when the caller made it."""
-    summary = Job(spark, store, warehouse, start, end, sources, split_bytes, opts, planned).run()
+def assemble(spark: SparkSession, store: str, warehouse: str, start: str, end: str,  # noqa: PLR0917 - a range
+             *, sources: list[str] | None = None, split_bytes: int = DEFAULT_SPLIT_BYTES,
+             opts: Options | None = None, fail_on_anomaly: bool = False) -> Summary:
+    """Plan the range and run the job over it; with `fail_on_anomaly`, raise after writing when the
+    range has error anomalies."""
+    summary = Job(spark, plan(store, sources, start, end, split_bytes), warehouse=warehouse, opts=opts).run()
     if fail_on_anomaly and summary.anomalies:
         raise BinlakeError(summary.anomaly_text())
     return summary

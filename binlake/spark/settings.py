@@ -43,7 +43,7 @@ def quiet_gx_logs() -> None:
 DRIVER_BYTES = 8 << 20  # the most binlog bytes a range may have for the driver to read it itself
 # A short run's JVM: C1 compiles only. Where the driver reads the range itself the JVM's work is a
 # few small writes and queries, and C2's warm-up on 2 cores is most of what it would pay (an
-# interval 20.5 -> 16.9 s, bench/interval.py); big ranges keep the full JIT for its steady state.
+# interval's time: bench/RESULTS.md, bench/interval.py); big ranges keep the full JIT for its steady state.
 SHORT_JVM = {"spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1"}
 
 

@@ -38,13 +38,16 @@ from pyspark.sql import functions as F
 
 from binlake.archive import summaries
 from binlake.archive.chain import breaks, epochs, generation_of, name_of, repeats
+from binlake.archive.manifest import index_of
 from binlake.archive.run import refusals
 from binlake.archive.stores import open_store
 from binlake.errors import BinlakeError
-from binlake.spark import offline_docs, schema
+from binlake.local import offline_docs
+from binlake.spark import schema
 from binlake.spark.settings import SESSION, local_warehouse, quality_dir, quiet_gx_logs
 from binlake.spark.warehouse import TABLES, RunRange, Warehouse, warehouse_uri
-from binlake.splits import check_quality_run, meets, parse_time, quality_run, sources
+from binlake.splits.plan import meets, sources
+from binlake.splits.times import check_quality_run, parse_time, quality_run
 
 quiet_gx_logs()  # before GX is first imported (in the functions below): its import logs ~200 INFO lines
 
@@ -151,7 +154,7 @@ def store_of(warehouse: str, store: str | None = None) -> str:
 
 
 class Validation:
-    def __init__(self, spark: SparkSession, warehouse: str, start: str, end: str, store: str | None = None,
+    def __init__(self, spark: SparkSession, warehouse: str, start: str, end: str, *, store: str | None = None,
                  source_names: list[str] | None = None, config: Config | None = None,
                  run_name: str | None = None, quality: str | None = None,
                  versions: dict[str, int] | None = None) -> None:
@@ -212,8 +215,8 @@ class Validation:
             chosen = [m for m in listed if meets(m, self.start, self.end)]
             epoch, again = epochs(listed), repeats(listed, found.whole, {name_of(m) for m in chosen})
             for m in chosen:
-                first = [e for e in found.whole(m).get("transactions") or [] if e[2] not in again.get(name_of(m), ())]
-                files.append((source, name_of(m), sum(self.start <= e[3] < self.end for e in first),
+                first = [e for e in index_of(found.whole(m)) if e.txn_id not in again.get(name_of(m), ())]
+                files.append((source, name_of(m), sum(self.start <= e.commit_ts < self.end for e in first),
                               epoch[generation_of(m)]))
             chain += [tuple(b.values()) for b in breaks(source, listed, refusals(store, source),
                                                        {name_of(m) for m in chosen})]
@@ -361,13 +364,14 @@ def _describe(cfg) -> str:
     return cfg.type
 
 
-def validate(spark: SparkSession, warehouse: str, start: str, end: str, store: str | None = None,
+def validate(spark: SparkSession, warehouse: str, start: str, end: str, *, store: str | None = None,
              sources: list[str] | None = None, config: Config | None = None, run_name: str | None = None,
              quality: str | None = None, versions: dict[str, int] | None = None) -> Report:
     """Run the suites over the tables at `versions` (default: those the range's run wrote); the
     report says whether the range can be trusted (see Report.success). It is written under
     runs/<run_name> of the quality directory (default name: the range and the time)."""
-    return Validation(spark, warehouse, start, end, store, sources, config, run_name, quality, versions).run()
+    return Validation(spark, warehouse, start, end, store=store, source_names=sources, config=config,
+                      run_name=run_name, quality=quality, versions=versions).run()
 
 
 def load_report(warehouse: str, run_name: str, quality: str | None = None) -> Report:

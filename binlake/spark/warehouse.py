@@ -57,7 +57,7 @@ def _sql_text(value: str) -> str:
 class RunRange:
     """The rows a run replaces: of `sources` (every source when None), committed in [start, end)."""
 
-    start: str  # ISO 8601 instants (binlake.splits.parse_time's form)
+    start: str  # ISO 8601 instants (binlake.splits.times.parse_time's form)
     end: str
     sources: tuple[str, ...] | None = None
 
@@ -166,7 +166,7 @@ class Warehouse:
             reader = reader.option("timestampAsOf", timestamp)
         return reader.load(self.path(name))
 
-    def replace(self, name: str, rows: DataFrame, rng: RunRange, note: Note,
+    def replace(self, name: str, rows: DataFrame, rng: RunRange, *, note: Note,
                 options: dict[str, str] | None = None) -> Commit:
         """The range's rows of a table replaced by `rows` (which must all be in the range: Delta
         refuses the commit otherwise) in one commit, which `note` names; that commit, or the table's

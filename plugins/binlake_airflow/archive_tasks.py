@@ -61,6 +61,7 @@ def list_new_files() -> list[dict]:
     cfg = settings.load()
     store = resources.open_store(cfg)
     from binlake.archive.run import capture_schema, pending
+    from binlake.schema.capture import into_history
 
     store.check(writable=True)  # before any server is flushed: with the store down a retry rotates nothing
     items = []
@@ -71,7 +72,7 @@ def list_new_files() -> list[dict]:
                 source.files()  # credentials and privileges first, with binlake's own clear errors
                 resources.flush_binary_logs(spec)
             new = pending(source, store, spec.name)
-        _, schema_error = capture_schema(source, store, spec.name)  # the schema history (docs/schema.md)
+        _, schema_error = capture_schema(source, store, spec.name, into_history)  # the schema history (docs/schema.md)
         if schema_error:
             log.warning("%s", schema_error)
         log.info("%s: %d rotated files to archive%s", spec.name, len(new),
@@ -109,7 +110,7 @@ def archive_file(item: dict) -> dict | None:
     if f is None:
         raise AirflowSkipException(f"{spec.name}: {item['file']} is no longer on the server (purged)")
     with _source_errors(spec.name):
-        manifest = archive_one(source, resources.open_store(cfg), spec.name, f, listing)
+        manifest = archive_one(source, resources.open_store(cfg), spec.name, f, listing=listing)
     if manifest is None:
         raise AirflowSkipException(f"{spec.name}: {f.name} is already archived")
     return {"source": spec.name, "file": f.name, "name": manifest["name"], "generation": manifest["generation"],

@@ -85,7 +85,7 @@ def home() -> Path:
 
 def defaults() -> dict:
     """The demo: the bundled sample binlogs (one directory per server) into a local archive."""
-    from binlake.demo import settings as demo_settings
+    from binlake.local.demo import settings as demo_settings
 
     return demo_settings(home())
 

@@ -44,7 +44,8 @@ got, and the failed runs of `binlake_archive`.
 def wait_for_archive(end: str) -> PokeReturnValue:
     import datetime as dt
 
-    from binlake.splits import archived_until, parse_time
+    from binlake.splits.plan import archived_until
+    from binlake.splits.times import parse_time
 
     cfg = settings.load()
     store = resources.open_store(cfg)
@@ -139,7 +140,7 @@ class AssembleOperator(BinlakeSubmitOperator):
         quality_run = None
         deploy_mode = self._deploy_mode or conn.extra_dejson.get("deploy-mode") or "client"
         if deploy_mode == "client" and (spark_settings.local_warehouse(cfg.warehouse) or cfg.quality):
-            from binlake.splits import quality_run as quality_run_name  # not at DAG parse time
+            from binlake.splits.times import quality_run as quality_run_name  # not at DAG parse time
 
             quality_run = quality_run_name(self.start, self.end)
             args += ["--validate-as", quality_run, "--xa-max-age", str(cfg.xa_max_age_seconds),
@@ -171,7 +172,7 @@ class AssembleOperator(BinlakeSubmitOperator):
         import json
 
         from binlake.spark.writer import warehouse_store
-        from binlake.splits import compact_ts, parse_time
+        from binlake.splits.times import compact_ts, parse_time
 
         key = f"_summaries/assemble_{compact_ts(parse_time(self.start))}_{compact_ts(parse_time(self.end))}.json"
         summary = json.loads(warehouse_store(cfg.warehouse).get(key))
@@ -188,7 +189,7 @@ class AssembleOperator(BinlakeSubmitOperator):
         """The interval as the job will plan it, for the local JVM's settings (the job plans again
         in its own process); None where the archive cannot be read: the job says why, not this."""
         from binlake.errors import BinlakeError
-        from binlake.splits import plan
+        from binlake.splits.plan import plan
 
         os.environ.update(aws)  # the store as the job reads it (boto3's environment)
         try:
@@ -254,8 +255,8 @@ def _run_suites(cfg: settings.Settings, start: str, end: str):
     os.environ.update(resources.aws_environment(cfg))  # the manifest checks read the archive with boto3
     spark = session("local[*]", app="binlake-validate")
     config = Config.of(cfg.warn_only, cfg.allowed_severities, cfg.xa_max_age_seconds)
-    return run_suites(spark, cfg.warehouse, start, end, cfg.store, [s.name for s in cfg.sources], config,
-                      quality=str(settings.quality(cfg)))
+    return run_suites(spark, cfg.warehouse, start, end, store=cfg.store, sources=[s.name for s in cfg.sources],
+                      config=config, quality=str(settings.quality(cfg)))
 
 
 @task(outlets=[REPORT_ASSET], doc_md="""

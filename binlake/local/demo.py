@@ -20,13 +20,13 @@ from pathlib import Path
 
 from binlake.errors import BinlakeError
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]  # binlake/local/ -> the checkout
 
 
 def sample_files() -> list[str]:
     """The bundled binlogs (binlake/samples/, package data), one directory per server, each file
     in binlog order: the demo's sources."""
-    root = Path(__file__).parent / "samples"
+    root = Path(__file__).resolve().parents[1] / "samples"  # binlake/samples, package data
     return sorted(str(f) for d in root.iterdir() if d.is_dir() for f in d.iterdir() if f.name.startswith("binlog."))
 
 
@@ -41,7 +41,7 @@ def airflow_env(home: Path, users: bool = False) -> dict[str, str]:
     env.update({
         "AIRFLOW_HOME": str(home),
         # SQLite's 5 s lock wait is short for `airflow dags test` beside CLI commands on a busy
-        # machine. Running services get PostgreSQL (binlake.postgres_local): on SQLite the
+        # machine. Running services get PostgreSQL (binlake.local.postgres): on SQLite the
         # api-server waits for this lock on its event loop, and all of it stalls meanwhile.
         "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home}/airflow.db?timeout=60",
         "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
@@ -139,11 +139,11 @@ def run(home: str | None = None, warehouse: str | None = None) -> int:
     _airflow(env, "dags", "test", "binlake_transactions", "-c", conf, what="the binlake_transactions run")
     state = _run_state(env, "binlake_transactions")
     quality = root / "binlake" / "quality" if warehouse else root / "binlake" / "warehouse" / "quality"
-    print(summary(warehouse or str(root / "binlake" / "warehouse"), quality, start, end, state))
+    print(summary(warehouse or str(root / "binlake" / "warehouse"), quality, start, end, state=state))
     return 0 if state == "success" else 1
 
 
-def summary(warehouse: str, quality: Path, start: str, end: str, state: str) -> str:
+def summary(warehouse: str, quality: Path, start: str, end: str, *, state: str) -> str:
     """What the run produced, read back from the Delta tables (with delta-rs: no JVM to start) and
     the validation results."""
     from deltalake import DeltaTable
