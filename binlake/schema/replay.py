@@ -40,8 +40,10 @@ def ddl_statements(path: str | os.PathLike, until: int | None = None) -> Iterato
         yield from reader_ddl(reader, until)
 
 
-def reader_ddl(reader: BinlogReader, until: int | None = None) -> Iterator[Statement]:
-    """ddl_statements of an open reader (an archived object's range)."""
+def reader_ddl(reader: BinlogReader, until: int | None = None,
+               wanted: Callable[[str], bool] = is_ddl) -> Iterator[Statement]:
+    """ddl_statements of an open reader (an archived object's range); `wanted`: which statements
+    (the row versions also want TRUNCATE)."""
     fde = reader.fde
     for f in reader.frames(end=until, only=_QUERIES):
         if f.type not in _QUERIES or not f.crc_ok or f.body[-5:] == b"BEGIN":  # most: a transaction's start
@@ -52,7 +54,7 @@ def reader_ddl(reader: BinlogReader, until: int | None = None) -> Iterator[State
         except ValueError:
             continue  # an invalid event: the scan replays none of it either (describe)
         q = decode_query(f.body, phl, f.type == c.QUERY_COMPRESSED_EVENT)
-        if not q.error_code and is_ddl(q.text):
+        if not q.error_code and wanted(q.text):
             yield f.pos, q.db, q.text, q.collation_server
 
 

@@ -20,7 +20,7 @@ from binlake.archive.keys import binlog_key, manifest_key
 from binlake.archive.stores import MissingObject, open_store
 from binlake.binlog.framing import BinlogReader
 from binlake.errors import BinlakeError
-from binlake.schema.ddl import SchemaState
+from binlake.schema.ddl import SchemaState, is_ddl
 from binlake.schema.history import choose, loaded, of_archived_file, snapshots
 from binlake.schema.model import Snapshot
 from binlake.schema.replay import Statement, between, moved, reader_ddl
@@ -60,8 +60,10 @@ def files_to_read(plan: Plan, starts: dict[str, Snapshot]) -> list[tuple[str, st
     return out
 
 
-def archived_ddl(store_url: str, source: str, name: str) -> list[Statement] | None:
-    """The DDL statements of an archived file (replay.reader_ddl); None when it is not archived."""
+def archived_ddl(store_url: str, source: str, name: str,
+                 wanted: Callable[[str], bool] = is_ddl) -> list[Statement] | None:
+    """The DDL statements of an archived file (replay.reader_ddl, `wanted` its choice); None when it
+    is not archived."""
     store = open_store(store_url)
     key = manifest_key(source, name)
     if not store.exists(key):
@@ -70,7 +72,7 @@ def archived_ddl(store_url: str, source: str, name: str) -> list[Statement] | No
     found: list[Statement] = []
     try:
         with store.open_range(binlog_key(source, name), 0, size) as rng:
-            found.extend(reader_ddl(BinlogReader(rng.data, name, pages=rng.pages)))
+            found.extend(reader_ddl(BinlogReader(rng.data, name, pages=rng.pages), wanted=wanted))
     except MissingObject:
         return None
     except BinlakeError as e:  # a damaged file: the statements before the damage (the facts pass says what it is)

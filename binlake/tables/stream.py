@@ -1,0 +1,283 @@
+"""What the tasks of `binlake tables` run, over Arrow batches (binlake.spark.tables wires them).
+
+A range's plan (binlake.tables.plan.RangePlan) says, for every table the range touches, which
+lineage its rows belong to at each place (a RENAME TABLE continues one lineage under another
+name), that lineage's key and table events, and each Delta table's shapes. Then:
+
+- `route`: each row change gets its lineage and its group (the key's text; one group for a table
+  matched by whole rows, or whose key an update changes), and the place it sorts at;
+- `held`: a Delta table's current versions (typed) as fold input, their values in row-values form;
+- `fold`: each group's stream, sorted, through a binlake.tables.fold.Fold; the versions out staged
+  for the typed columns (`stage`): the text each column's cast reads, `_raw`, `_unknown`.
+
+Every stage speaks one Arrow schema (`STREAM`, `OUT`), whatever the tables' own columns.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+import pyarrow as pa
+
+from binlake.tables.fold import BASELINE, ROWS, Change, Fold, Snapshot, TableEvent, Version, canonical, key_text
+from binlake.tables.shapes import Shape
+
+CANDIDATE, CHANGE, SNAPSHOT = 0, 1, 2
+# The fold's input: one row per candidate, row change or baseline row (the fields its kind uses).
+STREAM = pa.schema([
+    ("lineage", pa.int32()), ("grp", pa.binary()), ("kind", pa.int8()), ("s_order", pa.string()),
+    ("s_phase", pa.int8()), ("s_seq", pa.int64()), ("order", pa.string()), ("seq", pa.int64()),
+    ("txn", pa.string()), ("at", pa.string()), ("op", pa.string()), ("before", pa.string()),
+    ("after", pa.string()), ("table", pa.string()), ("shape", pa.int32()), ("key_changed", pa.bool_()),
+])
+# The fold's output: one row per version to write, its values staged (`values`: {Delta column: text}).
+OUT = pa.schema([
+    ("table", pa.string()), ("values", pa.string()), ("raw", pa.map_(pa.string(), pa.string())),
+    ("unknown", pa.list_(pa.string())), ("from_order", pa.string()), ("from_seq", pa.int64()),
+    ("from_txn", pa.string()), ("valid_from", pa.string()), ("op", pa.string()), ("to_order", pa.string()),
+    ("to_txn", pa.string()), ("valid_to", pa.string()), ("existing", pa.bool_()),
+])
+SORT = ["lineage", "grp", "s_order", "s_phase", "s_seq"]
+
+
+@dataclass
+class Segment:
+    """A table name's rows from `start` (inclusive) to `end` (exclusive, None: the range's end)
+    belong to a lineage, written to Delta table `table` (its "db/table")."""
+
+    start: str
+    end: str | None
+    lineage: int
+    table: str
+
+
+@dataclass
+class Lineage:
+    id: int
+    key: list[str] | None  # None: rows matched whole (a multiset)
+    events: list[TableEvent] = field(default_factory=list)
+    single: bool = False  # every row in one group (no key, or an update changes the key)
+
+
+@dataclass
+class Routes:
+    """What the tasks need of a range's plan: the lineages, where each name's rows go, and each
+    Delta table's shapes (with the place each starts at)."""
+
+    lineages: dict[int, Lineage]
+    segments: dict[tuple[str, str], list[Segment]]
+    shapes: dict[str, list[Shape]]
+
+    def segment(self, schema: str, table: str, order: str) -> Segment | None:
+        for s in self.segments.get((schema, table), ()):
+            if s.start <= order and (s.end is None or order < s.end):
+                return s
+        return None
+
+    def shape_index(self, table: str, order: str) -> int:
+        """The index of a Delta table's shape in effect at a place (its DDL comes before its rows)."""
+        orders = [s.order for s in self.shapes[table]]
+        return max(0, bisect.bisect_right(orders, order) - 1)
+
+
+def _loads(text: str | None) -> dict[str, Any] | None:
+    return orjson.loads(text) if text is not None else None
+
+
+def route(routes: Routes, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Row changes (schema, table, op, before, after, seq, order, txn, at) as STREAM rows."""
+    for b in batches:
+        cols = {n: b.column(n).to_pylist() for n in ("schema", "table", "op", "before", "after", "seq", "order", "txn",
+                                                     "at")}
+        out: dict[str, list] = {n: [] for n in STREAM.names}
+        for i in range(b.num_rows):
+            seg = routes.segment(cols["schema"][i], cols["table"][i], cols["order"][i])
+            if seg is None:
+                continue  # a table the range does not apply (a name the plan left out: none is)
+            lineage = routes.lineages[seg.lineage]
+            op, before, after = cols["op"][i], _loads(cols["before"][i]), _loads(cols["after"][i])
+            image = before if before is not None else after
+            grp = b""
+            changed = False
+            if lineage.key is not None and image is not None:
+                grp = key_text(image, lineage.key) or b""
+                if op == "update" and before is not None and after is not None:
+                    moved = {k: after.get(k, before.get(k)) for k in lineage.key}
+                    changed = key_text(moved, lineage.key) != grp
+            _row(out, lineage=seg.lineage, grp=grp, kind=CHANGE, s_order=cols["order"][i], s_phase=ROWS,
+                 s_seq=cols["seq"][i], order=cols["order"][i], seq=cols["seq"][i], txn=cols["txn"][i],
+                 at=cols["at"][i], op=op, before=cols["before"][i], after=cols["after"][i], table=seg.table,
+                 shape=routes.shape_index(seg.table, cols["order"][i]), key_changed=changed)
+        if out["lineage"]:
+            yield pa.RecordBatch.from_pydict(out, schema=STREAM)
+
+
+def _row(out: dict[str, list], **values: Any) -> None:
+    for name in STREAM.names:
+        out[name].append(values.get(name))
+
+
+def held(routes: Routes, lineage: int, table: str, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """A Delta table's current versions (its Delta columns, the version columns, `_valid_from` as
+    text) as STREAM rows of `lineage`, their values in row-values form by the current shape."""
+    key = routes.lineages[lineage].key
+    shapes = routes.shapes[table]
+    shape = len(shapes) - 1
+    columns = [(c.name, c.column, c.kind()) for c in shapes[shape].columns or []]
+    for b in batches:
+        data = b.to_pydict()
+        out: dict[str, list] = {n: [] for n in STREAM.names}
+        for i in range(b.num_rows):
+            first = {c.name: c.column for c in shapes[_shape_at(shapes, data["_from_order"][i])].columns or []}
+            raw = {first.get(k, k): x for k, x in (data["_raw"][i] or [])}  # by Delta column
+            unknown = {first.get(k, k) for k in data["_unknown"][i] or ()}
+            values = {name: kind.value(data[column][i], raw.get(column))
+                      for name, column, kind in columns if column not in unknown}
+            grp = (key_text(values, key) or b"") if key is not None else b""
+            _row(out, lineage=lineage, grp=grp, kind=CANDIDATE, s_order="", s_phase=0, s_seq=0,
+                 order=data["_from_order"][i], seq=data["_from_seq"][i], txn=data["_from_txn"][i],
+                 at=data["_valid_from"][i], op=data["_op"][i], after=orjson.dumps(values).decode(), table=table,
+                 shape=shape, key_changed=False)
+        if out["lineage"]:
+            yield pa.RecordBatch.from_pydict(out, schema=STREAM)
+
+
+@dataclass
+class BaselineLoad:
+    """A baseline table's rows to read into a lineage: its chunks (key, point's order, first row's
+    number), the baseline's start and time, the Delta table and its shape."""
+
+    lineage: int
+    table: str
+    shape: int
+    start: str
+    at: str
+    chunks: list[tuple[str, str, int]]
+
+
+def snapshot_rows(load: BaselineLoad, key: list[str] | None, chunk: tuple[str, str, int],
+                  lines: Iterable[bytes]) -> Iterator[pa.RecordBatch]:
+    """A baseline chunk's rows (JSON lines, docs/snapshots.md) as STREAM rows at the baseline's
+    start, with the chunk's own point and their numbers in the table's baseline (negative)."""
+    _, point, seq = chunk
+    out: dict[str, list] = {n: [] for n in STREAM.names}
+    for line in lines:
+        if not line.strip():
+            continue
+        values = orjson.loads(line)
+        grp = (key_text(values, key) or b"") if key is not None else b""
+        _row(out, lineage=load.lineage, grp=grp, kind=SNAPSHOT, s_order=load.start, s_phase=BASELINE, s_seq=seq,
+             order=point, seq=-seq, txn=None, at=load.at, op="snapshot",
+             after=line.decode() if isinstance(line, bytes) else line, table=load.table, shape=load.shape,
+             key_changed=False)
+        seq += 1
+        if len(out["lineage"]) >= 4096:
+            yield pa.RecordBatch.from_pydict(out, schema=STREAM)
+            out = {n: [] for n in STREAM.names}
+    if out["lineage"]:
+        yield pa.RecordBatch.from_pydict(out, schema=STREAM)
+
+
+def _event(r: dict[str, Any]) -> Version | Change | Snapshot:
+    kind = r["kind"]
+    if kind == CANDIDATE:
+        return Version(orjson.loads(r["after"]), r["order"], r["seq"], r["txn"] or "", r["at"], r["op"], r["table"],
+                       r["shape"], existing=True)
+    if kind == SNAPSHOT:
+        return Snapshot(r["order"], r["seq"], r["at"], orjson.loads(r["after"]), r["table"], r["shape"])
+    return Change(r["order"], r["seq"], r["txn"], r["at"], r["op"], _loads(r["before"]), _loads(r["after"]),
+                  r["table"], r["shape"])
+
+
+def fold(routes: Routes, batches: Iterable[pa.RecordBatch], counts: dict[str, int] | None = None
+         ) -> Iterator[pa.RecordBatch]:
+    """STREAM rows sorted by SORT, each group folded; the versions to write as OUT rows."""
+    group: list[Version | Change | Snapshot] = []
+    at: tuple[int, bytes] | None = None
+    out: dict[str, list] = {n: [] for n in OUT.names}
+
+    def flush() -> Iterator[pa.RecordBatch]:
+        nonlocal out
+        if at is not None and group:
+            lineage = routes.lineages[at[0]]
+            f = Fold(lineage.key, lineage.events)
+            for v in f.run(group):
+                stage(routes, v, out)
+            if counts is not None:
+                counts["unmatched"] = counts.get("unmatched", 0) + f.unmatched
+        if len(out["table"]) >= 4096:
+            yield pa.RecordBatch.from_pydict(out, schema=OUT)
+            out = {n: [] for n in OUT.names}
+
+    for b in batches:
+        for r in b.to_pylist():
+            here = (r["lineage"], r["grp"])
+            if here != at:
+                yield from flush()
+                group, at = [], here
+            group.append(_event(r))
+    yield from flush()
+    if out["table"]:
+        yield pa.RecordBatch.from_pydict(out, schema=OUT)
+
+
+def stage(routes: Routes, v: Version, out: dict[str, list]) -> None:
+    """A version as an OUT row: each value staged into its Delta column (the version's shape), the
+    names in `_unknown` and `_raw` as the version's first shape had them."""
+    shapes = routes.shapes[v.table]
+    now = shapes[v.shape]
+    first = shapes[_shape_at(shapes, v.order)]
+    named = {c.column: c.name for c in first.columns or []}
+    staged: dict[str, str | None] = {}
+    raw: list[tuple[str, str]] = []
+    unknown: list[str] = []
+    for c in now.columns or []:
+        name = named.get(c.column, c.name)
+        if c.name not in v.values:
+            unknown.append(name)
+            continue
+        text, whole = c.kind().stage(v.values[c.name])
+        staged[c.column] = text
+        if whole is not None:
+            raw.append((name, whole))
+    to = v.to or (None, None, None)
+    values = {"table": v.table, "values": orjson.dumps(staged).decode(), "raw": raw or None,
+              "unknown": unknown or None, "from_order": v.order, "from_seq": v.seq, "from_txn": v.txn or None,
+              "valid_from": v.at, "op": v.op, "to_order": to[0], "to_txn": to[1] or None, "valid_to": to[2],
+              "existing": v.existing}
+    for name in OUT.names:
+        out[name].append(values[name])
+
+
+def _shape_at(shapes: list[Shape], order: str) -> int:
+    orders = [s.order for s in shapes]
+    return max(0, bisect.bisect_right(orders, order) - 1)
+
+
+def interval_predicate(column: str, values: list[Any], most: int = 64) -> list[tuple[Any, Any]]:
+    """Sorted key values cut into at most `most` intervals at their widest gaps: a predicate on the
+    first key column that Delta's min/max statistics prune files by."""
+    vals = sorted(set(values))
+    if len(vals) <= most:
+        return [(v, v) for v in vals]
+    gaps = sorted(range(1, len(vals)), key=lambda i: _gap(vals[i - 1], vals[i]), reverse=True)[:most - 1]
+    cuts = sorted(gaps)
+    out, start = [], 0
+    for c in cuts:
+        out.append((vals[start], vals[c - 1]))
+        start = c
+    out.append((vals[start], vals[-1]))
+    return out
+
+
+def _gap(a: Any, b: Any) -> float:
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return float(b - a)
+    return 1.0  # text keys: cut anywhere (the first gaps)
+
+
+__all__ = ["CANDIDATE", "CHANGE", "OUT", "SNAPSHOT", "SORT", "STREAM", "canonical"]
