@@ -43,7 +43,7 @@ from binlake.archive.run import refusals
 from binlake.archive.stores import open_store
 from binlake.errors import BinlakeError
 from binlake.local import offline_docs
-from binlake.spark import schema
+from binlake.spark import schema, verdicts
 from binlake.spark.settings import SESSION, local_warehouse, quality_dir, quiet_gx_logs
 from binlake.spark.warehouse import TABLES, RunRange, Warehouse, warehouse_uri
 from binlake.splits.plan import meets, sources
@@ -280,6 +280,9 @@ class Validation:
         tmp = run_dir / "results.json.tmp"
         tmp.write_text(json.dumps({"report": asdict(report), "gx": raw}, indent=1, default=str))
         os.replace(tmp, run_dir / "results.json")
+        # What binlake tables asks before it applies the range (binlake.spark.verdicts)
+        verdicts.record(quality, self.run_name, self.start, self.end, sources=self.source_names,
+                        success=report.success, versions=self.versions)
         for df in cached.values():
             df.unpersist()
         return report

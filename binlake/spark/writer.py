@@ -26,8 +26,8 @@ import socket
 import threading
 
 from binlake.archive.leases import RENEW, _started, alive
-from binlake.archive.stores import open_store
 from binlake.errors import BinlakeError
+from binlake.tables.state import warehouse_store
 
 log = logging.getLogger(__name__)
 PREFIX = "_binlake/writers"
@@ -35,13 +35,6 @@ PREFIX = "_binlake/writers"
 
 class Busy(BinlakeError):
     """Another live job writes the warehouse."""
-
-
-def warehouse_store(warehouse: str):
-    """The warehouse as a binlake store (boto3 for s3a://, the file system for a path)."""
-    if warehouse.startswith("s3a://"):
-        return open_store("s3://" + warehouse.removeprefix("s3a://"))
-    return open_store(warehouse if "://" in warehouse else "file://" + os.path.abspath(warehouse))
 
 
 class WriterLease:

@@ -61,7 +61,8 @@ class Baseline:
     start: str  # the order of its first session's point
     started_at: str  # that session's start (UTC)
     tables: dict[tuple[str, str], BaselineTable]
-    points: list[str]  # each session's point's order (None where it is not archived yet)
+    points: list[str]  # each session's point's order
+    at: str = ""  # the commit time of the transaction at its start (binlake.spark.tables sets it)
 
 
 def _prefix(source: str) -> str:

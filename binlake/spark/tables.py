@@ -1,0 +1,469 @@
+"""`binlake tables`: a range of each source's changelog applied to its row versions (docs/tables.md).
+
+Per source, on the driver: the source's state (`_binlake.json`, binlake.tables.state) says how far
+it is applied; the range is applied forward, found unchanged, rebuilt from an earlier instant
+(`decide`), or refused; a range is applied only where a validation passed (binlake.spark.verdicts).
+Then the range's transactions in commit order: their row changes (an XA transaction's at its XA
+COMMIT), the DDL statements and TRUNCATEs of its files (read from the archive, with their default
+database), the baselines that start in it; the range planned (binlake.tables.plan); each changed
+table's current versions read (only those of the keys the range changes, where no statement
+changes every row); the rows folded by group in Spark's tasks (binlake.tables.stream, `mapInArrow`);
+one MERGE per table; `_binlake.json` last. `as_of` gives Spark users the tables at an instant.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import logging
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from binlake.archive.stores import open_store
+from binlake.errors import BinlakeError
+from binlake.spark import verdicts
+from binlake.spark.settings import SESSION, quality_dir
+from binlake.spark.versions import Versions, cast, q
+from binlake.spark.warehouse import Warehouse, warehouse_uri
+from binlake.spark.writer import WriterLease
+from binlake.splits.times import parse_time
+from binlake.tables import order as orders
+from binlake.tables import state as states
+from binlake.tables.baselines import Baseline, complete, lines, placed
+from binlake.tables.plan import Planner, RangePlan, Statement, check_names, table_statement
+from binlake.tables.state import Point, SourceState
+from binlake.tables.stream import OUT, SORT, STREAM, Routes, fold, held, route, snapshot_rows
+
+log = logging.getLogger(__name__)
+ISO = "yyyy-MM-dd'T'HH:mm:ss.SSSSSS'Z'"
+PARTITIONS = 8  # the fold's partitions: a table's groups spread over them (a range's work, not the table's)
+
+
+@dataclass
+class Summary:
+    source: str
+    start: str
+    end: str
+    status: str = "applied"  # applied | unchanged | refused
+    watermark: dict[str, Any] | None = None
+    rebuilt_from: str | None = None
+    tables: dict[str, dict[str, int]] = field(default_factory=dict)
+    row_changes: int = 0
+    unmatched: int = 0  # updates and deletes that found no version (a partial table's rows)
+    seconds: float = 0.0
+    reason: str | None = None
+    unused_baselines: list[str] = field(default_factory=list)
+
+    def line(self) -> str:
+        return json.dumps({"record": "tables", **dataclasses.asdict(self)}, separators=(",", ":"))
+
+
+def _ts(df: DataFrame, column: str) -> Any:
+    return F.date_format(column, ISO)
+
+
+class TablesJob:
+    def __init__(self, spark: SparkSession, store: str, warehouse: str, span: tuple[str, str], *,
+                 quality: str | None = None, unvalidated: bool = False) -> None:
+        self.spark = spark
+        for key, value in SESSION.items():
+            spark.conf.set(key, value)
+        self.store = store
+        self.warehouse = warehouse_uri(warehouse)
+        self.start, self.end = parse_time(span[0]), parse_time(span[1])
+        if self.start >= self.end:
+            raise BinlakeError(f"empty range: start {self.start} is not before end {self.end}")
+        self.quality = None if unvalidated else quality_dir(self.warehouse, quality)
+        self.wh = Warehouse(spark, self.warehouse)
+        self.versions = Versions(spark, self.warehouse)
+        self.run_id = uuid.uuid4().hex[:12]
+
+    def sources(self) -> list[str]:
+        """Every source the warehouse's transactions name."""
+        return sorted(r["source"] for r in self.wh.read("transactions").select("source").distinct().collect())
+
+    def run(self, sources: list[str] | None = None) -> list[Summary]:
+        out = []
+        with WriterLease(self.warehouse, self.run_id, f"tables {self.start}..{self.end}"):
+            for source in sources or self.sources():
+                out.append(self.apply(source))
+        return out
+
+    # -- one source ---------------------------------------------------------------------
+
+    def apply(self, source: str) -> Summary:
+        began = time.monotonic()
+        s = Summary(source, self.start, self.end)
+        state = states.load(self.warehouse, source) or SourceState(source)
+        txns = self._transactions(source)
+        assembled = self._assembled()
+        version_now = self.wh.version("transactions")
+        baselines = self._baselines(source, txns)
+        decided = decide(state, self.start, self.end, self._rebuild_from(state, assembled, baselines))
+        if isinstance(decided, str):
+            return self._refused(s, began, decided)
+        if decided is None:
+            s.status, s.watermark = "unchanged", state.watermark
+            s.seconds = round(time.monotonic() - began, 3)
+            return s
+        start, end, rebuild = decided
+        if self.quality is not None:
+            why = verdicts.refusal(self.quality, source, (start, end), assembled)
+            if why:
+                return self._refused(s, began, why)
+        if rebuild:
+            s.rebuilt_from = start
+            self._rollback(state, start)
+        if state.span is None:
+            state.span = {"start": start, "end": start}
+        s.unused_baselines = [b.id for b in baselines if b.at < state.span["start"]]
+        due = [b for b in baselines if start <= b.at < end and b.at >= state.span["start"]]
+        self._apply_range(state, s, txns, (start, end), baselines=due)
+        state.span = {"start": state.span["start"], "end": end}
+        state.assembled_version = version_now
+        last = (txns.where(F.col("commit_ts") < F.lit(end).cast("timestamp"))
+                .orderBy(F.col("order").desc()).select("order", "txn_id").limit(1).collect())
+        state.watermark = {"time": end, "order": last[0]["order"] if last else None,
+                           "txn_id": last[0]["txn_id"] if last else None}
+        states.save(self.warehouse, state)
+        s.watermark = state.watermark
+        s.seconds = round(time.monotonic() - began, 3)
+        log.info("tables of %s applied %s..%s%s: %s", source, start, end,
+                 f" (rebuilt from {s.rebuilt_from})" if s.rebuilt_from else "", s.tables)
+        return s
+
+    def _refused(self, s: Summary, began: float, why: str) -> Summary:
+        s.status, s.reason = "refused", why
+        s.seconds = round(time.monotonic() - began, 3)
+        return s
+
+    # -- what is there ------------------------------------------------------------------
+
+    def _transactions(self, source: str) -> DataFrame:
+        """The source's transactions with their place in the commit order."""
+        return (self.wh.read("transactions").where(F.col("source") == source)
+                .withColumn("order", F.expr(orders.SQL)))
+
+    def _assembled(self) -> list[tuple[int, str, str, list[str]]]:
+        """The `transactions` table's binlake commits: (version, start, end, sources)."""
+        return [(c.version, parse_time(c.note.start), parse_time(c.note.end), list(c.note.sources))
+                for c in self.wh.runs("transactions") if c.note is not None]
+
+    def _touched_since(self, state: SourceState, assembled: list, start: str) -> bool:
+        """Whether an assemble run after the last apply rewrote part of [start, span end)."""
+        v = state.assembled_version if state.assembled_version is not None else -1
+        end = state.span["end"] if state.span else start
+        return any(version > v and a < end and start < b and state.source in src for version, a, b, src in assembled)
+
+    def _rebuild_from(self, state: SourceState, assembled: list, baselines: list[Baseline]) -> str | None:
+        """The earliest instant the applied span must be rebuilt from: an assemble run since the last
+        apply over part of it, a baseline completed after the span passed its point."""
+        span = state.span
+        if span is None:
+            return None
+        v = state.assembled_version if state.assembled_version is not None else -1
+        found = [max(a, span["start"]) for version, a, b, src in assembled
+                 if version > v and a < span["end"] and span["start"] < b and state.source in src]
+        loaded = {(t.baseline or {}).get("id") for t in state.tables.values()}
+        found += [b.at for b in baselines if span["start"] <= b.at < span["end"] and b.id not in loaded
+                  and any(name_complete(state, k) is False for k in b.tables)]
+        return min(found) if found else None
+
+    def _baselines(self, source: str, txns: DataFrame) -> list[Baseline]:
+        """The source's complete baselines placed in its order, each with `at`: the commit time of
+        the transaction at its first point (its session's start when the range has none)."""
+        store = open_store(self.store)
+        out = []
+        for doc in complete(store, source):
+            b = placed(store, source, doc)
+            if b is None:
+                continue
+            row = (txns.where(F.col("order") <= b.start).orderBy(F.col("order").desc())
+                   .select(_ts(txns, "commit_ts").alias("at")).limit(1).collect())
+            b.at = row[0]["at"] if row else parse_time(b.started_at)
+            out.append(b)
+        return out
+
+    # -- rebuilding ---------------------------------------------------------------------
+
+    def _rollback(self, state: SourceState, at: str) -> None:
+        """Every table of the source as it was before instant `at`; the watermark lowered first."""
+        if state.span is None:
+            return
+        state.watermark = {"time": at, "order": None, "txn_id": None}
+        state.span = {"start": state.span["start"], "end": at} if at > state.span["start"] else None
+        states.save(self.warehouse, state)
+        note = json.dumps({"binlake": {"run": self.run_id, "rollback": at}})
+        for ts in list(state.tables.values()):
+            if self.versions.exists(ts):
+                self.versions.rollback(ts, at, note)
+                ts.version = self.versions.version(ts)
+            ts.shapes = [sh for sh in ts.shapes if sh.time < at]
+            if ts.complete_from is not None and ts.complete_from.time >= at:
+                ts.complete_from = None
+            if ts.baseline is not None and not ts.shapes:
+                ts.baseline = None
+            if ts.baseline is not None and ts.complete_from is None:
+                ts.baseline = None
+        log.info("%s: rolled back to %s", state.source, at)
+
+    # -- the range ----------------------------------------------------------------------
+
+    def _apply_range(self, state: SourceState, s: Summary, txns: DataFrame, span: tuple[str, str], *,
+                     baselines: list[Baseline]) -> None:
+        start, end = span
+        lo, hi = F.lit(start).cast("timestamp"), F.lit(end).cast("timestamp")
+        in_range = txns.where((F.col("commit_ts") >= lo) & (F.col("commit_ts") < hi))
+        changes = self._changes(state.source, txns, in_range, span).cache()
+        s.row_changes = changes.count()
+        touched, keys = self._images(changes)
+        statements = self._statements(state.source, txns, start, end)
+        first_row = in_range.where(F.col("outcome") == "committed").agg(F.min("order").alias("o")).collect()[0]["o"]
+        first = min([o for o in [first_row] + [b.start for b in baselines] if o] or [orders.order("x.000001", 0)])
+        planner = Planner(state, Point(first, start), self._history(state.source, start, end))
+        plan = planner.plan(statements, touched, keys, baselines)
+        check_names(state.tables[t] for t in plan.touched if t in state.tables)
+        self._prepare(state, plan)
+        out = self._fold(state, plan, changes)
+        self._write(state, plan, out, s)
+        changes.unpersist()
+
+    def _changes(self, source: str, txns: DataFrame, in_range: DataFrame, span: tuple[str, str]) -> DataFrame:
+        """The range's row changes to apply, with their transaction's place: committed dml, and the
+        rows of each XA transaction committed in the range (its prepare's, at its XA COMMIT)."""
+        start, end = span
+        rc = self.wh.read("row_changes").where(F.col("source") == source)
+        lo, hi = F.lit(start).cast("timestamp"), F.lit(end).cast("timestamp")
+        dml = (in_range.where((F.col("kind") == "dml") & (F.col("outcome") == "committed"))
+               .select("txn_id", "binlog_file", "order", _ts(in_range, "commit_ts").alias("at")))
+        rows = (rc.where((F.col("commit_ts") >= lo) & (F.col("commit_ts") < hi))
+                .join(dml, ["txn_id", "binlog_file"])
+                .select("schema", "table", "op", "before", "after", "seq", "order", F.col("txn_id").alias("txn"),
+                        "at"))
+        commits = (in_range.where((F.col("kind") == "xa_commit") & (F.col("outcome") == "committed"))
+                   .select("xa_xid", "order", "txn_id", _ts(in_range, "commit_ts").alias("at")).collect())
+        if not commits:
+            return rows
+        prepares = (txns.where((F.col("kind") == "xa_prepare") & F.col("xa_xid").isin([c["xa_xid"] for c in commits]))
+                    .select("xa_xid", "order", "txn_id", "binlog_file", "commit_ts").collect())
+        chosen = []
+        for c in commits:  # the latest prepare of that xid before its commit
+            before = [p for p in prepares if p["xa_xid"] == c["xa_xid"] and p["order"] < c["order"]]
+            if before:
+                p = max(before, key=lambda p: p["order"])
+                chosen.append((p["txn_id"], p["binlog_file"], p["commit_ts"], c["order"], c["txn_id"], c["at"]))
+        if not chosen:
+            return rows
+        xa = self.spark.createDataFrame(chosen, "p_txn string, p_file string, p_ts timestamp, order string, "
+                                                "txn string, at string")
+        times = [r[2] for r in chosen]
+        xa_rows = (rc.where(F.col("commit_ts").isin(times))
+                   .join(F.broadcast(xa), (rc["txn_id"] == xa["p_txn"]) & (rc["binlog_file"] == xa["p_file"]))
+                   .select("schema", "table", "op", "before", "after", "seq", "order", "txn", "at"))
+        return rows.unionByName(xa_rows)
+
+    def _images(self, changes: DataFrame) -> tuple[dict[tuple[str, str], list[str]], dict[tuple[str, str], list[str]]]:
+        """Per table with row changes: its images' columns (the widest image's, then any other), and a
+        key its before images show (every update and delete image holding the same columns, fewer than
+        the table has: MINIMAL's key)."""
+        keys_of = F.json_object_keys(F.coalesce("after", "before"))
+        before = F.when(F.col("op") != "insert", F.json_object_keys("before"))
+        rows = (changes.groupBy("schema", "table")
+                .agg(F.max_by(keys_of, F.size(keys_of)).alias("widest"),
+                     F.array_distinct(F.flatten(F.collect_set(keys_of))).alias("all"),
+                     F.collect_set(before).alias("befores"))
+                .collect())
+        touched, keys = {}, {}
+        for r in rows:
+            widest = list(r["widest"] or [])
+            touched[(r["schema"], r["table"])] = widest + [k for k in r["all"] or [] if k not in widest]
+            befores = {tuple(b) for b in r["befores"] or []}
+            if len(befores) == 1 and len(next(iter(befores))) < len(touched[(r["schema"], r["table"])]):
+                keys[(r["schema"], r["table"])] = list(next(iter(befores)))
+        return touched, keys
+
+    def _statements(self, source: str, txns: DataFrame, start: str, end: str) -> list[Statement]:
+        """The table statements (DDL, TRUNCATE) of the range's files, each at its transaction, in order."""
+        from binlake.splits.plan import plan
+        from binlake.splits.schemas import archived_ddl
+
+        planned = plan(self.store, [source], start, end)
+        found = []
+        for f in planned.files:
+            for pos, db, sql, collation in archived_ddl(self.store, source, f.file, wanted=table_statement) or []:
+                found.append((f.file, pos, db, sql, collation))
+        if not found:
+            return []
+        cond = " OR ".join(f"(binlog_file = '{file}' AND start_pos <= {pos} AND end_pos > {pos})"
+                           for file, pos, *_ in found)
+        located = {(r["binlog_file"], r["start_pos"], r["end_pos"]): r for r in
+                   txns.where(cond).where(F.col("outcome") == "committed")
+                   .select("binlog_file", "start_pos", "end_pos", "order", "txn_id", _ts(txns, "commit_ts").alias("at"))
+                   .collect()}
+        out = []
+        for file, pos, db, sql, collation in found:
+            r = next((r for (f, a, b), r in located.items() if f == file and a <= pos < b), None)
+            if r is not None and start <= r["at"] < end:
+                out.append(Statement(r["order"], r["at"], r["txn_id"], db, sql, collation))
+        return sorted(out, key=lambda st: st.order)
+
+    def _history(self, source: str, start: str, end: str):
+        """The schema state at the range's start, from the source's schema history (as the assemble
+        job names the row changes); None for a source without one."""
+        from binlake.schema.replay import moved
+        from binlake.splits.plan import plan
+        from binlake.splits.schemas import archived_ddl, histories
+
+        planned = plan(self.store, [source], start, end)
+        snapshots = histories(planned)
+        if source not in snapshots or not planned.files:
+            return None
+        first = planned.files[0].file
+        state = moved(snapshots[source], first, lambda name: archived_ddl(self.store, source, name))
+        return state
+
+    # -- the Delta tables ---------------------------------------------------------------
+
+    def _prepare(self, state: SourceState, plan: RangePlan) -> None:
+        """Each changed table made (or its columns renamed and added) before its rows are written."""
+        for name in sorted(plan.touched | set(plan.delta_ops)):
+            ts = state.tables[name]
+            ops = self.versions.create(ts, plan.delta_ops.get(name, []))
+            self.versions.alter(ts, ops)
+
+    def _fold(self, state: SourceState, plan: RangePlan, changes: DataFrame) -> DataFrame:
+        routes = plan.routes
+        routed = changes.mapInArrow(functools.partial(route, routes), STREAM)
+        singles = [r["lineage"] for r in routed.where("key_changed").select("lineage").distinct().collect()]
+        for lid in singles:
+            routes.lineages[lid].single = True
+        parts = [routed]
+        for table, (lid, whole) in sorted(plan.candidates.items()):
+            ts = state.tables[table]
+            lineage = routes.lineages[lid]
+            where = None
+            if not whole and not lineage.single and lineage.key:
+                where = self._key_predicate(ts, routed.where(F.col("lineage") == lid), routes)
+            current = self.versions.current(ts, where)
+            parts.append(current.mapInArrow(functools.partial(held, routes, lid, table), STREAM))
+        for load in plan.loads:
+            key = routes.lineages[load.lineage].key
+            store = self.store
+            specs = self.spark.createDataFrame([(json.dumps(c),) for c in load.chunks], "chunk string")
+
+            def chunk_task(it, load=load, key=key, store=store):
+                s = open_store(store)
+                for b in it:
+                    for text in b.column("chunk").to_pylist():
+                        chunk = tuple(json.loads(text))
+                        yield from snapshot_rows(load, key, chunk, lines(s, chunk[0]))
+
+            parts.append(specs.mapInArrow(chunk_task, STREAM))
+        stream = parts[0]
+        for p in parts[1:]:
+            stream = stream.unionByName(p)
+        single = [lid for lid, ln in routes.lineages.items() if ln.single]
+        if single:
+            stream = stream.withColumn("grp", F.when(F.col("lineage").isin(single), F.lit(b"")).otherwise(F.col("grp")))
+        folded = (stream.repartition(PARTITIONS, "lineage", "grp").sortWithinPartitions(*SORT, "order", "seq")
+                  .mapInArrow(functools.partial(fold, routes), OUT))
+        return folded.localCheckpoint()
+
+    def _key_predicate(self, ts, routed: DataFrame, routes: Routes) -> str | None:
+        """A predicate on the first key column that keeps the current versions of the keys the range
+        changes (and prunes the files that hold none of them); None where it cannot be said."""
+        from binlake.tables.stream import interval_predicate
+
+        shape = ts.shape()
+        if shape is None or not ts.key:
+            return None
+        col = shape.by_name().get(ts.key[0])
+        if col is None:
+            return None
+        spark_type = col.kind().spark
+        if spark_type not in ("TINYINT", "SMALLINT", "INT", "BIGINT", "STRING") and \
+                not spark_type.startswith("DECIMAL"):
+            return None
+        keys = [orjson.loads(r["grp"])[0] for r in routed.select("grp").distinct().collect() if r["grp"]]
+        if not keys or any(not isinstance(k, int | str) for k in keys):
+            return None
+        parts = []
+        for lo, hi in interval_predicate(col.column, keys):
+            a, b = (_literal(lo, spark_type), _literal(hi, spark_type))
+            parts.append(f"({q(col.column)} = {a})" if lo == hi else f"({q(col.column)} BETWEEN {a} AND {b})")
+        return " OR ".join(parts)
+
+    def _write(self, state: SourceState, plan: RangePlan, out: DataFrame, s: Summary) -> None:
+        counts = {r["table"]: (r["opened"], r["closed"]) for r in out.groupBy("table").agg(
+            F.sum(F.when(~F.col("existing"), 1).otherwise(0)).alias("opened"),
+            F.sum(F.when(F.col("to_order").isNotNull(), 1).otherwise(0)).alias("closed")).collect()}
+        for name in sorted(plan.touched | set(counts)):
+            ts = state.tables[name]
+            if name in counts:
+                rows = self._typed(ts, out.where(F.col("table") == name))
+                note = json.dumps({"binlake": {"run": self.run_id, "source": state.source, "start": self.start,
+                                               "end": self.end}})
+                self.versions.merge(ts, rows, note)
+            ts.version = self.versions.version(ts) if self.versions.exists(ts) else None
+            opened, closed = counts.get(name, (0, 0))
+            s.tables[name] = {"opened": int(opened or 0), "closed": int(closed or 0), "version": ts.version or 0}
+
+    def _typed(self, ts, rows: DataFrame) -> DataFrame:
+        """The fold's rows of one table as its Delta columns: each staged text cast to its column's type."""
+        fields = self.spark.read.format("delta").load(self.versions.path(ts)).schema.fields
+        source = [f for f in fields if not f.name.startswith("_") or f.name not in _VERSION_NAMES]
+        struct = ", ".join(f"{q(f.name)}: STRING" for f in source) or "`_`: STRING"
+        staged = rows.withColumn("_staged", F.expr(f"from_json(`values`, 'STRUCT<{struct}>')"))
+        cols = [F.expr(cast(f.dataType.simpleString().upper(), f"_staged.{q(f.name)}")).cast(f.dataType).alias(f.name)
+                for f in source]
+        cols += [F.col("valid_from").cast("timestamp").alias("_valid_from"),
+                 F.col("valid_to").cast("timestamp").alias("_valid_to"),
+                 F.col("from_txn").alias("_from_txn"), F.col("to_txn").alias("_to_txn"),
+                 F.col("from_order").alias("_from_order"), F.col("to_order").alias("_to_order"),
+                 F.col("op").alias("_op"), F.col("from_seq").alias("_from_seq"), F.col("unknown").alias("_unknown"),
+                 F.col("raw").alias("_raw"), F.col("existing").alias("_existing")]
+        return staged.select(*cols)
+
+
+_VERSION_NAMES = {"_valid_from", "_valid_to", "_from_txn", "_to_txn", "_from_order", "_to_order", "_op", "_from_seq",
+                  "_unknown", "_raw"}
+
+
+def _literal(v: Any, spark_type: str) -> str:
+    if isinstance(v, str):
+        text = "'" + v.replace("\\", "\\\\").replace("'", "\\'") + "'"
+        return f"CAST({text} AS {spark_type})" if spark_type != "STRING" else text
+    return str(v)
+
+
+def decide(state: SourceState, start: str, end: str, stale: str | None) -> tuple[str, str, bool] | str | None:
+    """What applying [start, end) means for a source's state (docs/tables.md, "Reruns, backfills"):
+    (from, to, rebuild) to apply; None when nothing changes (a rerun); a refusal's words. `stale`:
+    the earliest instant an assemble run or a late baseline changed under the applied span."""
+    span = state.span
+    if span is None:
+        return start, end, False
+    if start > span["end"]:
+        return (f"{span['end']}..{start} is not applied yet: apply it first (binlake tables --start {span['end']} "
+                f"--end {start}, or from there to {end})")
+    rebuild = stale
+    if start < span["start"]:
+        rebuild = min(rebuild or start, start)
+    if rebuild is None and end <= span["end"]:
+        return None
+    if rebuild is not None:
+        return rebuild, max(end, span["end"]), True
+    return span["end"], end, False
+
+
+def name_complete(state: SourceState, name: tuple[str, str]) -> bool:
+    """Whether a table is complete already (from its CREATE or an earlier baseline)."""
+    ts = state.tables.get("/".join(name))
+    return ts is not None and ts.complete_from is not None

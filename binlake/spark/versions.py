@@ -1,0 +1,154 @@
+"""A source table's row versions as a Delta table (docs/tables.md): made, reshaped, read and written.
+
+Each is `{warehouse}/tables/{source}/{db}/{table}`: the source's columns, typed (binlake.tables.types),
+then the version columns. Column mapping (`delta.columnMapping.mode = name`) lets a column be renamed
+without rewriting a file, and lets MySQL's names hold any character; deletion vectors let a MERGE
+close a version by marking its row deleted instead of rewriting its file. An apply writes one
+MERGE per table: the versions it closes (matched by their identity among the current ones) and the
+versions it opens.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from binlake.tables.state import TableState
+
+log = logging.getLogger(__name__)
+# The version columns, after the source's own, with their Spark SQL types (docs/tables.md, "Columns").
+VERSION = [("_valid_from", "TIMESTAMP"), ("_valid_to", "TIMESTAMP"), ("_from_txn", "STRING"), ("_to_txn", "STRING"),
+           ("_from_order", "STRING"), ("_to_order", "STRING"), ("_op", "STRING"), ("_from_seq", "BIGINT"),
+           ("_unknown", "ARRAY<STRING>"), ("_raw", "MAP<STRING,STRING>")]
+STATS = ["_valid_from", "_valid_to", "_from_order", "_to_order"]  # with the key: what readers and MERGE prune by
+PROPERTIES = {"delta.columnMapping.mode": "name", "delta.enableDeletionVectors": "true",
+              "delta.minReaderVersion": "3", "delta.minWriterVersion": "7"}
+
+
+def q(name: str) -> str:
+    """A column's name quoted for Spark SQL."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _text(value: str) -> str:
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def cast(spark_type: str, expr: str) -> str:
+    """The Spark SQL that turns a staged text (binlake.tables.types.Kind.stage) into its type."""
+    if spark_type == "STRING":
+        return expr
+    if spark_type == "BINARY":
+        return f"unbase64({expr})"
+    if spark_type.startswith("ARRAY<"):
+        return f"from_json({expr}, {_text(spark_type.lower())})"
+    return f"CAST({expr} AS {spark_type})"
+
+
+class Versions:
+    """The row-versions tables of one warehouse."""
+
+    def __init__(self, spark: SparkSession, warehouse: str) -> None:
+        self.spark = spark
+        self.warehouse = warehouse
+
+    def path(self, ts: TableState) -> str:
+        return f"{self.warehouse}/{ts.path}"
+
+    def exists(self, ts: TableState) -> bool:
+        from delta.tables import DeltaTable
+
+        return DeltaTable.isDeltaTable(self.spark, self.path(ts))
+
+    def version(self, ts: TableState) -> int:
+        from delta.tables import DeltaTable
+
+        return DeltaTable.forPath(self.spark, self.path(ts)).history(1).collect()[0]["version"]
+
+    def create(self, ts: TableState, adds: list[tuple]) -> list[tuple]:
+        """The table with its first columns (the ops that add them), if there is none; the ops left."""
+        if self.exists(ts):
+            return adds
+        first = [op for op in adds if op[0] == "add"]
+        rest = [op for op in adds if op[0] != "add"]
+        cols = [f"{q(n)} {t} COMMENT {_text(c)}" for _, n, t, c in first] + [f"{q(n)} {t}" for n, t in VERSION]
+        stats = ",".join(q(c) for c in (ts.key or []) + STATS)
+        props = {**PROPERTIES, "delta.dataSkippingStatsColumns": stats}
+        self.spark.sql(f"CREATE TABLE IF NOT EXISTS delta.`{self.path(ts)}` ({', '.join(cols)}) USING delta "
+                       f"TBLPROPERTIES ({', '.join(f'{_text(k)} = {_text(v)}' for k, v in props.items())})")
+        log.info("%s: created, %d columns", ts.name, len(first))
+        return rest
+
+    def alter(self, ts: TableState, ops: list[tuple]) -> None:
+        """Renames and added columns, in order (each a metadata commit: no data file is rewritten)."""
+        table = f"delta.`{self.path(ts)}`"
+        for op in ops:
+            if op[0] == "rename":
+                self.spark.sql(f"ALTER TABLE {table} RENAME COLUMN {q(op[1])} TO {q(op[2])}")
+            else:
+                _, name, spark_type, comment = op
+                last = self._last_source_column(ts)
+                where = f" AFTER {q(last)}" if last else " FIRST"
+                self.spark.sql(f"ALTER TABLE {table} ADD COLUMNS ({q(name)} {spark_type} COMMENT {_text(comment)}"
+                               f"{where})")
+        if ops:
+            log.info("%s: %d column changes", ts.name, len(ops))
+
+    def _last_source_column(self, ts: TableState) -> str | None:
+        names = [f.name for f in self.spark.read.format("delta").load(self.path(ts)).schema.fields]
+        source = names[:names.index("_valid_from")] if "_valid_from" in names else names
+        return source[-1] if source else None
+
+    def keep_stats(self, ts: TableState) -> None:
+        """The data skipping statistics kept for the key (which may change) and the version columns."""
+        stats = ",".join(q(c) for c in (ts.key or []) + STATS)
+        self.spark.sql(f"ALTER TABLE delta.`{self.path(ts)}` SET TBLPROPERTIES "
+                       f"('delta.dataSkippingStatsColumns' = {_text(stats)})")
+
+    def current(self, ts: TableState, where: str | None = None) -> DataFrame:
+        """The current versions (with `where`, a predicate on the key that prunes files), every
+        column, `_valid_from` as the records' text."""
+        df = self.spark.read.format("delta").load(self.path(ts)).where("_to_order IS NULL")
+        if where:
+            df = df.where(where)
+        return df.withColumn("_valid_from", F.date_format("_valid_from", "yyyy-MM-dd'T'HH:mm:ss.SSSSSS'Z'"))
+
+    def merge(self, ts: TableState, rows: DataFrame, note: str) -> dict[str, str]:
+        """One commit: the versions closed (matched among the current ones by their identity:
+        `_from_order`, `_from_seq` and the key) updated, the new ones inserted. Its metrics."""
+        from delta.tables import DeltaTable
+
+        names = [f.name for f in self.spark.read.format("delta").load(self.path(ts)).schema.fields]
+        on = ["t._to_order IS NULL", "s._existing", "t._from_order = s._from_order", "t._from_seq = s._from_seq"]
+        on += [f"t.{q(k)} <=> s.{q(k)}" for k in ts.key or [] if k in names]
+        table = DeltaTable.forPath(self.spark, self.path(ts))
+        values: dict[str, str | Any] = {q(n): f"s.{q(n)}" for n in names}
+        self.spark.conf.set("spark.databricks.delta.commitInfo.userMetadata", note)
+        try:
+            (table.alias("t").merge(rows.alias("s"), " AND ".join(on))
+             .whenMatchedUpdate(set=values).whenNotMatchedInsert(condition="NOT s._existing", values=values)
+             .execute())
+        finally:
+            self.spark.conf.unset("spark.databricks.delta.commitInfo.userMetadata")
+        last = table.history(1).collect()[0]
+        return dict(last["operationMetrics"] or {})
+
+    def rollback(self, ts: TableState, at: str, note: str) -> None:
+        """The table as it was before instant `at`: versions opened from it deleted, versions closed
+        from it open again (one commit)."""
+        from delta.tables import DeltaTable
+
+        table = DeltaTable.forPath(self.spark, self.path(ts))
+        when = F.lit(at).cast("timestamp")
+        self.spark.conf.set("spark.databricks.delta.commitInfo.userMetadata", note)
+        try:
+            (table.alias("t").merge(self.spark.range(0).alias("s"), "false")
+             .whenNotMatchedBySourceDelete(condition=F.col("t._valid_from") >= when)
+             .whenNotMatchedBySourceUpdate(condition=F.col("t._valid_to") >= when,
+                                           set={"_valid_to": "NULL", "_to_txn": "NULL", "_to_order": "NULL"})
+             .execute())
+        finally:
+            self.spark.conf.unset("spark.databricks.delta.commitInfo.userMetadata")
