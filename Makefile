@@ -15,7 +15,7 @@ airflow: install java  ## a local Airflow for binlake (127.0.0.1:8080, the demo'
 	$(BIN)/binlake airflow $(if $(CONFIG),--config $(CONFIG)) $(if $(HOME_DIR),--home $(HOME_DIR)) $(if $(PORT),--port $(PORT))
 
 test: install servers java browser compose lint  ## lint, then every test against real servers
-	$(BIN)/python -m pytest -q -rfEs
+	$(BIN)/python -m pytest -q -rfEs --durations=40
 
 # The tests that need no server, JVM, Airflow or browser (markers from their fixtures: tests/conftest.py).
 test-fast: install lint  ## the developer's loop, in about a minute
@@ -70,6 +70,7 @@ bench: install servers java
 	$(BIN)/python bench/manifests.py
 	$(BIN)/python bench/hourly.py
 	$(BIN)/python bench/delta.py
+	$(BIN)/python bench/snapshot.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -41,10 +41,14 @@ def test_dags_import_cleanly_with_docs_retries_and_the_spark_operator(airflow):
                            str(REPO / "dags")], env=af.env, capture_output=True, text=True, timeout=300, check=True)
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     assert got["errors"] == {}
-    archive, txns, upkeep = (got["dags"][d] for d in ("binlake_archive", "binlake_transactions", "binlake_upkeep"))
-    assert archive["doc"] and txns["doc"] and upkeep["doc"]
+    archive, txns, upkeep, snapshot = (got["dags"][d] for d in ("binlake_archive", "binlake_transactions",
+                                                                 "binlake_upkeep", "binlake_snapshot"))
+    assert archive["doc"] and txns["doc"] and upkeep["doc"] and snapshot["doc"]
     assert archive["max_active_runs"] == 1 and not archive["catchup"]
-    assert set(archive["tasks"]) == {"list_new_files", "archive_file", "summarize", "all_archived"}
+    assert set(archive["tasks"]) == {"list_new_files", "archive_file", "summarize", "all_archived",
+                                     "find_missing_baselines"}
+    assert archive["tasks"]["summarize"]["downstream"] == ["find_missing_baselines"]
+    assert snapshot["timetable"] == "AssetTriggeredTimetable" and set(snapshot["tasks"]) == {"take_snapshots"}
     assert archive["tasks"]["archive_file"]["mapped"]
     assert txns["timetable"] == "CronDataIntervalTimetable" and txns["summary"] == "0 * * * *"
     assert txns["tasks"]["wait_for_archive"]["downstream"] == ["assemble"]
@@ -53,7 +57,7 @@ def test_dags_import_cleanly_with_docs_retries_and_the_spark_operator(airflow):
     assert "SparkSubmitOperator" in txns["tasks"]["assemble"]["type"]
     assert txns["tasks"]["assemble"]["max_active_tis_per_dag"] == 1  # one writer of the warehouse at a time
     assert "SparkSubmitOperator" in upkeep["tasks"]["upkeep"]["type"] and upkeep["max_active_runs"] == 1
-    for dag in (archive, txns, upkeep):
+    for dag in (archive, txns, upkeep, snapshot):
         for task_id, task in dag["tasks"].items():
             assert task["doc"], f"{task_id} has no doc_md"
             assert task["retries"] >= 1 or task_id == "publish_report", task_id
@@ -137,9 +141,9 @@ def test_live_server_through_both_dags(mysql_server, s3_endpoint, airflow, spark
         assert (extra["status"], extra["rows"], extra["warehouse"]) == ("ok", len(want[rows_of]), warehouse)
         assert (extra["start"], extra["end"]) == (parse_time(conf["start"]), parse_time(conf["end"]))
         assert extra["version"] == versions[name]
-    assert events["binlake_archive_store"][-1] == {"live": {"files": len(names), "transactions":
+    assert events["binlake_archives"][-1] == {"live": {"files": len(names), "transactions":
                                                             len(want["transaction"])}}
-    assert ("binlake_transactions", "assemble", "binlake_archive_store") in _inlets(af)
+    assert ("binlake_transactions", "assemble", "binlake_archives") in _inlets(af)
     # OpenLineage: the assemble task's completion names the archive in and the three tables out
     done = [e for e in map(json.loads, (tmp_path / "lineage").read_text().splitlines())
             if e.get("job", {}).get("name") == "binlake_transactions.assemble" and e.get("eventType") == "COMPLETE"]
@@ -398,17 +402,9 @@ def test_a_damaged_file_fails_its_own_task_once_and_the_others_archive(airflow, 
         assert not (store / "bad" / "manifests" / "binlog.000003.json").exists()
     # the run's summary added one event per archived file to each source's Asset; the run failed
     assert (run["tasks"]["summarize"], run["tasks"]["all_archived"]) == ("success", "upstream_failed"), run["tasks"]
-    assert _asset_events(af) == {"binlake_archive_bad": len(list(bad.iterdir())) - 1,
-                                 "binlake_archive_good": len(list(Path(mariadb).iterdir()))}
-
-
-def _asset_events(af) -> dict[str, int]:
-    """Events per Asset, as Airflow's metadata database records them."""
-    import sqlite3
-
-    with sqlite3.connect(af.home / "airflow.db") as db:
-        return dict(db.execute("SELECT a.name, COUNT(*) FROM asset_event e JOIN asset a ON a.id = e.asset_id "
-                               "GROUP BY a.name").fetchall())
+    events = {name: len(extras) for name, extras in _asset_events(af).items() if name.startswith("binlake_archive_")}
+    assert events == {"binlake_archive_bad": len(list(bad.iterdir())) - 1,
+                      "binlake_archive_good": len(list(Path(mariadb).iterdir()))}
 
 
 def test_the_store_is_checked_before_the_server_is_flushed(mysql_server, airflow, tmp_path):

@@ -44,7 +44,10 @@ DRIVER_BYTES = 8 << 20  # the most binlog bytes a range may have for the driver 
 # A short run's JVM: C1 compiles only. Where the driver reads the range itself the JVM's work is a
 # few small writes and queries, and C2's warm-up on 2 cores is most of what it would pay (an
 # interval's time: bench/RESULTS.md, bench/interval.py); big ranges keep the full JIT for its steady state.
-SHORT_JVM = {"spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1"}
+# C1 alone gets a 48 MB code cache, which Delta and GX in one JVM (`assemble --validate`) fill: the
+# JIT then stops, and HotSpot prints its warning on stdout, where binlake's records go.
+SHORT_JVM = {"spark.driver.extraJavaOptions":
+             "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m -XX:+DisplayVMOutputToStderr"}
 
 
 def is_local(master: str | None) -> bool:

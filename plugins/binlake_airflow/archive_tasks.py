@@ -41,8 +41,9 @@ ARCHIVE_ALIAS = AssetAlias("binlake_archive")
 
 
 # The archive as a whole: each run's summary is an event of it, and binlake_transactions' assemble
-# task reads it (an inlet), so the Assets view shows the archive feeding the tables.
-ARCHIVE = Asset(name="binlake_archive_store", uri="binlake://archive", group="binlake")
+# task reads it (an inlet), so the Assets view shows the archive feeding the tables. Its name is
+# outside the sources' `binlake_archive_{source}`, which any source name may take.
+ARCHIVE = Asset(name="binlake_archives", uri="binlake://archive", group="binlake")
 
 
 def archive_asset(source: str) -> Asset:
@@ -126,7 +127,7 @@ Adds an event to each source's Asset per file archived by this run (the file's f
 extra), counts what was archived per source, and names any purge gap (files removed from the
 server before they could be copied). It runs once every file's task has ended, whatever they
 ended with: the files archived beside a failed one get their events (`all_archived` fails the
-run for the failed one). The archive as a whole (`binlake_archive_store`, which binlake_transactions
+run for the failed one). The archive as a whole (`binlake_archives`, which binlake_transactions
 reads) gets one event with the files and transactions per source.
 """)
 def summarize(results: list[dict | None]) -> dict:
