@@ -399,12 +399,11 @@ class Job:
         for name in ("row_changes", "transactions", "anomalies"):
             df = dated[name]
             began = time.monotonic()
-            s.versions[name] = self.tables.replace(name, df, self.range, note=note,
-                                                   options=WRITE_OPTIONS.get(name)).version
+            commit = self.tables.replace(name, df, self.range, note=note, options=WRITE_OPTIONS.get(name))
+            s.versions[name] = commit.version
             s.write_seconds[name] = round(time.monotonic() - began, 3)
-        self.sc.setJobDescription("binlake: count the row changes written")
-        s.row_changes = (self.tables.read("row_changes", version=s.versions["row_changes"])
-                         .where(self.range.condition()).count())
+            if name == "row_changes":  # every row of the range is the run's: its commit counted them
+                s.row_changes = commit.rows_written(self.run_id)
 
     # -- Hadoop file system: works for file:// and s3a:// alike --------------------------
 

@@ -117,6 +117,11 @@ class Commit:
     note: Note | None
     metrics: dict[str, str]
 
+    def rows_written(self, run: str) -> int:
+        """The rows `run` wrote in this commit (Delta's own count); none if the commit is another's
+        (`replace` returns the table's last commit when the run had nothing to write)."""
+        return int(self.metrics.get("numOutputRows", 0)) if self.note is not None and self.note.run == run else 0
+
 
 class Warehouse:
     def __init__(self, spark: SparkSession, url: str) -> None:
