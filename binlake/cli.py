@@ -215,13 +215,21 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return run_validate(args)
 
 
+def cmd_asof(args: argparse.Namespace) -> int:
+    from binlake.tables.asof import run
+
+    return run(args.warehouse, args.source, args.at, names=args.table, fmt=args.format, out=args.out,
+               partial=args.partial)
+
+
 def cmd_warehouse(args: argparse.Namespace) -> int:
-    """`binlake upkeep`, `upgrade`, `history`: the warehouse's Delta tables, with Spark."""
+    """`binlake upkeep`, `upgrade`, `history`, `tables`: the warehouse's Delta tables, with Spark."""
     try:
         from binlake import spark
     except ImportError as e:
         raise BinlakeError(f"{args.command} needs the Spark extra: pip install 'binlake[spark]' ({e})") from None
-    return {"upkeep": spark.run_upkeep, "upgrade": spark.run_upgrade, "history": spark.run_history}[args.command](args)
+    return {"upkeep": spark.run_upkeep, "upgrade": spark.run_upgrade, "history": spark.run_history,
+            "tables": spark.run_tables}[args.command](args)
 
 
 def _default_source_name(url: str) -> str:
@@ -231,6 +239,11 @@ def _default_source_name(url: str) -> str:
     if u.scheme == "dir":
         return Path(u.path).name or "local"
     return f"{u.hostname}_{u.port or 3306}"
+
+
+def _spark_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
+    p.add_argument("--conf", action="append", metavar="KEY=VALUE", help="a Spark setting (repeatable)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -314,9 +327,29 @@ def build_parser() -> argparse.ArgumentParser:
 
     v = sub.add_parser("validate", help="run the Great Expectations suites over a range of the warehouse")
     add_validate_arguments(v)
-    v.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
-    v.add_argument("--conf", action="append", metavar="KEY=VALUE", help="a Spark setting (repeatable)")
+    _spark_options(v)
     v.set_defaults(func=cmd_validate)
+
+    from binlake.spark import add_tables_arguments
+
+    t = sub.add_parser("tables", help="apply a range's changelog to the source tables' row versions (Spark)")
+    add_tables_arguments(t)
+    _spark_options(t)
+    t.set_defaults(func=cmd_warehouse)
+
+    from binlake.tables.asof import FORMATS
+
+    o = sub.add_parser("asof", help="a source's tables as of a time or a GTID (delta-rs: no JVM)")
+    o.add_argument("--warehouse", required=True, help="the warehouse: a path, file:///path, s3a:// or s3://")
+    o.add_argument("--source", required=True, help="the source's name")
+    o.add_argument("--at", required=True, metavar="TIME|GTID",
+                   help="an ISO 8601 time (UTC when no zone), or a GTID (uuid:n, uuid:tag:n, MariaDB d-s-n)")
+    o.add_argument("--table", action="append", metavar="DB.TABLE", help="that table only (repeatable)")
+    o.add_argument("--format", choices=FORMATS, default="jsonl", help="jsonl (default), csv or parquet")
+    o.add_argument("--out", help="a file, or a directory for several tables' csv or parquet files "
+                                 "(default stdout for jsonl and csv)")
+    o.add_argument("--partial", action="store_true", help="print partial tables too (stderr names them)")
+    o.set_defaults(func=cmd_asof)
 
     from binlake.spark import add_warehouse_arguments
     from binlake.spark.settings import RETAIN_DAYS, TABLES

@@ -16,11 +16,15 @@ import sys
 log = logging.getLogger(__name__)
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
+def _range_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--store", required=True, help="the archive: file:///path or s3://bucket/prefix")
     p.add_argument("--warehouse", required=True, help="where the tables go: a path, file:///path or s3a://bucket/prefix")
     p.add_argument("--start", required=True, help="range start, inclusive (ISO 8601; UTC when no zone)")
     p.add_argument("--end", required=True, help="range end, exclusive")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    _range_arguments(p)
     p.add_argument("--source", action="append", dest="sources", metavar="NAME",
                    help="source name in the store (repeatable; default: every source)")
     p.add_argument("--split-bytes", type=int, default=64 << 20, help="bytes per split (default 64 MiB)")
@@ -70,6 +74,32 @@ def run(args: argparse.Namespace, spark=None) -> int:
             status = 1
     return status
 
+
+
+def add_tables_arguments(p: argparse.ArgumentParser) -> None:
+    _range_arguments(p)
+    p.add_argument("--source", action="append", dest="sources", metavar="NAME",
+                   help="source to apply (repeatable; default: every source with transactions in the warehouse)")
+    p.add_argument("--quality", help="where the validation reports are (default {warehouse}/quality)")
+    p.add_argument("--unvalidated", action="store_true",
+                   help="apply without a passing validation (development only: the commits say so)")
+
+
+def run_tables(args: argparse.Namespace, spark=None) -> int:
+    """`binlake tables`: one JSON line per source; exit 1 when a source's range is refused."""
+    from binlake.spark.job import session
+    from binlake.spark.tables import TablesJob
+
+    spark = spark or session(getattr(args, "master", None), conf=_conf(getattr(args, "conf", None)))
+    job = TablesJob(spark, args.store, args.warehouse, (args.start, args.end), quality=args.quality,
+                    unvalidated=args.unvalidated)
+    status = 0
+    for summary in job.run(args.sources):
+        print(summary.line(), flush=True)
+        if summary.status == "refused":
+            print(f"binlake: tables of {summary.source}: {summary.reason}", file=sys.stderr)
+            status = 1
+    return status
 
 def _can_validate(args: argparse.Namespace) -> None:
     """What validation after the job cannot write, said before the job rather than after it; and

@@ -25,6 +25,7 @@ from typing import Any
 import orjson
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
 
 from binlake.archive.stores import open_store
 from binlake.errors import BinlakeError
@@ -40,6 +41,9 @@ from binlake.tables.baselines import Baseline, complete, lines, placed
 from binlake.tables.plan import Planner, RangePlan, Statement, check_names, table_statement
 from binlake.tables.state import Point, SourceState
 from binlake.tables.stream import OUT, SORT, STREAM, Routes, fold, held, route, snapshot_rows
+
+# The Arrow schemas of the fold's stages as Spark's (mapInArrow takes Spark's types)
+_STREAM, _OUT = from_arrow_schema(STREAM), from_arrow_schema(OUT)
 
 log = logging.getLogger(__name__)
 ISO = "yyyy-MM-dd'T'HH:mm:ss.SSSSSS'Z'"
@@ -340,7 +344,7 @@ class TablesJob:
 
     def _fold(self, state: SourceState, plan: RangePlan, changes: DataFrame) -> DataFrame:
         routes = plan.routes
-        routed = changes.mapInArrow(functools.partial(route, routes), STREAM)
+        routed = changes.mapInArrow(functools.partial(route, routes), _STREAM)
         singles = [r["lineage"] for r in routed.where("key_changed").select("lineage").distinct().collect()]
         for lid in singles:
             routes.lineages[lid].single = True
@@ -352,7 +356,7 @@ class TablesJob:
             if not whole and not lineage.single and lineage.key:
                 where = self._key_predicate(ts, routed.where(F.col("lineage") == lid), routes)
             current = self.versions.current(ts, where)
-            parts.append(current.mapInArrow(functools.partial(held, routes, lid, table), STREAM))
+            parts.append(current.mapInArrow(functools.partial(held, routes, lid, table), _STREAM))
         for load in plan.loads:
             key = routes.lineages[load.lineage].key
             store = self.store
@@ -365,7 +369,7 @@ class TablesJob:
                         chunk = tuple(json.loads(text))
                         yield from snapshot_rows(load, key, chunk, lines(s, chunk[0]))
 
-            parts.append(specs.mapInArrow(chunk_task, STREAM))
+            parts.append(specs.mapInArrow(chunk_task, _STREAM))
         stream = parts[0]
         for p in parts[1:]:
             stream = stream.unionByName(p)
@@ -373,7 +377,7 @@ class TablesJob:
         if single:
             stream = stream.withColumn("grp", F.when(F.col("lineage").isin(single), F.lit(b"")).otherwise(F.col("grp")))
         folded = (stream.repartition(PARTITIONS, "lineage", "grp").sortWithinPartitions(*SORT, "order", "seq")
-                  .mapInArrow(functools.partial(fold, routes), OUT))
+                  .mapInArrow(functools.partial(fold, routes), _OUT))
         return folded.localCheckpoint()
 
     def _key_predicate(self, ts, routed: DataFrame, routes: Routes) -> str | None:

@@ -127,16 +127,11 @@ def held(routes: Routes, lineage: int, table: str, batches: Iterable[pa.RecordBa
     key = routes.lineages[lineage].key
     shapes = routes.shapes[table]
     shape = len(shapes) - 1
-    columns = [(c.name, c.column, c.kind()) for c in shapes[shape].columns or []]
     for b in batches:
         data = b.to_pydict()
         out: dict[str, list] = {n: [] for n in STREAM.names}
         for i in range(b.num_rows):
-            first = {c.name: c.column for c in shapes[_shape_at(shapes, data["_from_order"][i])].columns or []}
-            raw = {first.get(k, k): x for k, x in (data["_raw"][i] or [])}  # by Delta column
-            unknown = {first.get(k, k) for k in data["_unknown"][i] or ()}
-            values = {name: kind.value(data[column][i], raw.get(column))
-                      for name, column, kind in columns if column not in unknown}
+            values = version_values(shapes, shapes[shape], {n: data[n][i] for n in data})
             grp = (key_text(values, key) or b"") if key is not None else b""
             _row(out, lineage=lineage, grp=grp, kind=CANDIDATE, s_order="", s_phase=0, s_seq=0,
                  order=data["_from_order"][i], seq=data["_from_seq"][i], txn=data["_from_txn"][i],
@@ -144,6 +139,17 @@ def held(routes: Routes, lineage: int, table: str, batches: Iterable[pa.RecordBa
                  shape=shape, key_changed=False)
         if out["lineage"]:
             yield pa.RecordBatch.from_pydict(out, schema=STREAM)
+
+
+def version_values(shapes: list[Shape], now: Shape, row: dict[str, Any]) -> dict[str, Any]:
+    """A Delta row (its columns as Arrow gives them) in row-values form, by the columns of shape
+    `now` and as it names them: a value the version did not know left out, a value its typed column
+    cannot hold taken from `_raw` (both of which name columns as the version's first shape did)."""
+    first = {c.name: c.column for c in shapes[_shape_at(shapes, row["_from_order"])].columns or []}
+    raw = {first.get(k, k): x for k, x in (row["_raw"] or [])}  # by Delta column
+    unknown = {first.get(k, k) for k in row["_unknown"] or ()}
+    return {c.name: c.kind().value(row[c.column], raw.get(c.column)) for c in now.columns or []
+            if c.column not in unknown}
 
 
 @dataclass
