@@ -103,9 +103,9 @@ def instant(warehouse: str, state: SourceState, at: str) -> Instant:
         uri, options = storage(warehouse)
         found = _query(f"{uri}/transactions", options, None,
                        f"SELECT binlog_file, end_pos FROM t WHERE source = {_literal(state.source)} "
-                       f"AND gtid = {_literal(at)} AND outcome = 'committed'").to_pylist()
+                       f"AND gtid = {_literal(at)}").to_pylist()
         if not found:
-            raise BinlakeError(f"--at {at}: no committed transaction of source {state.source} has that GTID")
+            raise BinlakeError(f"--at {at}: no transaction of source {state.source} has that GTID")
         if len(found) > 1:
             raise BinlakeError(f"--at {at}: source {state.source} wrote that GTID {len(found)} times (a reset "
                                "reissued it): give a time instead")

@@ -204,8 +204,9 @@ class Planner:
                     ts.key = e.key
                 lineage = self._new_lineage(name, s.order, ts.key)
                 lineage.events.append(self._reshape(name, s.order, s.time, now, effects=e, txn=s.txn))
-                ts.complete_from = Point(s.order, s.time)
-                ts.baseline = None
+                if ts.complete_from is None:  # complete from here; a name complete before stays so (DROP, CREATE)
+                    ts.complete_from = Point(s.order, s.time)
+                    ts.baseline = None
             elif name in self.live:  # ALTER (or a statement the history could not follow: untyped)
                 lineage = self.lineages[self.live[name]]
                 if before.tables.get(name) != now:
@@ -223,7 +224,6 @@ class Planner:
         self._end(name, s.order)
         ts = self._ts(name)
         ts.shapes.append(Shape(s.order, s.time, None))
-        ts.complete_from = None
 
     def _baseline(self, b: Baseline) -> None:
         for name, bt in sorted(b.tables.items()):
