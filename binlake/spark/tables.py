@@ -229,9 +229,15 @@ class TablesJob:
         s.row_changes = changes.count()
         touched, keys = self._images(changes)
         statements = self._statements(state.source, txns, start, end)
+        history = self._history(state.source, start, end)
+        if history is not None:  # moved to the start of the range's first file: on to the range's start
+            for st in statements:
+                if st.time < start:
+                    history.apply(st.db, st.sql, st.collation)
+        statements = [st for st in statements if start <= st.time]
         first_row = in_range.where(F.col("outcome") == "committed").agg(F.min("order").alias("o")).collect()[0]["o"]
         first = min([o for o in [first_row] + [b.start for b in baselines] if o] or [orders.order("x.000001", 0)])
-        planner = Planner(state, Point(first, start), self._history(state.source, start, end))
+        planner = Planner(state, Point(first, start), history)
         plan = planner.plan(statements, touched, keys, baselines)
         check_names(state.tables[t] for t in plan.touched if t in state.tables)
         self._prepare(state, plan)
@@ -294,7 +300,8 @@ class TablesJob:
         return touched, keys
 
     def _statements(self, source: str, txns: DataFrame, start: str, end: str) -> list[Statement]:
-        """The table statements (DDL, TRUNCATE) of the range's files, each at its transaction, in order."""
+        """The table statements (DDL, TRUNCATE) of the range's files up to its end, each at its
+        transaction, in order (those before its start too: its first file may begin earlier)."""
         from binlake.splits.plan import plan
         from binlake.splits.schemas import archived_ddl
 
@@ -314,7 +321,7 @@ class TablesJob:
         out = []
         for file, pos, db, sql, collation in found:
             r = next((r for (f, a, b), r in located.items() if f == file and a <= pos < b), None)
-            if r is not None and start <= r["at"] < end:
+            if r is not None and r["at"] < end:
                 out.append(Statement(r["order"], r["at"], r["txn_id"], db, sql, collation))
         return sorted(out, key=lambda st: st.order)
 

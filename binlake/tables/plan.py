@@ -139,6 +139,7 @@ class Planner:
         """`touched`: the tables with row changes in the range and their images' columns; `keys`: a
         key the images show (MINIMAL before images); `baselines`: those whose start is in the range."""
         self.images = dict(touched)
+        held = {ts.name: len(ts.shapes) - 1 for ts in self.state.tables.values() if ts.shapes}  # before the range's
         start = self.history.copy() if self.history is not None else SchemaState(_snapshot(self.state))
         placed = [(s, statement_effects(s.db, s.sql)) for s in statements]
         names = set(touched) | {k for b in baselines for k in b.tables}
@@ -171,7 +172,7 @@ class Planner:
                     if lid == lineage.id:
                         self.candidates[table] = (lid, True)
         shapes = {ts.name: ts.shapes for ts in self.state.tables.values() if ts.shapes}
-        routes = Routes(self.lineages, self.segments, shapes)
+        routes = Routes(self.lineages, self.segments, shapes, held)
         return RangePlan(routes, self.ops, self.candidates, self.loads,
                          {s.table for segs in self.segments.values() for s in segs})
 

@@ -71,6 +71,7 @@ class Routes:
     lineages: dict[int, Lineage]
     segments: dict[tuple[str, str], list[Segment]]
     shapes: dict[str, list[Shape]]
+    held: dict[str, int] = field(default_factory=dict)  # each table's shape at the range's start
 
     def segment(self, schema: str, table: str, order: str) -> Segment | None:
         for s in self.segments.get((schema, table), ()):
@@ -126,7 +127,7 @@ def held(routes: Routes, lineage: int, table: str, batches: Iterable[pa.RecordBa
     text) as STREAM rows of `lineage`, their values in row-values form by the current shape."""
     key = routes.lineages[lineage].key
     shapes = routes.shapes[table]
-    shape = len(shapes) - 1
+    shape = routes.held.get(table, len(shapes) - 1)
     for b in batches:
         data = b.to_pydict()
         out: dict[str, list] = {n: [] for n in STREAM.names}
