@@ -478,3 +478,27 @@ def name_complete(state: SourceState, name: tuple[str, str]) -> bool:
     """Whether a table is complete already (from its CREATE or an earlier baseline)."""
     ts = state.tables.get("/".join(name))
     return ts is not None and ts.complete_from is not None
+
+
+def as_of(spark: SparkSession, warehouse: str, source: str, at: str, *, partial: bool = False
+          ) -> dict[str, DataFrame]:
+    """The source's tables at `at` (a time or a GTID), each its rows then with the source's columns
+    as named then (typed: docs/tables.md's mapping), registered as temporary view `{db}__{table}`;
+    by "db.table". Read at the Delta versions `_binlake.json` names, as `binlake asof` reads them."""
+    from binlake.tables.asof import instant
+
+    state = states.load(warehouse_uri(warehouse), source)
+    if state is None:
+        raise BinlakeError(f"source {source}: no row versions in {warehouse} (binlake tables)")
+    point = instant(warehouse, state, at)
+    out = {}
+    for ts in state.tables.values():
+        shape = point.shape(ts)
+        if shape is None or shape.columns is None or ts.version is None or \
+                not (partial or point.reached(ts.complete_from)):
+            continue
+        df = (spark.read.format("delta").option("versionAsOf", ts.version).load(f"{warehouse_uri(warehouse)}/{ts.path}")
+              .where(point.sql()).select(*[F.col(q(c.column)).alias(c.name) for c in shape.columns]))
+        df.createOrReplaceTempView(f"{ts.schema}__{ts.table}")
+        out[f"{ts.schema}.{ts.table}"] = df
+    return out
