@@ -3,17 +3,20 @@ asof`, held to the server's own SELECT at recorded checkpoints, by GTID and by t
 
 One server of this module's own (the workload resets its binary logs) runs a recorded workload:
 typed columns (BIGINT UNSIGNED, DECIMAL(65,30), TIME(6) over 24 hours and negative, JSON), a
-primary-key update, a table without a key holding equal rows (a multiset), ADD/RENAME/DROP
-COLUMN, an XA transaction prepared at a checkpoint and committed after it, an XA rollback,
-TRUNCATE, DROP TABLE and CREATE again under the same name. At each checkpoint the test records
-every table with SELECT (each value as the server's text), the last GTID of gtid_executed and the
-server's UTC time. Then: archive, assemble, validate, apply; `binlake asof` at each checkpoint
-equals the SELECT. A rerun changes nothing; the range applied in pieces, and in pieces backwards
-(a backfill), gives the same versions as applied whole.
+primary-key update, a table without a key holding equal rows (a multiset), partial row images
+(the session's binlog_row_image MINIMAL and NOBLOB: values completed from the previous version,
+a value never logged left out until a FULL image shows it), ADD/RENAME/DROP COLUMN, an XA
+transaction prepared at a checkpoint and committed after it, an XA rollback, TRUNCATE, DROP TABLE
+and CREATE again under the same name. At each checkpoint the test records every table with SELECT
+(each value as the server's text), the last GTID of gtid_executed and the server's UTC time.
+Then: archive, assemble, validate, apply; `binlake asof` at each checkpoint equals the SELECT. A
+rerun changes nothing; the range applied in pieces, and in pieces backwards (a backfill), gives
+the same versions as applied whole.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import shutil
 from collections import Counter
@@ -25,18 +28,27 @@ from tests.support.scanning import ndjson, run_cli
 
 RANGE = ("2000-01-01", "2100-01-01")
 def _checkpoint(cur, columns: dict[str, list[str]]) -> dict:
-    """The server's tables, last GTID and time now."""
+    """The server's tables, last GTID and time now: each row its [column, text] pairs in the
+    table's order, less the columns of `part` the binlog never showed (MINIMAL, by id: what
+    asof leaves out)."""
     tables = {}
     for name, cols in columns.items():
-        if not cols:
-            continue
         cur.execute(f"SELECT {', '.join(cols)} FROM shop.{name}")
-        tables[name] = Counter(json.dumps([_text(c, v) for c, v in zip(cols, row, strict=True)])
-                               for row in cur.fetchall())
+        rows = Counter()
+        for row in cur.fetchall():
+            pairs = [[_name(c), _text(c, v)] for c, v in zip(cols, row, strict=True)]
+            gone = MINIMAL.get(row[0], set()) if name == "part" else set()
+            rows[json.dumps([p for p in pairs if p[0] not in gone])] += 1
+        tables[name] = rows
     cur.execute("SELECT @@global.gtid_executed, DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ')")
     executed, now = cur.fetchone()
     uuid, ranges = executed.replace("\n", "").split(":", 1)
     return {"tables": tables, "gtid": f"{uuid}:{ranges.split('-')[-1]}", "time": now}
+
+
+def _name(expr: str) -> str:
+    """A SELECT expression's column: `CAST(bal AS CHAR)` is bal."""
+    return expr.removeprefix("CAST(").split(" ")[0]
 
 
 def _text(column: str, v):
@@ -55,11 +67,17 @@ def _asof_text(name: str, v):
         return None
     if name == "doc":  # the JSON column: the server's text is the document, compared parsed
         return json.dumps(v, sort_keys=True)
+    if isinstance(v, str) and v.startswith("base64:"):  # BLOB: row-values' base64, the server's text
+        return base64.b64decode(v.removeprefix("base64:")).decode()
     return str(v)
 
 
 DOC = "CAST(doc AS CHAR)"
 ACCT = ["id", "CAST(bal AS CHAR)", "CAST(amt AS CHAR)", "CAST(tm AS CHAR)", DOC]
+PART = ["id", "a", "b", "big", "c"]
+# part's row 3, inserted under MINIMAL naming id and a only, never changed again: b, big, c never
+# logged (row 2, inserted so too, is known whole from the FULL before image of its next update)
+MINIMAL = {3: {"b", "big", "c"}}
 
 
 def _workload(server) -> list[dict]:
@@ -70,6 +88,14 @@ def _workload(server) -> list[dict]:
         cur.execute("CREATE TABLE shop.acct (id INT PRIMARY KEY, bal BIGINT UNSIGNED, amt DECIMAL(65,30), "
                     "tm TIME(6), doc JSON, note VARCHAR(20))")
         cur.execute("CREATE TABLE shop.bag (x INT, y VARCHAR(10))")  # no key: a multiset
+        cur.execute("CREATE TABLE shop.part (id INT PRIMARY KEY, a INT, b VARCHAR(10), big BLOB, c INT DEFAULT 5)")
+        cur.execute("INSERT INTO shop.part VALUES (1, 1, 'x', 'blob1', 9)")
+        cur.execute("SET SESSION binlog_row_image = 'MINIMAL'")
+        cur.execute("UPDATE shop.part SET a = 2 WHERE id = 1")  # before: the key; after: a
+        cur.execute("INSERT INTO shop.part (id, a) VALUES (2, 3), (3, 6)")  # b, big and c not logged
+        cur.execute("SET SESSION binlog_row_image = 'NOBLOB'")
+        cur.execute("UPDATE shop.part SET b = 'y' WHERE id = 1")  # big unchanged: not in the images
+        cur.execute("SET SESSION binlog_row_image = 'FULL'")
         cur.execute("INSERT INTO shop.acct VALUES "
                     "(1, 18446744073709551615, '-12345678901234567890123456789012345.123456789012345678901234567890',"
                     " '-838:59:59.000000', '{\"a\": [1, 2.5, \"x\"], \"b\": null}', 'one'),"
@@ -79,31 +105,33 @@ def _workload(server) -> list[dict]:
         cur.execute("UPDATE shop.acct SET id = 10 WHERE id = 1")  # the key changes: the row moves
         cur.execute("DELETE FROM shop.bag WHERE x = 1 LIMIT 1")  # one of three equal rows
         cur.execute("UPDATE shop.bag SET y = 'c' WHERE x = 1 LIMIT 1")  # another of them
-        points.append(_checkpoint(cur, {"acct": ACCT + ["note"], "bag": ["x", "y"]}))
+        points.append(_checkpoint(cur, {"acct": ACCT + ["note"], "bag": ["x", "y"], "part": PART}))
+        cur.execute("UPDATE shop.part SET a = 4 WHERE id = 2")  # a FULL image: every value known again
         cur.execute("ALTER TABLE shop.acct ADD COLUMN extra INT NOT NULL DEFAULT 7")
         cur.execute("UPDATE shop.acct SET bal = bal + 1, extra = 8 WHERE id = 2")
         cur.execute("XA START 'x1'")
         cur.execute("UPDATE shop.acct SET note = 'xa' WHERE id = 3")
         cur.execute("XA END 'x1'")
         cur.execute("XA PREPARE 'x1'")
-        points.append(_checkpoint(cur, {"acct": ACCT + ["note", "extra"], "bag": ["x", "y"]}))  # prepared only
+        # x1 prepared only: not applied
+        points.append(_checkpoint(cur, {"acct": ACCT + ["note", "extra"], "bag": ["x", "y"], "part": PART}))
         cur.execute("XA COMMIT 'x1'")
         cur.execute("XA START 'x2'")
         cur.execute("DELETE FROM shop.acct WHERE id = 4")
         cur.execute("XA END 'x2'")
         cur.execute("XA PREPARE 'x2'")
         cur.execute("XA ROLLBACK 'x2'")
-        points.append(_checkpoint(cur, {"acct": ACCT + ["note", "extra"], "bag": ["x", "y"]}))
+        points.append(_checkpoint(cur, {"acct": ACCT + ["note", "extra"], "bag": ["x", "y"], "part": PART}))
         cur.execute("ALTER TABLE shop.acct RENAME COLUMN note TO memo")
         cur.execute("ALTER TABLE shop.acct DROP COLUMN extra")
         cur.execute("UPDATE shop.acct SET memo = 'renamed' WHERE id = 10")
         cur.execute("TRUNCATE TABLE shop.bag")
         cur.execute("INSERT INTO shop.bag VALUES (5, 'e')")
-        points.append(_checkpoint(cur, {"acct": ACCT + ["memo"], "bag": ["x", "y"]}))
+        points.append(_checkpoint(cur, {"acct": ACCT + ["memo"], "bag": ["x", "y"], "part": PART}))
         cur.execute("DROP TABLE shop.acct")
         cur.execute("CREATE TABLE shop.acct (id INT PRIMARY KEY, memo VARCHAR(20))")
         cur.execute("INSERT INTO shop.acct VALUES (1, 'again')")
-        points.append(_checkpoint(cur, {"acct": ["id", "memo"], "bag": ["x", "y"]}))
+        points.append(_checkpoint(cur, {"acct": ["id", "memo"], "bag": ["x", "y"], "part": PART}))
         cur.execute("FLUSH BINARY LOGS")  # every transaction in a closed file
     return points
 
@@ -149,7 +177,7 @@ def _asof(warehouse: Path, at: str, table: str) -> Counter:
     out = Counter()
     for line in ndjson(proc.stdout):
         assert (line["schema"], line["table"]) == ("shop", table)
-        out[json.dumps([_asof_text(k, v) for k, v in line["row"].items()])] += 1
+        out[json.dumps([[k, _asof_text(k, v)] for k, v in line["row"].items()])] += 1
     return out
 
 
