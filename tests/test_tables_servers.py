@@ -1,7 +1,7 @@
 """The row versions of a real MySQL server's tables (`binlake tables`), read back with `binlake
 asof`, held to the server's own SELECT at recorded checkpoints, by GTID and by time.
 
-One server of this module's own (the workload resets its binary logs) runs a recorded workload:
+One server of this module's own (its binary log is this module's alone) runs a recorded workload:
 typed columns (BIGINT UNSIGNED, DECIMAL(65,30), TIME(6) over 24 hours and negative, JSON), a
 primary-key update, a table without a key holding equal rows (a multiset), partial row images
 (the session's binlog_row_image MINIMAL and NOBLOB: values completed from the previous version,
@@ -11,7 +11,8 @@ and CREATE again under the same name. At each checkpoint the test records every 
 (each value as the server's text), the last GTID of gtid_executed and the server's UTC time.
 Then: archive, assemble, validate, apply; `binlake asof` at each checkpoint equals the SELECT. A
 rerun changes nothing; the range applied in pieces, and in pieces backwards (a backfill), gives
-the same versions as applied whole.
+the same versions as applied whole; a range after a gap is refused, naming the range to apply
+first.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from pathlib import Path
 
 import pytest
 
+from binlake.splits.times import parse_time
 from tests.support.scanning import ndjson, run_cli
 
 RANGE = ("2000-01-01", "2100-01-01")
@@ -196,6 +198,45 @@ def test_asof_past_the_watermark_is_refused_and_names_it(applied):
     assert "past the watermark" in proc.stderr and "2100-01-01T00:00:00.000000Z" in proc.stderr
 
 
+def test_csv_and_parquet_at_a_checkpoint(applied, tmp_path):
+    import pyarrow.parquet as pq
+
+    point = applied["points"][0]
+    # csv: each value's row-values text quoted, NULL and unknown empty, then the unknown names
+    proc = run_cli("asof", "--warehouse", str(applied["warehouse"]), "--source", "src", "--at", point["time"],
+                   "--table", "shop.part", "--format", "csv")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.split("\r\n")
+    assert lines[0] == '"id","a","b","big","c","_unknown"' and lines[-1] == ""
+    expected = set()
+    for text in point["tables"]["part"]:  # the server's SELECT then, less what MINIMAL never logged
+        pairs = dict(json.loads(text))
+        fields = []
+        for name in ("id", "a", "b", "big", "c"):
+            v = pairs.get(name)
+            if v is not None and name == "big":
+                v = "base64:" + base64.b64encode(v.encode()).decode()  # a BLOB's row-values text
+            fields.append("" if v is None else '"' + v + '"')
+        unknown = [n for n in ("id", "a", "b", "big", "c") if n not in pairs]
+        expected.add(",".join(fields + ['"' + json.dumps(unknown).replace('"', '""') + '"']))
+    assert set(lines[1:-1]) == expected and len(lines) - 2 == sum(point["tables"]["part"].values())
+    # parquet: the typed columns, named as then; BIGINT UNSIGNED exact in DECIMAL(20,0), TIME as microseconds
+    out = tmp_path / "acct.parquet"
+    proc = run_cli("asof", "--warehouse", str(applied["warehouse"]), "--source", "src", "--at", point["gtid"],
+                   "--table", "shop.acct", "--format", "parquet", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    table = pq.read_table(out)
+    assert table.column_names == ["id", "bal", "amt", "tm", "doc", "note", "_unknown", "_raw"]
+    got = {r["id"]: r for r in table.to_pylist()}
+    server = {int(dict(json.loads(t))["id"]): dict(json.loads(t)) for t in point["tables"]["acct"]}
+    assert set(got) == set(server)
+    for key, row in server.items():
+        assert str(got[key]["bal"]) == row["bal"] and got[key]["amt"] == row["amt"]  # the server's text
+        sign, hms = (-1, row["tm"][1:]) if row["tm"].startswith("-") else (1, row["tm"])
+        h, m, sec = hms.split(":")
+        assert got[key]["tm"] == sign * ((int(h) * 3600 + int(m) * 60) * 1_000_000 + round(float(sec) * 1_000_000))
+
+
 def _versions(warehouse: Path) -> dict[str, Counter]:
     """Every version of every table (every column), as delta-rs reads the newest Delta version; a
     retired column (`name~n`) left empty is not compared (a rebuild's ALTERs may leave one more)."""
@@ -228,18 +269,28 @@ def test_a_rerun_changes_nothing(applied, spark):
 
 
 def test_pieces_and_a_backfill_equal_the_whole_range(applied, spark, tmp_path):
-    points = applied["points"]
-    cuts = [RANGE[0], points[1]["time"], points[3]["time"], RANGE[1]]
-    # in order, in three pieces: the same versions as the range applied whole
+    # cut where x1 is prepared, not committed: its XA COMMIT in the second piece applies its prepare
+    cuts = [RANGE[0], applied["points"][1]["time"], RANGE[1]]
+    whole = _versions(applied["warehouse"])
+    # in order, in two pieces: the same versions as the range applied whole
     forward = tmp_path / "forward"
     shutil.copytree(applied["assembled"], forward)
     for a, b in zip(cuts, cuts[1:], strict=False):
         assert _apply(spark, applied["store"], forward, a, b).status == "applied"
-    whole = _versions(applied["warehouse"])
     assert _versions(forward) == whole
-    # the last piece first, then the first two: a gap is refused naming the range; the backfill rebuilds
+    # the last piece first, then the first: the backfill rebuilds from its start
     back = tmp_path / "back"
     shutil.copytree(applied["assembled"], back)
-    assert _apply(spark, applied["store"], back, cuts[2], cuts[3]).status == "applied"
-    assert _apply(spark, applied["store"], back, cuts[0], cuts[1]).rebuilt_from is not None
+    assert _apply(spark, applied["store"], back, cuts[1], cuts[2]).status == "applied"
+    assert _apply(spark, applied["store"], back, cuts[0], cuts[1]).rebuilt_from == RANGE[0] + "T00:00:00.000000Z"
     assert _versions(back) == whole
+
+
+def test_a_range_after_a_gap_is_refused_naming_the_range_to_apply_first(applied, spark, tmp_path):
+    gap = tmp_path / "gap"
+    shutil.copytree(applied["assembled"], gap)
+    middle = applied["points"][1]["time"]
+    assert _apply(spark, applied["store"], gap, RANGE[0], applied["points"][0]["time"]).status == "applied"
+    refused = _apply(spark, applied["store"], gap, middle, RANGE[1])
+    # the applied span ends at checkpoint 0's time: the range from there is named
+    assert refused.status == "refused" and f"--start {parse_time(applied['points'][0]['time'])}" in refused.reason

@@ -72,8 +72,8 @@ class Versions:
         """The table with its first columns (the ops that add them), if there is none; the ops left."""
         if self.exists(ts):
             return adds
-        first = [op for op in adds if op[0] == "add"]
-        rest = [op for op in adds if op[0] != "add"]
+        lead = next((i for i, op in enumerate(adds) if op[0] != "add"), len(adds))
+        first, rest = adds[:lead], adds[lead:]  # the ops after the first rename stay in their order
         cols = [f"{q(n)} {t} COMMENT {_text(c)}" for _, n, t, c in first] + [f"{q(n)} {t}" for n, t in VERSION]
         stats = ",".join(q(c) for c in (ts.key or []) + STATS)
         props = {**PROPERTIES, "delta.dataSkippingStatsColumns": stats}
@@ -85,7 +85,11 @@ class Versions:
     def alter(self, ts: TableState, ops: list[tuple]) -> None:
         """Renames and added columns, in order (each a metadata commit: no data file is rewritten)."""
         table = f"delta.`{self.path(ts)}`"
-        for op in ops:
+        have = set(self._names(ts))
+        for op in ops:  # an op a failed run committed already (its state unsaved) is not done twice
+            if op[0] == "rename" and (op[1] not in have and op[2] in have) or op[0] == "add" and op[1] in have:
+                continue
+            have = (have - {op[1]}) | {op[2]} if op[0] == "rename" else have | {op[1]}
             if op[0] == "rename":
                 self.spark.sql(f"ALTER TABLE {table} RENAME COLUMN {q(op[1])} TO {q(op[2])}")
             else:
@@ -97,8 +101,11 @@ class Versions:
         if ops:
             log.info("%s: %d column changes", ts.name, len(ops))
 
+    def _names(self, ts: TableState) -> list[str]:
+        return [f.name for f in self.spark.read.format("delta").load(self.path(ts)).schema.fields]
+
     def _last_source_column(self, ts: TableState) -> str | None:
-        names = [f.name for f in self.spark.read.format("delta").load(self.path(ts)).schema.fields]
+        names = self._names(ts)
         source = names[:names.index("_valid_from")] if "_valid_from" in names else names
         return source[-1] if source else None
 

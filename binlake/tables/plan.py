@@ -141,6 +141,9 @@ class Planner:
         self.images = dict(touched)
         held = {ts.name: len(ts.shapes) - 1 for ts in self.state.tables.values() if ts.shapes}  # before the range's
         start = self.history.copy() if self.history is not None else SchemaState(_snapshot(self.state))
+        if self.history is not None:  # a table the history lost (a capture after its DDL): as the versions have it
+            for name, known in _snapshot(self.state).tables.items():
+                start.tables.setdefault(name, known)
         placed = [(s, statement_effects(s.db, s.sql)) for s in statements]
         names = set(touched) | {k for b in baselines for k in b.tables}
         for _, effects in placed:
