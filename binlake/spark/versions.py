@@ -75,7 +75,8 @@ class Versions:
         lead = next((i for i, op in enumerate(adds) if op[0] != "add"), len(adds))
         first, rest = adds[:lead], adds[lead:]  # the ops after the first rename stay in their order
         cols = [f"{q(n)} {t} COMMENT {_text(c)}" for _, n, t, c in first] + [f"{q(n)} {t}" for n, t in VERSION]
-        stats = ",".join(q(c) for c in (ts.key or []) + STATS)
+        made = {op[1] for op in first}
+        stats = ",".join(q(c) for c in [k for k in ts.key or [] if k in made] + STATS)  # alter adds the key's later
         props = {**PROPERTIES, "delta.dataSkippingStatsColumns": stats}
         self.spark.sql(f"CREATE TABLE IF NOT EXISTS delta.`{self.path(ts)}` ({', '.join(cols)}) USING delta "
                        f"TBLPROPERTIES ({', '.join(f'{_text(k)} = {_text(v)}' for k, v in props.items())})")
@@ -99,6 +100,7 @@ class Versions:
                 self.spark.sql(f"ALTER TABLE {table} ADD COLUMNS ({q(name)} {spark_type} COMMENT {_text(comment)}"
                                f"{where})")
         if ops:
+            self.keep_stats(ts)
             log.info("%s: %d column changes", ts.name, len(ops))
 
     def _names(self, ts: TableState) -> list[str]:
@@ -111,7 +113,8 @@ class Versions:
 
     def keep_stats(self, ts: TableState) -> None:
         """The data skipping statistics kept for the key (which may change) and the version columns."""
-        stats = ",".join(q(c) for c in (ts.key or []) + STATS)
+        have = set(self._names(ts))
+        stats = ",".join(q(c) for c in [k for k in ts.key or [] if k in have] + STATS)
         self.spark.sql(f"ALTER TABLE delta.`{self.path(ts)}` SET TBLPROPERTIES "
                        f"('delta.dataSkippingStatsColumns' = {_text(stats)})")
 
