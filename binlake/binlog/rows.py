@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from pymysql.charset import charset_by_name
 from pymysqlreplication.constants import FIELD_TYPE
 from pymysqlreplication.json_binary import JsonDiffOperation
 
@@ -211,8 +210,7 @@ def _name_by_history(columns, table: Table) -> None:
         col.name = mine.name
         col.unsigned = col.unsigned or mine.unsigned
         if col.character_set_name is None and mine.charset:
-            cs = charset_by_name(mine.charset)
-            col.character_set_name = cs.encoding if cs else mine.charset
+            col.character_set_name = mine.charset if mine.charset == "binary" else charsets.of_charset(mine.charset)
         if col.enum_values is UNNAMED:
             col.enum_values = ["", *mine.members]
         if col.set_values is UNNAMED:
@@ -420,8 +418,7 @@ class _Converter:
     def value(self, i: int, col, v, before_value=None):
         t = col.type
         if i in self.vectors:  # presented to the package as BLOB (decode_table_map)
-            n = len(v) // 4
-            return list(struct.unpack(f"<{n}f", v[:4 * n]))
+            return vector_values(v)
         if i in self.compressed:
             raw = uncompress_column(v.encode("latin-1") if isinstance(v, str) else bytes(v))
             codec = self.compressed[i]
@@ -432,7 +429,7 @@ class _Converter:
                     return raw.decode("utf-8")
                 except UnicodeDecodeError:
                     pass
-            return _b64(raw)
+            return base64_text(raw)
         if isinstance(v, JsonDiffs):
             return _apply_json_diff(before_value, v)
         convert = CONVERSIONS.get(t)
@@ -451,10 +448,16 @@ class _Converter:
                     pass
             elif t == FIELD_TYPE.STRING and len(v) < col.max_length <= 255:
                 v = bytes(v).ljust(col.max_length, b"\0")  # BINARY(n): the server logs it without its trailing zeros
-            return _b64(bytes(v))
+            return base64_text(bytes(v))
         if isinstance(v, float | int | str):
             return v
         return _jsonable(v)
+
+
+def vector_values(v: bytes) -> list[float]:
+    """A VECTOR's stored bytes (little-endian float32s) as its list of numbers."""
+    n = len(v) // 4
+    return list(struct.unpack(f"<{n}f", v[:4 * n]))
 
 
 def _datetime(col, v) -> str:
@@ -513,7 +516,7 @@ CONVERSIONS: dict[int, Callable] = {
     FIELD_TYPE.NEWDECIMAL: lambda col, v: _fmt_decimal(v, col.decimals),
     FIELD_TYPE.BIT: lambda col, v: int(v, 2) if isinstance(v, str) else int(v),
     FIELD_TYPE.SET: _set,
-    FIELD_TYPE.GEOMETRY: lambda col, v: geometry_text(bytes(v)) if len(v) > 4 else _b64(bytes(v)),
+    FIELD_TYPE.GEOMETRY: lambda col, v: geometry_text(bytes(v)) if len(v) > 4 else base64_text(bytes(v)),
     FIELD_TYPE.JSON: lambda col, v: _jsonable(v),
 }
 AS_IS = frozenset({
@@ -524,7 +527,8 @@ AS_IS = frozenset({
 })
 
 
-def _b64(b: bytes) -> str:
+def base64_text(b: bytes) -> str:
+    """Bytes as docs/row-values.md writes them: `base64:` and the standard base64."""
     return "base64:" + base64.b64encode(b).decode("ascii")
 
 
@@ -564,7 +568,7 @@ def _jsonable(v):
         try:
             return bytes(v).decode("utf-8")
         except UnicodeDecodeError:
-            return _b64(bytes(v))
+            return base64_text(bytes(v))
     if isinstance(v, Decimal):
         return str(v)
     if isinstance(v, dt.datetime | dt.date | dt.time):
