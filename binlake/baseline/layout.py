@@ -26,6 +26,7 @@ from binlake.errors import BinlakeError
 from binlake.schema.model import Table
 
 FORMAT = 1  # snapshot.json's and progress.json's: readers refuse another
+LINES_BUFFER = 256 << 10  # JSON lines compressed at once: one call per line costs more than the compression
 
 
 def snapshots_prefix(source: str) -> str:
@@ -88,6 +89,7 @@ class ChunkWriter:
         self.file, self.session = file, session
         self.compress = zstandard.ZstdCompressor(level=3).compressobj()
         self.sha, self.size, self.rows, self.text = hashlib.sha256(), 0, 0, 0
+        self.lines = bytearray()  # lines not yet handed to the compressor
         self.first: list[Any] | None = None
         self.last: list[Any] | None = None
         self.unexact: list[dict] = []
@@ -99,9 +101,12 @@ class ChunkWriter:
             self.writer.write(data)
 
     def add(self, values: dict[str, Any], key: list[Any] | None, unexact: list[str]) -> None:
-        line = orjson.dumps(values) + b"\n"
+        line = orjson.dumps(values, option=orjson.OPT_APPEND_NEWLINE)
         self.text += len(line)
-        self._out(self.compress.compress(line))
+        self.lines += line
+        if len(self.lines) >= LINES_BUFFER:
+            self._out(self.compress.compress(bytes(self.lines)))
+            self.lines.clear()
         if self.rows == 0:
             self.first = key
         self.last = key
@@ -109,7 +114,7 @@ class ChunkWriter:
         self.rows += 1
 
     def commit(self) -> Chunk:
-        self._out(self.compress.flush())
+        self._out(self.compress.compress(bytes(self.lines)) + self.compress.flush())
         self.writer.commit()
         self.lease.finished(self.writer.id)
         return Chunk(self.file, self.rows, self.size, self.sha.hexdigest(), self.first, self.last, self.session,

@@ -6,8 +6,7 @@ short pages. Each row comes with its key's values and the literals that resume a
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from binlake.baseline.keys import Key
@@ -19,16 +18,25 @@ FIRST_PAGE = 1000  # rows
 MAX_PAGE = 10_000
 
 
-@dataclass
 class Row:
-    values: dict[str, Any]
-    key: list[Any] | None  # the key's values, as `values` holds them
-    literals: list[str] | None  # the key as SQL literals: where the next chunk starts after
-    size: int  # bytes the server sent for it
+    """A row as a chunk holds it: its values, its key's values and the columns flagged
+    (binlake.baseline.values.unexact); `literals()` its key as SQL literals, where a next page or
+    chunk starts after it, made when asked (most rows never are)."""
+
+    __slots__ = ("_literals", "key", "unexact", "values")
+
+    def __init__(self, values: dict[str, Any], key: list[Any] | None, unexact: list[str],
+                 literals: Callable[[], list[str]] | None) -> None:
+        self.values, self.key, self.unexact, self._literals = values, key, unexact, literals
+
+    def literals(self) -> list[str] | None:
+        return self._literals() if self._literals else None
 
 
-def _size(raw: tuple) -> int:
-    return sum(len(v) for v in raw if v is not None)
+def _page_bytes(page: list[tuple]) -> int:
+    """About how many bytes a page's rows took: every 16th row's, times 16."""
+    sample = page[::16]
+    return sum(len(v) for raw in sample for v in raw if v is not None) * len(page) // len(sample)
 
 
 class TableRead:
@@ -60,23 +68,23 @@ class TableRead:
                 page = cur.fetchall()
             if not page:
                 return
-            size = 0
             for raw in page:
-                row = self._row(raw)
-                size += row.size
-                yield row
-                after = row.literals
+                yield self._row(raw)
+            after = self._literals(page[-1])
             if len(page) < limit:
                 return
-            limit = max(1, min(MAX_PAGE, PAGE_BYTES * len(page) // max(size, 1)))
+            limit = max(1, min(MAX_PAGE, PAGE_BYTES * len(page) // max(_page_bytes(page), 1)))
+
+    def _literals(self, raw: tuple) -> list[str]:
+        assert self.key is not None
+        return self.key.literals([raw[i] for i in self.key_at], list(raw[self.reader.width:]))
 
     def _row(self, raw: tuple) -> Row:
         assert self.key is not None
-        values, pending = self.reader.row(raw[:self.reader.width])
-        literals = self.key.literals([raw[i] for i in self.key_at], list(raw[self.reader.width:]))
+        values, pending, unexact = self.reader.row(raw[:self.reader.width])
         for doc in pending:
-            values[doc.column] = doc.value(self._types(doc, literals))
-        return Row(values, [values[n] for n in self.key.names], literals, _size(raw))
+            values[doc.column] = doc.value(self._types(doc, self._literals(raw)))
+        return Row(values, [values[n] for n in self.key.names], unexact, lambda: self._literals(raw))
 
     def _types(self, doc: Pending, literals: list[str]) -> dict[str, str]:
         """JSON_TYPE at each of a document's paths, read again by the row's key in the session."""
@@ -92,7 +100,8 @@ class TableRead:
         with self.session.cursor(unbuffered=True) as cur:
             self._run(cur, f"SELECT {self.select} FROM {self.name} AS t")
             for raw in cur:
-                values, pending = self.reader.row(raw)
+                values, pending, unexact = self.reader.row(raw)
                 for doc in pending:
                     values[doc.column] = doc.flagged()
-                yield Row(values, None, None, _size(raw))
+                    unexact.append(doc.column)
+                yield Row(values, None, unexact, None)

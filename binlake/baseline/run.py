@@ -36,7 +36,7 @@ from binlake.baseline.keys import choose
 from binlake.baseline.layout import ChunkWriter, Progress, TableState
 from binlake.baseline.reading import TableRead
 from binlake.baseline.session import TRANSACTIONAL, DefinitionChanged, Session, SnapshotError, name_of
-from binlake.baseline.values import RowRead, is_unexact
+from binlake.baseline.values import RowRead
 from binlake.schema.model import Snapshot
 
 log = logging.getLogger(__name__)
@@ -230,9 +230,9 @@ class _Run:
         w = writer()
         try:
             for row in reader.rows(table.after):
-                w.add(row.values, row.key, [c for c, v in row.values.items() if is_unexact(v)])
+                w.add(row.values, row.key, row.unexact)
                 if w.rows >= opts.chunk_rows or w.text >= opts.chunk_bytes:
-                    self._commit(w, table, row.literals)
+                    self._commit(w, table, row.literals())
                     w = writer()
             if w.rows:
                 self._commit(w, table, table.after)

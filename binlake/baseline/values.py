@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+import orjson
+
 from binlake.binlog import charsets
 from binlake.binlog.rows import base64_text, geometry_text, vector_values
 from binlake.schema.check import MARIADB_BINARY_TYPES
@@ -117,20 +119,24 @@ def _typed(doc: Any, number: Callable[[str, str], Any], path: str = "$") -> Any:
 def json_value(column: str, text: str, decimals: list[str] | None) -> Any:
     """A MySQL JSON document from its text and the texts of the DECIMALs it holds: the value, or
     Pending when some number's type needs asking."""
-    doc = json.loads(text, parse_int=_Number, parse_float=_Number)
-    if not decimals:
-        return _typed(doc, lambda path, t: _number(t))
+    if not decimals:  # a number with a `.` or an exponent is a DOUBLE, any other an integer: JSON's own reading
+        return orjson.loads(text)
     found = Counter(decimals)
-    numbers = list(_paths(doc))
-    seen = Counter(t for _, t in numbers)
+    seen: Counter[str] = Counter()
 
     def known(t: str) -> Any:
         return t if found[t] else _number(t)
 
-    ambiguous = [path for path, t in numbers if 0 < found[t] < seen[t]]
-    if ambiguous:
-        return Pending(column, text, doc, ambiguous, known)
-    return _typed(doc, lambda path, t: known(t))
+    def number(t: str) -> Any:
+        seen[t] += t in found
+        return known(t)
+
+    doc = json.loads(text, parse_int=number, parse_float=number)
+    if all(seen[t] == n for t, n in found.items()):  # each text of a DECIMAL is only ever a DECIMAL's
+        return doc
+    doc = json.loads(text, parse_int=_Number, parse_float=_Number)
+    ambiguous = [path for path, t in _paths(doc) if 0 < found[t] < seen[t]]
+    return Pending(column, text, doc, ambiguous, known)
 
 
 def _text(codec: str | None) -> Callable[[bytes], Any]:
@@ -229,31 +235,31 @@ def column_read(col: Column, flavor: str) -> ColumnRead:
 
 class RowRead:
     """A table's row as the session selects it (`select`, over `db.table AS t`) and as a chunk
-    holds it: `row(raw)` -> ({column: value}, the Pending documents among them)."""
+    holds it: `row(raw)` -> ({column: value}, the Pending documents among them, the columns flagged)."""
 
     def __init__(self, table: Table, flavor: str) -> None:
-        self.columns = [column_read(col, flavor) for col in table.columns]
-        self.select = ", ".join(e for col in self.columns for e in col.exprs)
+        columns = [column_read(col, flavor) for col in table.columns]
+        self.select = ", ".join(e for col in columns for e in col.exprs)
         self.offsets: dict[str, int] = {}  # where each column's first expression is in a selected row
+        self.plan: list[tuple[str, int, Callable[..., Any], int]] = []  # name, offset, convert, expressions
         at = 0
-        for col in self.columns:
+        for col in columns:
             self.offsets[col.name] = at
+            self.plan.append((col.name, at, col.convert, len(col.exprs)))
             at += len(col.exprs)
         self.width = at
 
-    def row(self, raw: tuple) -> tuple[dict[str, Any], list[Pending]]:
+    def row(self, raw: tuple) -> tuple[dict[str, Any], list[Pending], list[str]]:
         out: dict[str, Any] = {}
         pending: list[Pending] = []
-        i = 0
-        for col in self.columns:
-            n = len(col.exprs)
-            values = raw[i:i + n]
-            i += n
-            if values[0] is None:
-                out[col.name] = None
-                continue
-            v = col.convert(*values)
-            if isinstance(v, Pending):
-                pending.append(v)
-            out[col.name] = v
-        return out, pending
+        flagged: list[str] = []
+        for name, at, convert, n in self.plan:
+            v = raw[at]
+            if v is not None:
+                v = convert(v) if n == 1 else convert(*raw[at:at + n])
+                if type(v) is dict and "$unexact" in v:
+                    flagged.append(name)
+                elif type(v) is Pending:
+                    pending.append(v)
+            out[name] = v
+        return out, pending, flagged
