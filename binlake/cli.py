@@ -186,9 +186,20 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
 
     if not args.source.startswith("mysql://"):
         raise BinlakeError(f"--source {args.source}: a snapshot reads a live server (mysql://user@host:port)")
+    if args.missing and args.table:
+        raise BinlakeError("--missing and --table: give one")
     name = args.source_name or _default_source_name(args.source)
-    result = snapshot(MySQLSource(args.source), open_store(args.store), name, args.table,
-                      Options(args.chunk_rows, args.chunk_bytes))
+    store = open_store(args.store)
+    tables = args.table
+    if args.missing:
+        from binlake.baseline.coverage import missing
+
+        store.check()
+        tables = missing(store, name)
+        if not tables:
+            print(_dump({"record": "snapshot", "source": name, "id": None, "missing": []}))
+            return 0
+    result = snapshot(MySQLSource(args.source), store, name, tables, Options(args.chunk_rows, args.chunk_bytes))
     for skipped in result.skipped:
         print(f"binlake: notice: {skipped['schema']}.{skipped['table']} not in the snapshot: {skipped['reason']}",
               file=sys.stderr)
@@ -284,6 +295,9 @@ def build_parser() -> argparse.ArgumentParser:
     n.add_argument("--source-name", help="name of the source in the store (default: host_port)")
     n.add_argument("--table", action="append", metavar="DB.TABLE",
                    help="a table to snapshot (repeatable; default: every table the user may read)")
+    n.add_argument("--missing", action="store_true",
+                   help="only the tables the store's schema history of the source has and no baseline holds, "
+                        "created before archiving began (docs/snapshots.md)")
     n.add_argument("--chunk-rows", type=int, default=100_000, help="rows per chunk (default 100000)")
     n.add_argument("--chunk-bytes", type=int, default=64 << 20,
                    help="bytes of JSON lines per chunk, before compression (default 64 MiB)")

@@ -124,7 +124,7 @@ def test_tables_in_key_order_across_chunks(server, request, tmp_path):
     record, got = baseline(store, "static", result.id)
 
     assert [sess["point"] for sess in record["sessions"]] == [at]
-    assert record["skipped"] == [{"schema": db, "table": "old",
+    assert record["skipped"] == [{"schema": db, "table": "old", "kind": "engine",
                                   "reason": "engine MyISAM takes no part in a consistent snapshot"}]
     by_name = {t["table"]: t for t in record["tables"]}
     assert sorted(by_name) == sorted(STATIC)
@@ -373,6 +373,43 @@ def test_the_least_privileges_and_a_missing_one_named(flavor, pair, tmp_path):
     proc = run(f"{db}.t", f"{db}.secret")
     assert proc.returncode == 1
     assert f"table {db}.secret: no such table, or no SELECT privilege on it" in proc.stderr
+
+
+@pytest.mark.parametrize("flavor", ["mysql", "mariadb"])
+def test_missing_baselines_are_the_tables_archiving_began_with(flavor, pair, tmp_path):
+    """`binlake snapshot --missing` takes the tables the source's schema history had at its first
+    capture and no baseline holds: not a table created after it (its CREATE is in the archived
+    changelog), not a table a baseline left out for its engine; then nothing is missing. The
+    server's SELECT is the oracle of the rows; the captures, of which tables existed when."""
+    primary, _ = pair(flavor)
+    db, user = _db(), f"m{uuid.uuid4().hex[:6]}"
+    with primary.connect() as conn, conn.cursor() as cur:
+        cur.execute(f"CREATE DATABASE {db}")
+        cur.execute(f"CREATE TABLE {db}.old (id INT PRIMARY KEY, v VARCHAR(8))")
+        cur.execute(f"INSERT INTO {db}.old VALUES (1, 'a'), (2, 'b')")
+        cur.execute(f"CREATE TABLE {db}.heap (id INT PRIMARY KEY) ENGINE=MyISAM")
+        cur.execute(f"CREATE USER '{user}'@'127.0.0.1'")  # the archive's user, who sees this database only
+        cur.execute(f"GRANT SELECT ON {db}.* TO '{user}'@'127.0.0.1'")
+        cur.execute(f"GRANT {'FLUSH_TABLES, REPLICATION CLIENT' if flavor == 'mysql' else 'BINLOG MONITOR'} "
+                    f"ON *.* TO '{user}'@'127.0.0.1'")
+    store = f"file://{tmp_path}"
+    capture = ("schema", "capture", "--source", url(primary, user), "--store", store, "--source-name", "m")
+    assert run_cli(*capture).returncode == 0
+    with primary.connect() as conn, conn.cursor() as cur:
+        cur.execute(f"CREATE TABLE {db}.new (id INT PRIMARY KEY)")
+        cur.execute(f"INSERT INTO {db}.new VALUES (7)")
+    assert run_cli(*capture).returncode == 0
+    args = ("snapshot", "--source", url(primary, user), "--store", store, "--source-name", "m", "--missing")
+    proc = run_cli(*args)
+    assert proc.returncode == 0, proc.stderr
+    out = ndjson(proc.stdout)[-1]
+    record, got = baseline(store, "m", out["id"])
+    assert got == {(db, "old"): _select(primary, f"SELECT id, v FROM {db}.old ORDER BY id", ("id", "v"))}
+    assert [(t["schema"], t["table"], t["kind"]) for t in record["skipped"]] == [(db, "heap", "engine")]
+    again = run_cli(*args)
+    assert again.returncode == 0 and ndjson(again.stdout) == [{"record": "snapshot", "source": "m", "id": None,
+                                                               "missing": []}]
+    assert layout.ids(open_store(store), "m") == [out["id"]]
 
 
 def test_a_snapshot_reads_a_live_server_only(tmp_path):

@@ -7,5 +7,6 @@ tables at an exact point of its binlog, chunked by key, resumable, into the arch
 - `values`: what the server is asked for each column, and its value in docs/row-values.md's forms;
 - `reading`: a table's rows in key order, a page at a time (or streamed, without a key);
 - `layout`: the snapshot's objects in the store (chunks, progress.json, snapshot.json);
-- `run`: the sessions, tables and chunks of one `binlake snapshot`, resumed where a run died.
+- `run`: the sessions, tables and chunks of one `binlake snapshot`, resumed where a run died;
+- `coverage`: which tables of a source need a baseline and have none.
 """

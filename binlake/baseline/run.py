@@ -159,7 +159,7 @@ class _Run:
         for t in sorted(k for k in catalog.tables if wanted(k)):
             engine = catalog.engines.get(t)
             if engine not in TRANSACTIONAL:
-                p.skipped.append({"schema": t[0], "table": t[1],
+                p.skipped.append({"schema": t[0], "table": t[1], "kind": "engine",
                                   "reason": f"engine {engine} takes no part in a consistent snapshot"})
                 log.warning("%s: %s skipped: its engine %s takes no part in a consistent snapshot", self.name,
                             name_of(t), engine)
@@ -181,7 +181,7 @@ class _Run:
             definition, indexes = session.hold(table.name)
             if definition is None:
                 self.progress.tables.remove(table)
-                self.progress.skipped.append({"schema": table.schema, "table": table.table,
+                self.progress.skipped.append({"schema": table.schema, "table": table.table, "kind": "gone",
                                               "reason": "dropped or renamed after the snapshot began, before it "
                                                         "was read"})
                 log.warning("%s: %s is gone: skipped", self.name, name_of(table.name))
