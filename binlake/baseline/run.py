@@ -3,8 +3,9 @@ sessions, tables and chunks, resumed where a run died (docs/snapshots.md).
 
 A run holds a lease on the source's store prefix (binlake.archive.leases: the unfinished writes
 of runs that died are discarded) and resumes the newest unfinished snapshot of the same server
-and the same tables, unless the run that writes it is alive; else it begins a new one. Each
-session reads the tables not done yet, one after the other, each under its metadata lock:
+and the same tables, unless the run that writes it is alive; else it begins a new one. A session
+reads the tables not done yet, one after the other, each under its metadata lock (on MariaDB a
+session reads one table: Session.releases_tables); then:
 
 - a table with a key goes on from the last committed chunk's key, under the definition its
   earlier chunks were read with; a table whose definition is no longer that one is read again
@@ -89,11 +90,16 @@ def snapshot(source: MySQLSource, store, source_name: str, tables: list[str] | N
     def wanted(t: tuple[str, str]) -> bool:
         return wanted_names is None or t in wanted_names
 
+    import pymysql
+
     store.check()
-    with Lease(store, source_name) as lease:
-        clean(store, source_name, lease)
-        run = _Run(source, store, source_name, lease, options, observe or (lambda kind, what: None))
-        return run.take(request, wanted)
+    try:
+        with Lease(store, source_name) as lease:
+            clean(store, source_name, lease)
+            run = _Run(source, store, source_name, lease, options, observe or (lambda kind, what: None))
+            return run.take(request, wanted)
+    except pymysql.err.MySQLError as e:  # a lost connection, a server gone: what is committed stays
+        raise SnapshotError(f"{source.url}: {e.args[-1] if e.args else e} (a rerun resumes the snapshot)") from None
 
 
 class _Run:
@@ -112,26 +118,39 @@ class _Run:
             raise
         self.progress = p
         session: Session | None = first
-        while not all(t.done for t in p.tables):
-            if session is None:
-                session = Session.open(self.source, wanted)
-                if (session.server.server_uuid, session.server.server_id) != (p.server["server_uuid"],
-                                                                               p.server["server_id"]):
-                    session.close()
-                    raise SnapshotError(f"{self.source.url}: the server changed while the snapshot {p.id} was taken")
-            k = len(p.sessions)
-            p.sessions.append({"point": session.point, "started_at": session.started_at})
-            self._save()
-            self.observe("session", {"session": k, "point": session.point})
-            try:
-                for table in [t for t in p.tables if not t.done]:
+        recorded, k = None, -1  # the session last recorded, and its index in the record
+        try:
+            while pending := [t for t in p.tables if not t.done]:
+                for table in pending:
+                    if session is None:
+                        session = self._open(table.name if not first.releases_tables else None, wanted)
+                    if session is not recorded:
+                        recorded, k = session, len(p.sessions)
+                        p.sessions.append({"point": session.point, "started_at": session.started_at})
+                        self._save()
+                        self.observe("session", {"session": k, "point": session.point})
                     self._table(session, k, table)
-            finally:
+                    if not session.releases_tables:  # its metadata locks go with the transaction only
+                        session.close()
+                        session = None
+                if session is not None:  # a table left to a later session needs one after its DDL
+                    session.close()
+                    session = None
+        finally:
+            if session is not None:
                 session.close()
-                session = None
-        if session is not None:  # resumed with every table done: only its record was missing
-            session.close()
         return self._finish(resumed)
+
+    def _open(self, table: tuple[str, str] | None, wanted: Callable[[tuple[str, str]], bool]) -> Session:
+        """A further session of the snapshot: for one table, or for every table `wanted`."""
+        assert self.progress is not None
+        session = Session.open(self.source, (lambda t: t == table) if table else wanted)
+        if (session.server.server_uuid, session.server.server_id) != (self.progress.server["server_uuid"],
+                                                                       self.progress.server["server_id"]):
+            session.close()
+            raise SnapshotError(f"{self.source.url}: the server changed while the snapshot {self.progress.id} "
+                                "was taken")
+        return session
 
     def _begin(self, session: Session, request: list[str] | None,
                wanted: Callable[[tuple[str, str]], bool]) -> tuple[Progress, bool]:

@@ -205,6 +205,13 @@ class Session:
         raise SnapshotError(f"{source.url}: tables' definitions changed while each of {ATTEMPTS} sessions began "
                             "(DDL running all the time): try again later")
 
+    @property
+    def releases_tables(self) -> bool:
+        """Whether release() lets DDL at a table read: MySQL's ROLLBACK TO SAVEPOINT releases its
+        metadata lock; MariaDB's keeps it until the transaction ends while the binlog is on (a DDL
+        could otherwise be logged before the rollback), so there a session reads one table."""
+        return self.server.flavor == "mysql"
+
     def cursor(self, unbuffered: bool = False):
         import pymysql
 
