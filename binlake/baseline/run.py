@@ -144,7 +144,7 @@ class _Run:
     def _open(self, table: tuple[str, str] | None, wanted: Callable[[tuple[str, str]], bool]) -> Session:
         """A further session of the snapshot: for one table, or for every table `wanted`."""
         assert self.progress is not None
-        session = Session.open(self.source, (lambda t: t == table) if table else wanted)
+        session = Session.open(self.source, wanted, only=table)
         if (session.server.server_uuid, session.server.server_id) != (self.progress.server["server_uuid"],
                                                                        self.progress.server["server_id"]):
             session.close()

@@ -49,7 +49,7 @@ ATTEMPTS = 10  # sessions begun before DDL that keeps changing the tables is an 
 SAVEPOINT = "binlake_table"
 _ENGINES = """
 SELECT TABLE_SCHEMA, TABLE_NAME, ENGINE FROM information_schema.TABLES
-WHERE TABLE_TYPE IN ('BASE TABLE', 'SYSTEM VERSIONED') AND TABLE_SCHEMA NOT IN %s
+WHERE TABLE_TYPE IN ('BASE TABLE', 'SYSTEM VERSIONED') AND TABLE_SCHEMA NOT IN %s {only}
 """
 # Engines whose tables a consistent-snapshot transaction reads at its point.
 TRANSACTIONAL = frozenset({"InnoDB"})
@@ -82,11 +82,15 @@ class Catalog:
     engines: dict[tuple[str, str], str | None]
 
 
-def read_catalog(cur) -> Catalog:
-    databases, tables = read_tables(cur)
-    cur.execute(_ENGINES, (SYSTEM_SCHEMAS,))
+def read_catalog(cur, only: tuple[str, str] | None = None) -> Catalog:
+    """The user tables (or the one table `only`) as information_schema shows them now."""
+    databases, tables = read_tables(cur, only)
+    if only is None:
+        cur.execute(_ENGINES.format(only=""), (SYSTEM_SCHEMAS,))
+    else:
+        cur.execute(_ENGINES.format(only="AND TABLE_SCHEMA = %s AND TABLE_NAME = %s"), (SYSTEM_SCHEMAS, *only))
     engines = {(s.decode(), t.decode()): e.decode() if e is not None else None for s, t, e in cur.fetchall()}
-    return Catalog(databases, tables, read_indexes(cur), engines)
+    return Catalog(databases, tables, read_indexes(cur, only), engines)
 
 
 def _encoders() -> dict:
@@ -179,18 +183,20 @@ class Session:
         self.url = url
 
     @classmethod
-    def open(cls, source: MySQLSource, wanted: Callable[[tuple[str, str]], bool]) -> Session:
-        """Begin a session whose catalog holds at its point for the `wanted` tables."""
+    def open(cls, source: MySQLSource, wanted: Callable[[tuple[str, str]], bool],
+             only: tuple[str, str] | None = None) -> Session:
+        """Begin a session whose catalog holds at its point for the `wanted` tables (the one table
+        `only`: its catalog has that one)."""
         conn = connect(source)
         try:
             with conn.cursor() as cur:
                 server = server_of(cur)
                 start = _start_mysql if server.flavor == "mysql" else _start_mariadb
                 for attempt in range(1, ATTEMPTS + 1):
-                    before = read_catalog(cur)
+                    before = read_catalog(cur, only)
                     started = dt.datetime.now(dt.UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
                     point = start(cur, source.url)
-                    catalog = read_catalog(cur)
+                    catalog = read_catalog(cur, only)
                     if _of(before, wanted) == _of(catalog, wanted):
                         log.info("%s: session at %s:%d (GTIDs %s), %d tables", source.url, point["file"],
                                  point["position"], point["gtids"] or "none", len(_of(catalog, wanted)))
