@@ -40,16 +40,20 @@ def test_dags_import_cleanly_with_docs_retries_and_the_spark_operator(airflow):
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     assert got["errors"] == {}
     archive, txns = got["dags"]["binlake_archive"], got["dags"]["binlake_transactions"]
-    assert archive["doc"] and txns["doc"]
+    snapshot = got["dags"]["binlake_snapshot"]
+    assert archive["doc"] and txns["doc"] and snapshot["doc"]
     assert archive["max_active_runs"] == 1 and not archive["catchup"]
-    assert set(archive["tasks"]) == {"list_new_files", "archive_file", "summarize", "all_archived"}
+    assert set(archive["tasks"]) == {"list_new_files", "archive_file", "summarize", "all_archived",
+                                     "find_missing_baselines"}
+    assert archive["tasks"]["summarize"]["downstream"] == ["find_missing_baselines"]
+    assert snapshot["timetable"] == "AssetTriggeredTimetable" and set(snapshot["tasks"]) == {"take_snapshots"}
     assert archive["tasks"]["archive_file"]["mapped"]
     assert txns["timetable"] == "CronDataIntervalTimetable" and txns["summary"] == "0 * * * *"
     assert txns["tasks"]["wait_for_archive"]["downstream"] == ["assemble"]
     assert txns["tasks"]["assemble"]["downstream"] == ["validate"]
     assert txns["tasks"]["validate"]["downstream"] == ["publish_report"]
     assert "SparkSubmitOperator" in txns["tasks"]["assemble"]["type"]
-    for dag in (archive, txns):
+    for dag in (archive, txns, snapshot):
         for task_id, task in dag["tasks"].items():
             assert task["doc"], f"{task_id} has no doc_md"
             assert task["retries"] >= 1 or task_id == "publish_report", task_id
