@@ -36,11 +36,6 @@ def _connection(server) -> str:
                        "password": server.password})
 
 
-def _state(run: dict, task: str) -> str | None:
-    """A task's state in a run (a DAG with mapped tasks lists its unmapped ones as `task[]`)."""
-    return run["tasks"].get(task, run["tasks"].get(f"{task}[]"))
-
-
 def _events(af) -> list[dict]:
     """The extras of the events of the Asset binlake_baselines_needed, oldest first, as Airflow's
     metadata database holds them."""
@@ -100,7 +95,7 @@ def test_the_archive_finds_tables_without_a_baseline_and_the_snapshot_takes_them
 
     run = af.dags_test("binlake_archive")
     assert run["state"] == "success", run["output"][-3000:]
-    assert _state(run, "find_missing_baselines") == "success"
+    assert run["tasks"]["find_missing_baselines"] == "success"
     # the first capture is where archiving began: its tables need baselines
     assert _events(af) == [{"missing": {"db1": ["shop.heap", "shop.t1"]}}]
     # complete from its CREATE in the archive
@@ -119,5 +114,5 @@ def test_the_archive_finds_tables_without_a_baseline_and_the_snapshot_takes_them
 
     before = len(_events(af))
     run = af.dags_test("binlake_archive")
-    assert run["state"] == "success" and _state(run, "find_missing_baselines") == "success"
+    assert run["state"] == "success" and run["tasks"]["find_missing_baselines"] == "success"
     assert len(_events(af)) == before  # nothing missing: no event, no snapshot scheduled

@@ -98,6 +98,7 @@ class Lease:
         of many writes, a snapshot's chunks, does not carry them all in its lease)."""
         with self._lock:
             self.writes.discard(write)
+            self.keys.pop(write, None)
 
     def _renew(self) -> None:
         while not self._stop.wait(RENEW.total_seconds()):

@@ -22,6 +22,7 @@ from typing import Any
 import orjson
 import zstandard
 
+from binlake.archive.leases import Lease
 from binlake.errors import BinlakeError
 from binlake.schema.model import Table
 
@@ -82,10 +83,10 @@ class ChunkWriter:
     commit(). `lease` lists the write while it is open, so that a run that finds it unfinished
     (this one killed) discards it (binlake.archive.leases)."""
 
-    def __init__(self, store, key: str, file: str, session: int, lease) -> None:
+    def __init__(self, store, key: str, file: str, session: int, lease: Lease) -> None:
         self.writer = store.writer(key)
         self.lease = lease
-        lease.hold(self.writer.id)
+        lease.hold(self.writer.id, key)
         self.file, self.session = file, session
         self.compress = zstandard.ZstdCompressor(level=3).compressobj()
         self.sha, self.size, self.rows, self.text = hashlib.sha256(), 0, 0, 0

@@ -92,7 +92,7 @@ def snapshot(source: MySQLSource, store, source_name: str, tables: list[str] | N
 
     import pymysql
 
-    store.check()
+    store.check(writable=True)
     try:
         with Lease(store, source_name) as lease:
             clean(store, source_name, lease)
