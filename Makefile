@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 ASSETS := binlake/spark/docs_assets/manifest.json
 
-.PHONY: airflow demo test test-fast install servers java browser compose lint bench clean
+.PHONY: airflow demo test test-fast install jars servers java browser compose lint bench clean
 
 demo: install  ## the whole pipeline on the bundled sample binlogs
 	$(BIN)/binlake demo
@@ -15,17 +15,22 @@ airflow: install java  ## a local Airflow for binlake (127.0.0.1:8080, the demo'
 	$(BIN)/binlake airflow $(if $(CONFIG),--config $(CONFIG)) $(if $(HOME_DIR),--home $(HOME_DIR)) $(if $(PORT),--port $(PORT))
 
 test: install servers java browser compose lint  ## lint, then every test against real servers
-	$(BIN)/python -m pytest -q -rfEs
+	$(BIN)/python -m pytest -q -rfEs --durations=40
 
 # The tests that need no server, JVM, Airflow or browser (markers from their fixtures: tests/conftest.py).
 test-fast: install lint  ## the developer's loop, in about a minute
 	$(BIN)/python -m pytest -q -rfEs -m "not (mysql or mariadb or spark or airflow or browser)"
 
-install: $(STAMP) $(ASSETS)
+install: $(STAMP) $(ASSETS) jars
+
+# Delta Lake's and the S3A connector's jars for pyspark's Spark and Hadoop, resolved by Maven from
+# Maven Central into $${BINLAKE_CACHE:-~/.cache/binlake} once; offline after that (binlake/spark/jars.py).
+jars: $(STAMP)
+	$(BIN)/python -m binlake.spark.jars fetch >/dev/null
 
 # The data docs' CSS, JavaScript and fonts from the npm registry, tarballs cached in .cache/npm.
-$(ASSETS): binlake/spark/offline_docs.py $(STAMP)
-	$(BIN)/python -m binlake.spark.offline_docs fetch --cache .cache/npm
+$(ASSETS): binlake/local/offline_docs.py $(STAMP)
+	$(BIN)/python -m binlake.local.offline_docs fetch --cache .cache/npm
 
 $(STAMP): pyproject.toml
 	PYTHON=$(PYTHON) bash scripts/install-build-deps.sh
@@ -46,9 +51,10 @@ java:  ## Spark's Java 17+, checked
 servers: install  ## MySQL 9.x (Debian sid, own prefix) and MariaDB 10.11, cached
 	bash scripts/install-servers.sh
 
-lint: install  ## ruff over everything, mypy over the library
+lint: install  ## ruff over everything, mypy over the library, its import contracts (pyproject.toml)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 bench: install servers java
 	$(BIN)/python bench/scan.py
@@ -63,6 +69,7 @@ bench: install servers java
 	$(BIN)/python bench/interval.py
 	$(BIN)/python bench/manifests.py
 	$(BIN)/python bench/hourly.py
+	$(BIN)/python bench/delta.py
 	$(BIN)/python bench/snapshot.py
 
 clean:

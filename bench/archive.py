@@ -79,7 +79,7 @@ def generate_small(server, size_mib: int) -> list[Path]:
     return [server.binlog_dir / n for n in names]
 
 
-def measure(server, files: list[Path], work: Path, repeat: int, s3_env: dict | None) -> list[tuple[str, float]]:
+def measure(server, files: list[Path], work: Path, *, repeat: int, s3_env: dict | None) -> list[tuple[str, float]]:
     """(what, best seconds) of each way of copying every file of `files` off `server`."""
     src = f"mysql://root@127.0.0.1:{server.port}"
     py = sys.executable
@@ -155,7 +155,7 @@ def main() -> None:
                 files = generate(server, size, 1000) if i == 0 else generate_small(server, size)
                 total = sum(f.stat().st_size for f in files) / (1 << 20)
                 txns = _transactions(files)
-                rows = measure(server, files, work, args.repeat, env)
+                rows = measure(server, files, work, repeat=args.repeat, s3_env=env)
             finally:
                 server.stop()
                 shutil.rmtree(work / f"mysql{i}", ignore_errors=True)  # the corpus: GiBs with its copies
@@ -173,8 +173,8 @@ def main() -> None:
 
 
 def _transactions(files: list[Path]) -> int:
+    from binlake.archive.index import index_transactions
     from binlake.binlog.framing import BinlogReader
-    from binlake.index import index_transactions
 
     count = 0
     for f in files:

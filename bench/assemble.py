@@ -195,7 +195,7 @@ def rewrite(lake: Path, out: Path) -> None:
 
     spark = session("local[2]", app="binlake-bench-floor")
     t0 = time.perf_counter()
-    (spark.read.parquet(str(lake / "row_changes")).write.options(**WRITE_OPTIONS["row_changes"])
+    (spark.read.format("delta").load(str(lake / "row_changes")).write.options(**WRITE_OPTIONS["row_changes"])
      .partitionBy("commit_date").mode("overwrite").parquet(str(out)))
     print(json.dumps({"write_seconds": time.perf_counter() - t0}))
     spark.stop()
@@ -232,11 +232,11 @@ def main() -> None:
     if args.rewrite:
         return rewrite(*args.rewrite)
     work = args.workdir or Path(tempfile.mkdtemp(prefix="binlake-bench-assemble-"))
+    from binlake.archive.index import index_transactions
     from binlake.archive.run import archive
     from binlake.archive.sources import DirSource
     from binlake.archive.stores import open_store
     from binlake.binlog.framing import BinlogReader
-    from binlake.index import index_transactions
 
     copied = work / "binlogs"
     store = f"file://{work}/store"
@@ -357,7 +357,7 @@ def main() -> None:
         "",
         _floor_text(scan_s, cpus, floor_what, floor_write),
         "",
-        *_steady_text(mib, vv, scale, cpu_scale, steady_steps),
+        *_steady_text(mib, vv, scale, cpu_scale=cpu_scale, steps=steady_steps),
     ]
     if args.shape in TITLES:
         return publish(TITLES[args.shape], lines)
@@ -392,7 +392,7 @@ def _cpu_table(items, digits: int = 1) -> list[str]:
               + f" | {sum(c.values()):.{digits}f} |" for what, (secs, c) in items)]
 
 
-def _steady_text(mib: float, vv: float, scale: dict, cpu_scale: dict, steps: dict) -> list[str]:
+def _steady_text(mib: float, vv: float, scale: dict, *, cpu_scale: dict, steps: dict) -> list[str]:
     """The steady state: each command's throughput on the bytes beyond the first corpus (what a
     backlog of days costs once the fixed costs are paid), its fixed seconds, and where the CPU and
     the job's steps of one more corpus go."""

@@ -4,13 +4,13 @@ A real MySQL server started for the run writes 64 MiB of bench/shapes.py's mix; 
 copies it into a file store under 12 source names. Commit times are the binlog's own and cannot be
 moved, so the sources stand for a day's hours: one local[2] session runs the job over the day for
 each source in turn, into one warehouse. Run k finds the rows of k-1 sources in the day's
-partitions, as an hourly run finds the day's earlier hours. Its files hold its own rows only,
-so it appends them and leaves the day's other files as they are.
+partitions, as an hourly run finds the day's earlier hours. Its commit adds its own files and
+removes none: the day's other files are left as they are.
 
 Then the other way a range meets a day (docs/warehouse.md): over the filled day, a run of the last
 source over a range that ends halfway through its commit times. The files its earlier run wrote
-hold rows of that range and rows after it, which are kept: the touched day is rewritten whole, as
-every run into a filled day was before.
+hold rows of that range and rows after it, which are kept: Delta's replaceWhere rewrites those
+files with their kept rows in the run's commit, and only those.
 
     .venv/bin/python bench/hourly.py
 """
@@ -90,13 +90,13 @@ def main() -> None:
         "| run | row changes in the day before it | write step | the run |",
         "|---|---:|---:|---:|",
         *(f"| {name} | {n:,} | {w:.2f} s | {t:.2f} s |" for name, n, w, t in rows),
-        f"| {names[-1]} again, until halfway through its commit times (its files hold kept rows too: the day "
+        f"| {names[-1]} again, until halfway through its commit times (its files hold kept rows too: those files "
         f"rewritten) | {rewritten[0]:,} | {rewritten[1]:.2f} s | {rewritten[2]:.2f} s |",
         "",
         f"The last run into the filled day wrote in {last[2]:.2f} s where the first, into an empty day, wrote in "
-        f"{first[2]:.2f} s: each run writes its own rows and leaves the day's other files as they are. Where "
-        f"the files a run replaces hold rows it keeps, the day is rewritten: {rewritten[1]:.2f} s for half the "
-        "rows, as every run into a filled day was before.",
+        f"{first[2]:.2f} s: each run's commit adds its own files and leaves the day's other files as they are. "
+        f"Where the files a run replaces hold rows it keeps, Delta rewrites those files with the kept rows in "
+        f"the same commit: {rewritten[1]:.2f} s.",
     ]
     publish("bench/hourly.py", lines)
     shutil.rmtree(work, ignore_errors=True)

@@ -36,6 +36,8 @@ MIB = 16
 
 def _shifted(m: dict, k: int, hours: int) -> dict:
     """The manifest of the file `hours` hours before, numbered k."""
+    from binlake.archive.manifest import index_of
+
     def at(ts: str | None) -> str | None:
         if ts is None:
             return None
@@ -43,7 +45,8 @@ def _shifted(m: dict, k: int, hours: int) -> dict:
         return t.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
     name = f"binlog.{k:06d}"
-    out = {**m, "file": name, "name": name, "transactions": [[e[0], e[1], e[2], at(e[3])] for e in m["transactions"]]}
+    entries = [e._replace(commit_ts=at(e.commit_ts)).stored() for e in index_of(m)]
+    out = {**m, "file": name, "name": name, "transactions": entries}
     for f in ("first_event_ts", "last_event_ts", "min_commit_ts", "max_commit_ts"):
         out[f] = at(m.get(f))
     return out
@@ -60,10 +63,11 @@ def _best(fn, repeat: int = 3) -> tuple[float, object]:
 
 def main() -> None:
     from binlake.archive import summaries
+    from binlake.archive.keys import summaries_key
     from binlake.archive.run import archive
     from binlake.archive.sources import DirSource
     from binlake.archive.stores import open_store
-    from binlake.splits import archived_until, plan
+    from binlake.splits.plan import archived_until, plan
 
     work = Path(tempfile.mkdtemp(prefix="binlake-bench-manifests-"))
     version, [first] = corpus(work, MIB, "one-row")
@@ -77,7 +81,7 @@ def main() -> None:
     last = dt.datetime.fromisoformat(newest["max_commit_ts"])
     hour = (last - dt.timedelta(hours=1)).isoformat(), (last + dt.timedelta(microseconds=1)).isoformat()
     store.delete(key)
-    store.delete(summaries.key("src"))
+    store.delete(summaries_key("src"))
     made = 0
     rows = []
     for age, files in AGES.items():
@@ -85,7 +89,7 @@ def main() -> None:
             m = _shifted(newest, 900_000 - k, k)
             store.put(f"src/manifests/{m['name']}.json", orjson.dumps(m))
         made = files
-        store.delete(summaries.key("src"))
+        store.delete(summaries_key("src"))
         whole_plan, p = _best(lambda: plan(store_url, ["src"], *hour))
         whole_until, _ = _best(lambda: archived_until(store, "src"))
         summaries.load(store, "src").save()  # as the next archive run writes them

@@ -101,11 +101,11 @@ def main() -> None:
     ap.add_argument("--workdir", type=Path)
     args = ap.parse_args()
     work = args.workdir or Path(tempfile.mkdtemp(prefix="binlake-bench-memory-"))
+    from binlake.archive.index import index_transactions
     from binlake.archive.run import archive
     from binlake.archive.sources import DirSource
     from binlake.archive.stores import open_store
     from binlake.binlog.framing import BinlogReader
-    from binlake.index import index_transactions
 
     copied = work / "binlogs"
     store = f"file://{work}/store"

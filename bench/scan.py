@@ -95,7 +95,7 @@ def timed(argv: list[str], stdout=subprocess.DEVNULL, env: dict | None = None) -
 # The boundary-only pass (the transaction index, jumping by transaction_length), timed inside its
 # process: it prints its own seconds, without the interpreter's start.
 WALK = ("import sys, time\nfrom binlake.binlog.framing import BinlogReader\n"
-        "from binlake.index import index_transactions\nt = time.perf_counter()\n"
+        "from binlake.archive.index import index_transactions\nt = time.perf_counter()\n"
         "for p in sys.argv[1:]:\n"
         "    r = BinlogReader.open(p); sum(1 for _ in index_transactions(r, p))\n"
         "print(time.perf_counter() - t)")

@@ -245,8 +245,8 @@ def main() -> None:
 
 
 def _transactions(files: list[Path]) -> int:
+    from binlake.archive.index import index_transactions
     from binlake.binlog.framing import BinlogReader
-    from binlake.index import index_transactions
 
     n = 0
     for f in files:

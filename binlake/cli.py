@@ -8,7 +8,7 @@ import logging
 import sys
 from pathlib import Path
 
-from binlake import __version__, compiled_paths
+from binlake import __version__
 from binlake.errors import BinlakeError, BinlogError
 
 
@@ -19,30 +19,18 @@ def _dump(rec: dict) -> str:
 def cmd_scan(args: argparse.Namespace) -> int:
     # Imported here, as each command's own modules are, so that `binlake archive` does not load
     # the row decoder and mysql-replication at every start.
-    from binlake.assemble import Options
+    from binlake.assemble.outputs import Lines
+    from binlake.assemble.scan import scan_files
+    from binlake.assemble.walk import Options
     from binlake.malloc import keep_freed_memory
-    from binlake.records import record_line
-    from binlake.scan import scan_files
-    from binlake.sinks import LineSink
 
     keep_freed_memory()
     sys.stdout.flush()
-    out = sys.stdout.buffer
-    wanted = {"transaction"}
-    if args.rows:
-        wanted.add("row_change")
-    if args.anomalies:
-        wanted.add("anomaly")
-
-    def emit(kind: str, rec: dict) -> None:
-        if kind in wanted:
-            out.write(record_line(kind, rec))
-
-    opts = Options(source=args.source, segment_rows=args.segment_rows,
-                   segment_bytes=args.segment_bytes, rows=args.rows, schema=_schema_state(args))
-    # With --rows, a segment's row changes come as JSON lines already (binlake.sinks), and the
-    # lane (binlake.lane) writes whole transactions' lines; anomalies it leaves to the walk.
-    summary = scan_files(args.files, opts, emit, LineSink(out.writelines), out.write)
+    opts = Options(source=args.source, segment_rows=args.segment_rows, segment_bytes=args.segment_bytes,
+                   rows=args.rows)
+    # Every record as a JSON line (binlake.assemble.outputs.Lines), the lane's whole transactions among them
+    summary = scan_files(args.files, opts, Lines(sys.stdout.buffer.write, anomalies=args.anomalies),
+                         schema=_schema_state(args))
     if args.summary:
         print(_dump({"record": "summary", **vars(summary)}), file=sys.stderr)
     return 0
@@ -104,7 +92,7 @@ def cmd_schema_import(args: argparse.Namespace) -> int:
         if not file or not pos.isdigit():
             raise BinlakeError(f"--position {args.position}: expected FILE:OFFSET")
         point["before"] = point["after"] = {"file": file, "position": int(pos)}
-    snapshot = import_ddl(text, args.database or "", args.flavor, point, args.source_name)
+    snapshot = import_ddl(text, args.database or "", args.flavor, point=point, source=args.source_name)
     return _write_snapshot(snapshot, args)
 
 
@@ -135,27 +123,28 @@ def _write_snapshot(snapshot, args: argparse.Namespace) -> int:
 
 
 def cmd_airflow(args: argparse.Namespace) -> int:
-    from binlake.airflow_local import default_home, run
+    from binlake.local.airflow import default_home, run
 
     config = Path(args.config) if args.config else None
-    return run(Path(args.home) if args.home else default_home(config), config, args.port, args.schedule,
+    return run(Path(args.home) if args.home else default_home(config), config, port=args.port, schedule=args.schedule,
                database=args.database)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from binlake.demo import run
+    from binlake.local.demo import run
 
-    return run(args.home)
+    return run(args.home, args.warehouse)
 
 
 def cmd_archive(args: argparse.Namespace) -> int:
     from binlake.archive.run import archive
     from binlake.archive.sources import open_source
     from binlake.archive.stores import open_store
+    from binlake.schema.capture import into_history
 
     source = open_source(args.source, server_id=args.server_id)
     name = args.source_name or _default_source_name(args.source)
-    result = archive(source, open_store(args.store), name)
+    result = archive(source, open_store(args.store), name, capture=into_history)
     for gap in result.gaps:
         print(_dump({"record": "anomaly", **gap}))
     for notice in result.notices:
@@ -199,7 +188,8 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
         if not tables:
             print(_dump({"record": "snapshot", "source": name, "id": None, "missing": []}))
             return 0
-    result = snapshot(MySQLSource(args.source), store, name, tables, Options(args.chunk_rows, args.chunk_bytes))
+    result = snapshot(MySQLSource(args.source), store, name, tables,
+                      options=Options(args.chunk_rows, args.chunk_bytes))
     for skipped in result.skipped:
         print(f"binlake: notice: {skipped['schema']}.{skipped['table']} not in the snapshot: {skipped['reason']}",
               file=sys.stderr)
@@ -223,6 +213,15 @@ def cmd_validate(args: argparse.Namespace) -> int:
     except ImportError as e:
         raise BinlakeError(f"validate needs the Spark extra: pip install 'binlake[spark]' ({e})") from None
     return run_validate(args)
+
+
+def cmd_warehouse(args: argparse.Namespace) -> int:
+    """`binlake upkeep`, `upgrade`, `history`: the warehouse's Delta tables, with Spark."""
+    try:
+        from binlake import spark
+    except ImportError as e:
+        raise BinlakeError(f"{args.command} needs the Spark extra: pip install 'binlake[spark]' ({e})") from None
+    return {"upkeep": spark.run_upkeep, "upgrade": spark.run_upgrade, "history": spark.run_history}[args.command](args)
 
 
 def _default_source_name(url: str) -> str:
@@ -305,7 +304,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     from binlake.spark import add_arguments as add_assemble_arguments
 
-    j = sub.add_parser("assemble", help="assemble a commit-time range of an archive into Parquet tables (Spark)")
+    j = sub.add_parser("assemble", help="assemble a commit-time range of an archive into the Delta tables (Spark)")
     add_assemble_arguments(j)
     j.add_argument("--master", default="local[*]", help="Spark master (default local[*]; spark://host:7077)")
     j.add_argument("--conf", action="append", metavar="KEY=VALUE", help="a Spark setting (repeatable)")
@@ -319,7 +318,25 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--conf", action="append", metavar="KEY=VALUE", help="a Spark setting (repeatable)")
     v.set_defaults(func=cmd_validate)
 
-    from binlake.airflow_local import DEFAULT_HOME, DEFAULT_SCHEDULE, DEMO_HOME
+    from binlake.spark import add_warehouse_arguments
+    from binlake.spark.settings import RETAIN_DAYS, TABLES
+
+    u = sub.add_parser("upkeep", help="compact the tables' small files (OPTIMIZE) and remove the files time "
+                                      "travel no longer needs (VACUUM)")
+    add_warehouse_arguments(u)
+    u.add_argument("--retain-days", type=int, default=RETAIN_DAYS,
+                   help=f"days of time travel to keep (default {RETAIN_DAYS})")
+    u.set_defaults(func=cmd_warehouse)
+    g = sub.add_parser("upgrade", help="convert a warehouse of plain Parquet (an earlier release) to Delta in place")
+    add_warehouse_arguments(g)
+    g.set_defaults(func=cmd_warehouse)
+    y = sub.add_parser("history", help="a table's commits, newest first: the runs, their ranges and status")
+    add_warehouse_arguments(y)
+    y.add_argument("--table", default="transactions", choices=TABLES)
+    y.add_argument("--failed", action="store_true", help="only the runs whose range is marked failed")
+    y.set_defaults(func=cmd_warehouse)
+
+    from binlake.local.airflow import DEFAULT_HOME, DEFAULT_SCHEDULE, DEMO_HOME
 
     af = sub.add_parser("airflow", help="a local Airflow for binlake (no Docker), until Ctrl-C")
     af.add_argument("--home", help=f"AIRFLOW_HOME (default {DEFAULT_HOME} with --config, {DEMO_HOME} without)")
@@ -334,6 +351,8 @@ def build_parser() -> argparse.ArgumentParser:
     af.set_defaults(func=cmd_airflow)
     d = sub.add_parser("demo", help="run the pipeline on the bundled sample binlogs")
     d.add_argument("--home", help="the Airflow home to run in (default: a new temporary directory)")
+    d.add_argument("--warehouse", help="where the tables go (default: under the home; s3a://bucket/prefix with "
+                   "the AWS environment's endpoint and keys)")
     d.set_defaults(func=cmd_demo)
     return p
 
@@ -343,6 +362,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if logging.getLogger("binlake").isEnabledFor(logging.INFO):
+        from binlake.compiled import compiled_paths  # loads the decoders: only when it is said
+
         logging.getLogger("binlake").info("binlake %s: %s", __version__, compiled_paths())
     try:
         return args.func(args)

@@ -1,51 +1,137 @@
 """The records binlake emits — transactions, row changes, anomalies — as DESIGN.md names them.
 
-A transaction's record is made here from what the walk (binlake.assemble) learnt of it: the
-event that opened it, its commit facts (Facts, learnt ahead of its rows) and its counts (Txn).
+Each record's fields, their order and their types are defined once, here, as TypedDicts: the
+walk builds its records as them (mypy holds every construction to them), the Spark tables'
+schemas are made from them (binlake.spark.schema), and the lines and columns the compiled lane
+writes are checked against them when it loads (binlake.assemble.lane). The lake's tables add
+two fields (LakeRowChange.source, DatedAnomaly.commit_ts: docs/warehouse.md).
+
+Also here, the texts every stage gives the records' values: timestamps, derived transaction ids,
+JSON lines.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import functools
-import re
 import uuid
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import Annotated, Literal, TypedDict
 
 import orjson
 
-from binlake.binlog import constants as c
-from binlake.binlog.events import parse_xa_xid
+# A UTC instant with microseconds, as the records write it: 2026-11-22T10:00:00.000000Z
+Timestamp = Annotated[str, "timestamp"]
+Int32 = Annotated[int, "int32"]  # a count that fits 32 bits (the tables' IntegerType); other ints are 64-bit
+Image = Annotated[dict | None, "json"]  # a row image, column name -> value; its JSON text in the tables
 
-if TYPE_CHECKING:
-    from binlake.describe import Event
 
-# A statement that changes rows (MySQL's DML commands), past any leading comments: logged with no
-# BEGIN around it (a non-transactional table's, MySQL 5.0's autocommit ones) it is still `dml`.
-_DML_RE = re.compile(r"\s*(?:/\*.*?\*/\s*)*(INSERT|REPLACE|UPDATE|DELETE|LOAD\s+(DATA|XML))\b", re.I | re.S)
+class TransactionRecord(TypedDict):
+    """One transaction (DESIGN.md, "Records"; docs/transactions.md)."""
+
+    record: Literal["transaction"]
+    txn_id: str
+    gtid: str | None
+    source: str
+    server_id: int
+    binlog_file: str
+    start_pos: int
+    end_pos: int
+    transaction_length: int | None
+    kind: str  # dml | ddl | xa_prepare | xa_commit | xa_rollback
+    outcome: str  # committed | rolled_back | prepared | incomplete
+    end_event: str | None
+    synthetic_boundary: bool
+    xid: int | None
+    xa_xid: str | None
+    commit_ts: Timestamp
+    original_commit_ts: Timestamp | None
+    first_event_ts: Timestamp
+    last_committed: int | None
+    sequence_number: int | None
+    compressed: bool
+    event_count: int
+    row_count: int
+    rows_inserted: int
+    rows_updated: int
+    rows_deleted: int
+    tables: list[str]
+    statement: str | None
+    segment_count: Int32
+
+
+class RowChangeRecord(TypedDict):
+    """One changed row (DESIGN.md, "Records"; docs/row-values.md for its images' values)."""
+
+    record: Literal["row_change"]
+    txn_id: str
+    segment_id: Int32 | None  # None: a big transaction's piece, placed later (binlake.assemble.pieces)
+    end_segment: bool
+    seq: int
+    binlog_file: str
+    event_pos: int
+    commit_ts: Timestamp
+    event_ts: Timestamp
+    schema: str
+    table: str
+    op: str  # insert | update | delete
+    before: Image
+    after: Image
+    rows_query: str | None
+    xid: int | None
+
+
+class UnplacedRowChange(RowChangeRecord, total=False):
+    """A row change of a big transaction's piece, before it is placed in the whole transaction
+    (binlake.assemble.pieces.place_record): its piece and its rows event's ordinal there."""
+
+    piece: int
+    ev_ord: int | None
+
+
+class AnomalyRecord(TypedDict):
+    """One problem found (DESIGN.md, "Records"; its codes in docs/transactions.md)."""
+
+    source: str
+    binlog_file: str
+    start_pos: int
+    end_pos: int
+    code: str
+    detail: str
+    severity: str  # error | warning
+
+
+class LakeRowChange(RowChangeRecord):
+    """A row change in the lake: its source too, so that sources can share a warehouse."""
+
+    source: str
+
+
+class DatedAnomaly(AnomalyRecord):
+    """An anomaly in the lake: the date it is filed under (binlake.splits: the commit time of the
+    transaction it concerns)."""
+
+    commit_ts: Timestamp
+
+
+def fields_of(shape: type) -> tuple[str, ...]:
+    """A record's fields in their order (its `record`, the kind JSON lines carry, left out); their
+    types: typing.get_type_hints(shape, include_extras=True)."""
+    return tuple(name for name in shape.__annotations__ if name != "record")
+
+
+TRANSACTION_FIELDS = fields_of(TransactionRecord)
+ROW_CHANGE_FIELDS = fields_of(RowChangeRecord)
+ANOMALY_FIELDS = fields_of(AnomalyRecord)
 TXN_NAMESPACE = uuid.UUID("6b1f3c2e-8d4a-5b7e-9c1d-0a2b3c4d5e6f")
 
-TRANSACTION_FIELDS = (
-    "txn_id", "gtid", "source", "server_id", "binlog_file", "start_pos", "end_pos",
-    "transaction_length", "kind", "outcome", "end_event", "synthetic_boundary", "xid", "xa_xid",
-    "commit_ts", "original_commit_ts", "first_event_ts", "last_committed", "sequence_number",
-    "compressed", "event_count", "row_count", "rows_inserted", "rows_updated", "rows_deleted",
-    "tables", "statement", "segment_count",
-)
-ROW_CHANGE_FIELDS = (
-    "txn_id", "segment_id", "end_segment", "seq", "binlog_file", "event_pos", "commit_ts",
-    "event_ts", "schema", "table", "op", "before", "after", "rows_query", "xid",
-)
-ANOMALY_FIELDS = ("source", "binlog_file", "start_pos", "end_pos", "code", "detail", "severity")
 
-
-def json_line(rec: dict) -> bytes:
+def json_line(rec: Mapping[str, object]) -> bytes:
     """A record as `binlake scan` prints it: one line of JSON, as orjson writes it."""
     return orjson.dumps(rec, option=orjson.OPT_APPEND_NEWLINE)
 
 
-def record_line(kind: str, rec: dict) -> bytes:
+def record_line(kind: str, rec: Mapping[str, object]) -> bytes:
     """A record as `binlake scan` prints it, its kind first (`record`)."""
     return json_line(rec if "record" in rec else {"record": kind, **rec})
 
@@ -71,149 +157,7 @@ def ts_from_micros(micros: int) -> str:
     return f"{ts_from_seconds(s)[:-7]}{us:06d}Z"  # the second's text, its fraction replaced
 
 
-def anomaly(source: str, binlog_file: str, start_pos: int, end_pos: int, code: str,
-            detail: str, severity: str = "error") -> dict:
+def anomaly(source: str, binlog_file: str, start_pos: int, end_pos: int, *, code: str, detail: str,
+            severity: str = "error") -> AnomalyRecord:
     return {"source": source, "binlog_file": binlog_file, "start_pos": start_pos,
             "end_pos": end_pos, "code": code, "detail": detail, "severity": severity}
-
-
-@dataclass
-class Facts:
-    """What the light pass learns of a transaction before its rows are read."""
-
-    complete: bool = False
-    end: Event | None = None
-    end_pos: int = 0
-    last_ts: int = 0
-    broken: bool = False  # a CRC mismatch or an undecodable event inside
-
-
-@dataclass
-class Txn:
-    """A transaction as the walk learns it: what its record says, counted as its events come."""
-
-    start: Event
-    facts: Facts
-    txn_id: str
-    commit_ts: str
-    xid: int | None
-    first_ts: int
-    event_count: int = 0
-    rows: dict[str, int] = field(default_factory=lambda: {"insert": 0, "update": 0, "delete": 0})
-    tables: set[str] = field(default_factory=set)
-    compressed: bool = False
-    broken: bool = False
-    rows_query: str | None = None  # the statement whose rows are being read (ROWS_QUERY, ANNOTATE_ROWS)
-    segment_count: int = 1
-
-    @property
-    def presentable(self) -> bool:
-        """Whether its row changes may be presented: it committed whole."""
-        return self.facts.complete and not (self.broken or self.facts.broken)
-
-    def count(self, schema: str, table: str, op: str, n: int) -> None:
-        self.tables.add(f"{schema}.{table}")
-        self.rows[op] += n
-
-
-def open_txn(start: Event, facts: Facts, binlog_file: str) -> Txn:
-    """A transaction opened by `start`, stamped with its commit facts."""
-    g = start.gtid
-    txn_id = (g.gtid if g else None) or derived_txn_id(start.frame.server_id, binlog_file, start.frame.pos)
-    end = facts.end
-    if g and g.immediate_commit_ts:
-        commit_ts = ts_from_micros(g.immediate_commit_ts)
-    elif end is not None:
-        commit_ts = ts_from_seconds(end.frame.timestamp)
-    else:
-        commit_ts = ts_from_seconds(facts.last_ts or start.frame.timestamp)
-    xid = None
-    if end is not None:
-        xid = end.xid if end.xid is not None else (end.query.ddl_xid if end.query else None)
-    return Txn(start, facts, txn_id, commit_ts, xid, first_ts=start.frame.timestamp)
-
-
-def transaction_record(txn: Txn, end_pos: int, source: str, binlog_file: str, cut_short: bool = False
-                       ) -> tuple[dict, tuple | None]:
-    """The transaction's record, and the LENGTH_MISMATCH anomaly's (start, end, code, detail) if any.
-    `cut_short`: the walk could not follow it to its end (an invalid transition, a truncated file)."""
-    if cut_short:
-        kind, outcome, end_event = "dml", "incomplete", None
-    else:
-        kind, outcome, end_event = classify_end(txn.start, txn.facts.end)
-        if txn.broken or txn.facts.broken:
-            outcome = "incomplete"
-    synthetic = end_event == "SELF_CONTAINED"
-    g = txn.start.gtid
-    start_pos = txn.start.frame.pos
-    length = g.transaction_length if g and g.transaction_length else None
-    end = txn.facts.end
-    xa_xid = None
-    if end is not None and end.xa is not None:
-        xa_xid = end.xa.xid
-    elif end is not None and end.query is not None and kind in ("xa_commit", "xa_rollback"):
-        xa_xid = parse_xa_xid(end.query.text)
-    elif g is not None and g.xa_xid:
-        xa_xid = g.xa_xid
-    rows = txn.rows
-    rec = {
-        "record": "transaction", "txn_id": txn.txn_id, "gtid": g.gtid if g else None,
-        "source": source, "server_id": txn.start.frame.server_id,
-        "binlog_file": binlog_file, "start_pos": start_pos, "end_pos": end_pos,
-        "transaction_length": length, "kind": kind, "outcome": outcome,
-        "end_event": end_event, "synthetic_boundary": synthetic, "xid": txn.xid,
-        "xa_xid": xa_xid, "commit_ts": txn.commit_ts,
-        "original_commit_ts": _original_ts(g, txn.commit_ts),
-        "first_event_ts": ts_from_seconds(txn.first_ts),
-        "last_committed": g.last_committed if g else None,
-        "sequence_number": g.sequence_number if g else None,
-        "compressed": txn.compressed, "event_count": txn.event_count,
-        "row_count": rows["insert"] + rows["update"] + rows["delete"],
-        "rows_inserted": rows["insert"], "rows_updated": rows["update"],
-        "rows_deleted": rows["delete"], "tables": sorted(txn.tables),
-        "statement": end.query.text if synthetic and end and end.query else None,
-        "segment_count": txn.segment_count,
-    }
-    mismatch = None
-    if length and outcome != "incomplete" and length != end_pos - start_pos:
-        mismatch = (start_pos, end_pos, "LENGTH_MISMATCH",
-                    f"{binlog_file}:{start_pos}: transaction_length {length} but the "
-                    f"transaction spans {end_pos - start_pos} bytes")
-    return rec, mismatch
-
-
-def _original_ts(g, commit_ts: str) -> str | None:
-    """The original commit time's text; the commit time's own where they are the same instant
-    (a transaction the server itself committed: most)."""
-    if not (g and g.original_commit_ts):
-        return None
-    return commit_ts if g.original_commit_ts == g.immediate_commit_ts else ts_from_micros(g.original_commit_ts)
-
-
-def classify_end(start: Event, end: Event | None) -> tuple[str, str, str | None]:
-    """kind, outcome, end_event of a transaction from the event that ended it."""
-    if end is None:
-        return "dml", "incomplete", None
-    t = end.frame.type
-    if t == c.XID_EVENT:
-        return "dml", "committed", "XID"
-    if t == c.XA_PREPARE_LOG_EVENT:
-        if end.xa is not None and end.xa.one_phase:
-            return "dml", "committed", "XA_PREPARE"
-        return "xa_prepare", "prepared", "XA_PREPARE"
-    if t in c.ROWS_EVENTS:  # rows with no BEGIN around them (MySQL 5.1 NDB / pre-GA)
-        return "dml", "committed", "SELF_CONTAINED"
-    if end.query is None:  # a LOAD DATA's last event, or an opaque one
-        return "dml" if t in c.LOAD_DATA_EVENTS else "ddl", "committed", "SELF_CONTAINED"
-    text = end.query.text.lstrip().upper()
-    if end.role == "xa_complete":
-        if text[2:].lstrip().startswith("COMMIT"):
-            return "xa_commit", "committed", "QUERY_XA_COMMIT"
-        return "xa_rollback", "rolled_back", "QUERY_XA_ROLLBACK"
-    if end.role == "end":
-        if text.startswith("COMMIT"):
-            return "dml", "committed", "QUERY_COMMIT"
-        if text.startswith("ROLLBACK"):
-            return "dml", "rolled_back", "QUERY_ROLLBACK"
-        return "xa_prepare", "prepared", "XA_PREPARE"  # MariaDB's QUERY 'XA PREPARE'
-    return "dml" if _DML_RE.match(end.query.text) else "ddl", "committed", "SELF_CONTAINED"

@@ -36,10 +36,11 @@ params of a manual run:
 
 1. **wait_for_archive** until every source's archive reaches the interval's end;
 2. **assemble**: `spark-submit spark_jobs/assemble_transactions.py` on the `spark_default`
-   connection; the interval's commit_date partitions are rewritten with exactly its transactions,
-   so reruns and backfills are idempotent;
+   connection; the interval's rows are replaced in one Delta commit per table, which names the run,
+   so reruns and backfills are idempotent. One assemble at a time (one writer of the warehouse:
+   concurrent runs queue here); each table's Asset gets an event with the range, status and counts;
 3. **validate** with the Great Expectations suites (run by the assemble job in its own Spark
-   session when its driver runs on the worker and the warehouse is local); a failing suite fails the run;
+   session, at the versions it wrote, when its driver runs on the worker); a failing suite fails the run;
 4. **publish_report**: the data docs path, as an event of the `binlake_quality_report` Asset.
 
 Backfill a range: `airflow backfill create --dag-id binlake_transactions --from-date 2026-11-01 --to-date 2026-11-08`.

@@ -2,7 +2,7 @@
 # What pip needs to build from source: mysqlclient (the Airflow MySQL provider) links MariaDB's
 # client library, found through pkg-config; binlake's row decoder (a C extension) and mysqlclient
 # need a C compiler and Python's headers; npm fetches the data docs' CSS and JavaScript
-# (binlake/spark/offline_docs.py). Debian stable's packages, installed once.
+# (binlake/local/offline_docs.py). Debian stable's packages, installed once.
 set -euo pipefail
 PYTHON=${PYTHON:-python3}
 have_headers() { [ -f "$("$PYTHON" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')/Python.h" ]; }

@@ -109,18 +109,19 @@ def _shared(flavor: str, tmp_path_factory) -> Iterator[servers.Server]:
 
 @pytest.fixture(scope="session")
 def s3_endpoint():
-    """A real S3 HTTP endpoint on 127.0.0.1 (moto's server), with the AWS chain pointed at it."""
-    from moto.server import ThreadedMotoServer
+    """A real S3 HTTP endpoint on 127.0.0.1 (moto's server, in a process of its own: delta-rs holds
+    this interpreter while it waits for an answer, which a server thread here could then not give),
+    with the AWS chain pointed at it."""
+    from tests.support.s3 import start_moto
 
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)  # the port it binds is its own
-    server.start()
-    url = f"http://127.0.0.1:{server.get_host_and_port()[1]}"
+    server, url = start_moto()
     saved = {k: os.environ.get(k) for k in ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
                                            "AWS_DEFAULT_REGION")}
     os.environ.update(AWS_ENDPOINT_URL=url, AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing",
                       AWS_DEFAULT_REGION="us-east-1")
     yield url
-    server.stop()
+    server.terminate()
+    server.wait(timeout=30)
     for k, v in saved.items():
         if v is None:
             os.environ.pop(k, None)

@@ -13,7 +13,8 @@ from pathlib import Path
 import boto3
 import pytest
 
-from tests.support.lake import differences, lake, scanned
+from binlake.splits.times import parse_time
+from tests.support.lake import differences, lake, scanned, table
 from tests.support.scanning import REPO, run_cli, scan
 
 ARTIFACTS = Path(os.environ.get("BINLAKE_TEST_ARTIFACTS", REPO / ".artifacts"))
@@ -28,6 +29,7 @@ for dag_id, dag in bag.dags.items():
         "timetable": type(dag.timetable).__name__, "summary": getattr(dag.timetable, "summary", None),
         "tasks": {t.task_id: {"type": [c.__name__ for c in type(t).__mro__], "doc": bool(t.doc_md),
                               "retries": t.retries, "downstream": sorted(t.downstream_task_ids),
+                              "max_active_tis_per_dag": t.max_active_tis_per_dag,
                               "mapped": "MappedOperator" in [c.__name__ for c in type(t).__mro__]} for t in dag.tasks}}
 print(json.dumps(out))
 """
@@ -39,9 +41,9 @@ def test_dags_import_cleanly_with_docs_retries_and_the_spark_operator(airflow):
                            str(REPO / "dags")], env=af.env, capture_output=True, text=True, timeout=300, check=True)
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     assert got["errors"] == {}
-    archive, txns = got["dags"]["binlake_archive"], got["dags"]["binlake_transactions"]
-    snapshot = got["dags"]["binlake_snapshot"]
-    assert archive["doc"] and txns["doc"] and snapshot["doc"]
+    archive, txns, upkeep, snapshot = (got["dags"][d] for d in ("binlake_archive", "binlake_transactions",
+                                                                 "binlake_upkeep", "binlake_snapshot"))
+    assert archive["doc"] and txns["doc"] and upkeep["doc"] and snapshot["doc"]
     assert archive["max_active_runs"] == 1 and not archive["catchup"]
     assert set(archive["tasks"]) == {"list_new_files", "archive_file", "summarize", "all_archived",
                                      "find_missing_baselines"}
@@ -53,7 +55,9 @@ def test_dags_import_cleanly_with_docs_retries_and_the_spark_operator(airflow):
     assert txns["tasks"]["assemble"]["downstream"] == ["validate"]
     assert txns["tasks"]["validate"]["downstream"] == ["publish_report"]
     assert "SparkSubmitOperator" in txns["tasks"]["assemble"]["type"]
-    for dag in (archive, txns, snapshot):
+    assert txns["tasks"]["assemble"]["max_active_tis_per_dag"] == 1  # one writer of the warehouse at a time
+    assert "SparkSubmitOperator" in upkeep["tasks"]["upkeep"]["type"] and upkeep["max_active_runs"] == 1
+    for dag in (archive, txns, upkeep, snapshot):
         for task_id, task in dag["tasks"].items():
             assert task["doc"], f"{task_id} has no doc_md"
             assert task["retries"] >= 1 or task_id == "publish_report", task_id
@@ -84,8 +88,11 @@ def test_live_server_through_both_dags(mysql_server, s3_endpoint, airflow, spark
         with server.connect() as conn, conn.cursor() as cur:
             cur.execute("FLUSH BINARY LOGS")
     boto3.client("s3").create_bucket(Bucket="airflow-live")
-    warehouse = tmp_path / "warehouse"
-    settings = {"store": "s3://airflow-live/archive", "aws_conn_id": "binlake_s3", "warehouse": str(warehouse),
+    # the warehouse's Delta tables on the S3 endpoint too (s3a://), the reports in a local directory;
+    # S3's endpoint and keys reach the tasks only through the AWS connection (the fixture drops AWS_*)
+    warehouse, quality = "s3a://airflow-live/warehouse", tmp_path / "quality"
+    settings = {"store": "s3://airflow-live/archive", "aws_conn_id": "binlake_s3", "warehouse": warehouse,
+                "quality": str(quality),
                 "sources": [{"name": "live", "mysql_conn_id": "binlake_mysql", "flush_binary_logs": True}]}
     af = airflow({
         "AIRFLOW_VAR_BINLAKE": json.dumps(settings),
@@ -94,6 +101,10 @@ def test_live_server_through_both_dags(mysql_server, s3_endpoint, airflow, spark
         "AIRFLOW_CONN_BINLAKE_S3": json.dumps({"conn_type": "aws", "login": "testing", "password": "testing",
                                                "extra": {"endpoint_url": s3_endpoint,
                                                          "region_name": "us-east-1"}}),
+        # Airflow's OpenLineage provider, configured: its events into a file
+        "AIRFLOW__OPENLINEAGE__TRANSPORT": json.dumps({"type": "file", "log_file_path": str(tmp_path / "lineage"),
+                                                       "append": True}),
+        "AIRFLOW__OPENLINEAGE__NAMESPACE": "binlake-test",
     })
     end = dt.datetime.now(dt.UTC)  # before the archive run's FLUSH: its rotation reaches past `end`
     run = af.dags_test("binlake_archive")
@@ -115,11 +126,31 @@ def test_live_server_through_both_dags(mysql_server, s3_endpoint, airflow, spark
     assert run["state"] == "success", run["output"][-3000:]
     assert run["tasks"] == {"wait_for_archive": "success", "assemble": "success", "validate": "success",
                             "publish_report": "success"}
-    got = lake(warehouse)
+    got = lake(warehouse)  # delta-rs, on the S3 endpoint
     want = scan([server.binlog_dir / n for n in names], rows=True, source="live")
     assert got["transactions"] and differences(got, scanned(want)) == {}
-    report = next((warehouse / "quality" / "runs").glob("*/results.json"))
-    assert json.loads(report.read_text())["report"]["success"] is True
+    report = json.loads(next((quality / "runs").glob("*/results.json")).read_text())["report"]
+    assert report["success"] is True
+    versions = {name: table(warehouse, name).version() for name in ("transactions", "row_changes")}
+    assert {k: report["versions"][k] for k in versions} == versions  # validated at the versions it wrote
+    # lineage: the archive feeds the assemble task, which updates each table's Asset with the
+    # run's range and counts (the scan's)
+    events = _asset_events(af)
+    for name, rows_of in (("transactions", "transaction"), ("row_changes", "row_change")):
+        extra = events[f"binlake_{name}"][-1]
+        assert (extra["status"], extra["rows"], extra["warehouse"]) == ("ok", len(want[rows_of]), warehouse)
+        assert (extra["start"], extra["end"]) == (parse_time(conf["start"]), parse_time(conf["end"]))
+        assert extra["version"] == versions[name]
+    assert events["binlake_archives"][-1] == {"live": {"files": len(names), "transactions":
+                                                            len(want["transaction"])}}
+    assert ("binlake_transactions", "assemble", "binlake_archives") in _inlets(af)
+    # OpenLineage: the assemble task's completion names the archive in and the three tables out
+    done = [e for e in map(json.loads, (tmp_path / "lineage").read_text().splitlines())
+            if e.get("job", {}).get("name") == "binlake_transactions.assemble" and e.get("eventType") == "COMPLETE"]
+    assert done, "no OpenLineage COMPLETE event of binlake_transactions.assemble"
+    assert [(d["namespace"], d["name"]) for d in done[0]["inputs"]] == [("s3://airflow-live", "archive/live")]
+    assert sorted((d["namespace"], d["name"]) for d in done[0]["outputs"]) == [
+        ("s3://airflow-live", f"warehouse/{name}") for name in ("anomalies", "row_changes", "transactions")]
 
     # a rerun of the same interval changes nothing; an archive rerun finds nothing new but the flushed file
     assert af.dags_test("binlake_transactions", conf)["state"] == "success"
@@ -131,6 +162,11 @@ def test_live_server_through_both_dags(mysql_server, s3_endpoint, airflow, spark
     assert run["tasks"] == {"wait_for_archive": "success", "assemble": "success", "validate": "success",
                             "publish_report": "success"}, run["output"][-3000:]
     assert lake(warehouse) == got
+    # the upkeep DAG compacts the day's files (two runs' worth) into one per table, the rows the same
+    files = len(table(warehouse, "row_changes").file_uris())
+    upkeep = af.dags_test("binlake_upkeep")
+    assert upkeep["state"] == "success", upkeep["output"][-3000:]
+    assert lake(warehouse) == got and len(table(warehouse, "row_changes").file_uris()) < files
     again = af.dags_test("binlake_archive")
     assert again["state"] == "success"
     assert sum(1 for t in again["tasks"] if t.startswith("archive_file[")) == 1
@@ -141,6 +177,28 @@ def test_live_server_through_both_dags(mysql_server, s3_endpoint, airflow, spark
     doc = json.loads(s3.get_object(Bucket="airflow-live", Key=second)["Body"].read())
     assert doc["kind"] == "unchanged" and "tables" not in doc and doc["tables_of"] == first.removeprefix("archive/")
     assert _snapshot_columns(s3, server) == _server_columns(server)
+
+
+def _asset_events(af) -> dict[str, list[dict]]:
+    """Each Asset's events' extras, oldest first, from Airflow's metadata database."""
+    import sqlite3
+
+    with sqlite3.connect(af.home / "airflow.db") as db:
+        found = db.execute("SELECT a.name, e.extra FROM asset_event e JOIN asset a ON a.id = e.asset_id "
+                           "ORDER BY e.id").fetchall()
+    out: dict[str, list[dict]] = {}
+    for name, extra in found:
+        out.setdefault(name, []).append(json.loads(extra))
+    return out
+
+
+def _inlets(af) -> set[tuple[str, str, str]]:
+    """(DAG, task, Asset) of every task's inlets, as Airflow recorded them."""
+    import sqlite3
+
+    with sqlite3.connect(af.home / "airflow.db") as db:
+        return set(db.execute("SELECT r.dag_id, r.task_id, a.name FROM task_inlet_asset_reference r "
+                              "JOIN asset a ON a.id = r.asset_id").fetchall())
 
 
 def _snapshot_columns(s3, server) -> tuple[str, list[tuple[str, str, str]]]:
@@ -250,7 +308,7 @@ def _task_instances(af, dag_id: str) -> list[dict]:
 def test_exported_connections_and_variables_reach_binlake_airflow(tmp_path, monkeypatch):
     # docs/airflow.md: connections may be exported as AIRFLOW_CONN_*; `binlake airflow` runs
     # Airflow with them (and with exported variables), its own settings (AIRFLOW__*) its own.
-    from binlake.airflow_local import AIRFLOW, local_env
+    from binlake.local.airflow import AIRFLOW, local_env
 
     s3 = {"conn_type": "aws", "login": "KEY", "password": "SECRET", "extra": {"endpoint_url": "http://s3.example:9000"}}
     monkeypatch.setenv("AIRFLOW_CONN_BINLAKE_S3", json.dumps(s3))
@@ -294,7 +352,7 @@ def test_a_named_connection_that_does_not_exist_fails_at_once(s3_endpoint, airfl
 
 
 def _sample_dirs() -> list[str]:
-    from binlake.demo import sample_files
+    from binlake.local.demo import sample_files
 
     return sorted({f.rsplit("/", 1)[0] for f in sample_files()})
 
@@ -344,17 +402,9 @@ def test_a_damaged_file_fails_its_own_task_once_and_the_others_archive(airflow, 
         assert not (store / "bad" / "manifests" / "binlog.000003.json").exists()
     # the run's summary added one event per archived file to each source's Asset; the run failed
     assert (run["tasks"]["summarize"], run["tasks"]["all_archived"]) == ("success", "upstream_failed"), run["tasks"]
-    assert _asset_events(af) == {"binlake_archive_bad": len(list(bad.iterdir())) - 1,
-                                 "binlake_archive_good": len(list(Path(mariadb).iterdir()))}
-
-
-def _asset_events(af) -> dict[str, int]:
-    """Events per Asset, as Airflow's metadata database records them."""
-    import sqlite3
-
-    with sqlite3.connect(af.home / "airflow.db") as db:
-        return dict(db.execute("SELECT a.name, COUNT(*) FROM asset_event e JOIN asset a ON a.id = e.asset_id "
-                               "GROUP BY a.name").fetchall())
+    events = {name: len(extras) for name, extras in _asset_events(af).items() if name.startswith("binlake_archive_")}
+    assert events == {"binlake_archive_bad": len(list(bad.iterdir())) - 1,
+                      "binlake_archive_good": len(list(Path(mariadb).iterdir()))}
 
 
 def test_the_store_is_checked_before_the_server_is_flushed(mysql_server, airflow, tmp_path):
@@ -362,7 +412,7 @@ def test_the_store_is_checked_before_the_server_is_flushed(mysql_server, airflow
     # BINARY LOGS, so a retry rotates nothing. The server's own list of files is the oracle.
     settings = {"store": "s3://down/archive", "aws_conn_id": "binlake_s3", "warehouse": str(tmp_path / "w"),
                 "sources": [{"name": "live", "mysql_conn_id": "binlake_mysql", "flush_binary_logs": True}]}
-    from binlake.airflow_local import free_port
+    from binlake.local.airflow import free_port
 
     af = airflow({
         "AIRFLOW_VAR_BINLAKE": json.dumps(settings),

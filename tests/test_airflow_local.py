@@ -17,8 +17,8 @@ from urllib.parse import quote
 
 import pytest
 
-from binlake.airflow_local import free_port
-from binlake.demo import sample_files
+from binlake.local.airflow import free_port
+from binlake.local.demo import sample_files
 from tests.support.airflow import api_token
 from tests.support.truth import samples_truth
 from tests.support.waiting import until

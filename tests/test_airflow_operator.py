@@ -14,7 +14,7 @@ from pathlib import Path
 from binlake.archive.run import archive
 from binlake.archive.sources import DirSource
 from binlake.archive.stores import open_store
-from binlake.demo import commit_range, sample_files
+from binlake.local.demo import commit_range, sample_files
 from tests.support.lake import lake
 from tests.support.truth import samples_truth
 
@@ -157,7 +157,7 @@ def test_validate_runs_the_suites_itself_when_the_job_did_not(airflow, tmp_path)
     assemble XCom). The data is the recorded MySQL binlogs with their third XID made ignorable
     (tests/test_validate.py's damage: that transaction never ends), so the outcome suite fails:
     the task fails with the report it made, the only validation in the warehouse."""
-    from binlake.splits import parse_time
+    from binlake.splits.times import parse_time
     from tests.support.scanning import run_cli
 
     src, store, (start, end) = _damaged_archive(tmp_path)
@@ -206,7 +206,7 @@ def test_executors_of_a_standalone_worker_run_the_workers_python(airflow, spark_
     the worker's own Python."""
     import subprocess
 
-    from binlake.airflow_local import free_port
+    from binlake.local.airflow import free_port
 
     driver = _interpreter(tmp_path / "driver", 'case " $* " in *" pyspark.daemon "*|*" pyspark.worker "*)\n'
                           '  echo "an executor ran the driver\'s interpreter $0" >&2; exit 97;; esac')

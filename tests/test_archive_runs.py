@@ -17,13 +17,13 @@ import pytest
 
 import binlake.archive.sources as sources
 from binlake.archive import verify
+from binlake.archive.index import vouched_entry
 from binlake.archive.run import archive
 from binlake.archive.sources import DirSource, MySQLSource
 from binlake.archive.stores import FileStore
 from binlake.binlog import constants as c
 from binlake.binlog.framing import BinlogReader
 from binlake.errors import BinlogError
-from binlake.index import vouched_entry
 from tests.support.scanning import DATA, headers
 
 

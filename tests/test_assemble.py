@@ -21,8 +21,9 @@ import pytest
 from binlake.archive.run import archive
 from binlake.archive.sources import DirSource, MySQLSource
 from binlake.archive.stores import open_store
-from binlake.assemble import Options
-from tests.support.lake import differences, lake, rows, scanned
+from binlake.assemble.walk import Options
+from binlake.schema.capture import into_history
+from tests.support.lake import differences, lake, rows, scanned, table
 from tests.support.scanning import DATA, REPO, run_cli, scan
 
 FLAVORS = ("mysql", "mariadb")
@@ -74,14 +75,23 @@ def test_tables_equal_the_scan(spark, archives, tmp_path, where):
     assert summary.anomalies == 0
     assert summary.splits > 20 and summary.big_transactions > 0 and summary.pieces > summary.big_transactions
     assert summary.sources == sorted(FLAVORS)
-    # partitioned by the commit's UTC day, a summary beside the tables
-    assert sorted(p.name for p in (tmp_path / "lake" / "transactions").iterdir() if p.is_dir()) == \
-        [f"commit_date={start}"]
+    # Delta tables (their logs read by delta-rs) partitioned by the commit's UTC day, each made by
+    # one commit that names the run, and a summary beside them
+    for name in ("transactions", "row_changes"):
+        found = table(tmp_path / "lake", name)
+        assert found.metadata().partition_columns == ["commit_date"]
+        assert {Path(u).parent.name for u in found.file_uris()} == {f"commit_date={start}"}
+        assert found.version() == summary.versions[name] == 1  # 0: the table made, 1: the run's commit
+        commit = found.history(1)[0]
+        note = json.loads(commit["userMetadata"])["binlake"]
+        assert commit["operation"] == "WRITE" and commit["operationParameters"]["mode"] == "Overwrite"
+        assert (note["run"], note["start"], note["status"]) == (summary.run, summary.start, "ok")
+        assert note["counts"] == {"transactions": summary.transactions, "anomalies": 0}
     saved = json.loads(next((tmp_path / "lake" / "_summaries").glob("assemble_*.json")).read_text())
     assert saved["transactions"] == summary.transactions and saved["start"].startswith(start)
     # the steps and the tables the summary times (the figures themselves are bench/'s, not a test's)
     assert list(saved["step_seconds"]) == ["survey", "schema", "facts", "tables", "write"]
-    assert list(saved["write_seconds"]) == ["transactions", "row_changes", "anomalies"]
+    assert list(saved["write_seconds"]) == ["row_changes", "transactions", "anomalies"]
     assert not list((tmp_path / "lake" / "_staging").glob("*"))
     # the images are written without a dictionary (nearly all distinct), the row changes' ids with
     # one (in the biggest file: Parquet drops a dictionary that saves nothing, as in a file of a few
@@ -95,7 +105,7 @@ def test_tables_equal_the_scan(spark, archives, tmp_path, where):
 
 def _encodings(table: Path) -> dict[str, tuple]:
     """The encodings of each column of the biggest Parquet file of a table."""
-    biggest = max(table.glob("*/*.parquet"), key=lambda p: p.stat().st_size)
+    biggest = max(table.glob("commit_date=*/*.parquet"), key=lambda p: p.stat().st_size)
     meta = pq.ParquetFile(biggest).metadata.row_group(0)
     return {meta.column(i).path_in_schema: meta.column(i).encodings for i in range(meta.num_columns)}
 
@@ -120,7 +130,7 @@ def test_only_a_range_read_in_the_driver_gets_a_short_jvm(archives):
     from binlake.cli import build_parser
     from binlake.spark import _session_conf
     from binlake.spark.settings import SHORT_JVM
-    from binlake.splits import plan
+    from binlake.splits.plan import plan
 
     start, end = data_day()
     base = ["assemble", "--store", archives["file"], "--warehouse", "w", "--start", start, "--end", end]
@@ -200,10 +210,16 @@ def test_hourly_runs_equal_one_daily_run_and_reruns_change_nothing(spark, archiv
 
 
 def _data_files(warehouse: Path) -> dict[str, tuple[int, list]]:
-    """Every Parquet file of the tables: its modification time and its rows' commit times."""
-    return {str(f.relative_to(warehouse)): (f.stat().st_mtime_ns, pq.read_table(f, columns=["commit_ts"])
-                                             .column(0).to_pylist())
-            for f in sorted(warehouse.glob("*/commit_date=*/*.parquet"))}
+    """Every data file of the tables' current versions (their Delta logs, read by delta-rs): its
+    modification time and its rows' commit times."""
+    out = {}
+    for name in ("transactions", "row_changes", "anomalies"):
+        found = table(warehouse, name)
+        for uri in found.file_uris() if found is not None else []:
+            f = Path(uri.removeprefix("file://"))
+            out[str(f.relative_to(warehouse))] = (f.stat().st_mtime_ns, pq.read_table(f, columns=["commit_ts"])
+                                                  .column(0).to_pylist())
+    return out
 
 
 def test_one_core_and_spark_submit_agree_with_two_cores(spark, archives, tmp_path):
@@ -213,8 +229,12 @@ def test_one_core_and_spark_submit_agree_with_two_cores(spark, archives, tmp_pat
 
     submit = Path(sys.executable).parent / "spark-submit"
     env = {**os.environ, "SPARK_HOME": os.path.dirname(pyspark.__file__), "PYSPARK_PYTHON": sys.executable}
+    from binlake.spark.jars import classpath
+
     proc = subprocess.run([str(submit), "--master", "local[1]", "--conf", "spark.ui.enabled=false",
-                           str(REPO / "spark_jobs" / "assemble_transactions.py"), "--store", archives["file"],
+                           "--driver-class-path", ":".join(classpath()),
+                           str(REPO / "spark_jobs" / "assemble_transactions.py"),
+                           "--store", archives["file"],
                            "--warehouse", str(tmp_path / "one"), "--start", start, "--end", end,
                            "--split-bytes", "3000"], capture_output=True, text=True, timeout=600, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -289,7 +309,8 @@ def live_archive(mysql_factory, s3_endpoint):
         cur.execute("FLUSH BINARY LOGS")
     boto3.client("s3").create_bucket(Bucket="live")
     store = "s3://live/archive"
-    archive(MySQLSource(f"mysql://root@127.0.0.1:{server.port}"), open_store(store), "db1")
+    # with its schema history, as `binlake archive` takes it of a live source
+    archive(MySQLSource(f"mysql://root@127.0.0.1:{server.port}"), open_store(store), "db1", capture=into_history)
     with server.connect() as conn, conn.cursor() as cur:
         cur.execute("SHOW BINARY LOGS")
         names = [r[0] for r in cur.fetchall()][:-1]

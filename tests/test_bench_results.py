@@ -23,6 +23,7 @@ SECTIONS = [
     "bench/interval.py",
     "bench/manifests.py",
     "bench/hourly.py",
+    "bench/delta.py",
     "bench/snapshot.py",
 ]
 

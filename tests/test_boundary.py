@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from binlake.binlog import constants as c
-from binlake.boundary import TRANSITIONS, Boundary, BoundaryParser, Opener, query_role
+from binlake.boundaries.parser import TRANSITIONS, Boundary, BoundaryParser, Opener, query_role
 
 B = Boundary
 
@@ -130,7 +130,7 @@ def test_ignored_events_keep_state():
 def test_every_known_event_type_has_a_kind():
     # one table says what each event type is (MySQL's one switch); constants.EVENT_NAMES lists
     # every type of MySQL 3.23-9.x and MariaDB 10.x-11.x binlake knows
-    from binlake.boundary import EVENT_KINDS, Kind, event_kind
+    from binlake.boundaries.parser import EVENT_KINDS, Kind, event_kind
 
     assert set(EVENT_KINDS) == set(c.EVENT_NAMES)
     assert event_kind(250) is Kind.IGNORED  # an unknown type moves nothing (binlake.assemble words it)

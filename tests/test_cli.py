@@ -108,3 +108,34 @@ def test_make_airflow_passes_its_home_port_and_config():
     out = subprocess.run(["make", "-n", "airflow"], cwd=REPO, capture_output=True, text=True, timeout=120)
     (line,) = [ln for ln in out.stdout.splitlines() if "binlake airflow" in ln]
     assert line.split("binlake airflow", 1)[1].split() == []
+
+
+@pytest.mark.usefixtures("airflow", "spark_submit")
+def test_demo_with_its_warehouse_on_s3(tmp_path, s3_endpoint):
+    """`binlake demo --warehouse s3a://…`: the same DAGs, the Delta tables in a bucket of the S3
+    endpoint, S3's endpoint and keys taken from the AWS environment and never printed."""
+    import os
+    import subprocess
+    import sys
+
+    import boto3
+
+    from tests.support.lake import lake
+
+    boto3.client("s3").create_bucket(Bucket="demo")
+    truth = samples_truth()  # the workload's ground truth of the samples
+    secret = "demo-secret-4f7a"  # moto takes any key: a distinctive one, to look for
+    env = {**os.environ, "AWS_SECRET_ACCESS_KEY": secret}
+    proc = subprocess.run([sys.executable, "-m", "binlake.cli", "demo", "--home", str(tmp_path / "home"),
+                           "--warehouse", "s3a://demo/lake"], env=env, capture_output=True, text=True, timeout=1800)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout
+    assert f"transactions: {truth['transactions']}\n" in out and f"row changes:  {truth['row_changes']}\n" in out
+    assert "validation:   PASSED" in out
+    listed = boto3.client("s3").list_objects_v2(Bucket="demo", Prefix="lake/transactions/_delta_log/")
+    assert any(o["Key"].endswith(".json") for o in listed["Contents"])  # a Delta table in the bucket
+    tables = lake("s3a://demo/lake")  # read by delta-rs: the samples' counts
+    assert (sum(tables["transactions"].values()), sum(tables["row_changes"].values())) == \
+        (truth["transactions"], truth["row_changes"])
+    logged = (tmp_path / "home" / "demo.log").read_text()
+    assert secret not in out + proc.stderr + logged

@@ -19,7 +19,8 @@ from pathlib import Path
 from pymysqlreplication.constants import FIELD_TYPE
 
 from binlake.binlog import constants as c
-from binlake.binlog import fastrows, rows
+from binlake.binlog import fastrows
+from binlake.binlog import values as rows
 
 # Every column type: mysql-replication's FIELD_TYPE (its names for MySQL's enum_field_types) and
 # the ones binlake adds (constants.VECTOR, MySQL 9; MariaDB's COMPRESSED columns).

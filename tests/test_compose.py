@@ -2,7 +2,8 @@
 
 `docker compose config` parses, validates and interpolates the file as `docker compose up` would;
 the tests then hold the result to what the DAGs and plugins expect of the stack: the `binlake`
-Variable, the connections it names, the services they point at, the shared warehouse volume.
+Variable, the connections it names, the services they point at, the warehouse in MinIO's bucket
+through S3A (the jars in the images), the quality reports' volume.
 """
 
 from __future__ import annotations
@@ -115,7 +116,7 @@ def test_compose_config_succeeds(compose_run):
 def test_services(services, config):
     missing = sorted(set(SERVICES) - set(services))
     assert not missing, f"services missing: {missing}"
-    assert {"mysql-data", "minio-data", "postgres-data", "warehouse"} <= set(config["volumes"])
+    assert {"mysql-data", "minio-data", "postgres-data", "quality"} <= set(config["volumes"])
 
 
 def test_mysql_writes_what_binlake_reads(services):
@@ -262,12 +263,48 @@ def test_the_compiled_loops_are_not_hidden(services):
             assert v["target"].rstrip("/") != installed, f"{name} mounts {v['source']} over {installed}"
 
 
-def test_warehouse_volume_is_shared(settings, services):
-    path = settings["warehouse"]
-    for name in ("airflow-scheduler", "spark-worker"):
+def test_the_warehouse_is_a_minio_bucket_through_s3a(settings, env, services):
+    # The tables are Delta tables in the bucket minio-init creates, written by the executors and the
+    # driver through S3A with the AWS connection's endpoint (path-style) and keys: the settings the
+    # tasks give spark-submit (binlake.spark.settings.delta) name the endpoint, never a key.
+    from binlake.spark import settings as spark_settings
+
+    warehouse = urlparse(settings["warehouse"])
+    assert warehouse.scheme == "s3a" and warehouse.netloc == urlparse(settings["store"]).netloc
+    conn = _conn(env, settings["aws_conn_id"])
+    aws = {"AWS_ENDPOINT_URL": conn["extra"]["endpoint_url"], "AWS_ACCESS_KEY_ID": conn["login"],
+           "AWS_SECRET_ACCESS_KEY": conn["password"], "AWS_DEFAULT_REGION": conn["extra"]["region_name"]}
+    conf = spark_settings.delta(aws)
+    assert conf["spark.hadoop.fs.s3a.endpoint"] == "http://minio:9000"
+    assert conf["spark.hadoop.fs.s3a.path.style.access"] == "true"
+    assert not any(conn["password"] in v or conn["login"] == v for v in conf.values())
+    # no service mounts a warehouse any more: the executors write to MinIO
+    for name in ("spark-worker", *AIRFLOW):
+        assert not any("warehouse" in v["target"] for v in services[name].get("volumes", ())), name
+
+
+def test_the_quality_reports_are_shared_by_the_airflow_services(settings, services):
+    # the tasks write the reports, the API server serves them: the same volume at the Variable's path
+    path = settings["quality"]
+    for name in AIRFLOW:
         mounts = [v for v in services[name]["volumes"] if v["target"] == path]
-        assert mounts, f"{name} does not mount the warehouse at {path}"
-        assert mounts[0]["type"] == "volume" and mounts[0]["source"] == "warehouse"
+        assert mounts, f"{name} does not mount the quality reports at {path}"
+        assert mounts[0]["type"] == "volume" and mounts[0]["source"] == "quality"
+
+
+def test_the_images_carry_the_jars_make_install_fetches():
+    # One stage resolves them with binlake.spark.jars (Maven, from Maven Central, for the image's
+    # pinned pyspark and delta-spark); the Spark and Airflow images copy that one directory to the
+    # same path and check that its list resolves there: the executors' class path is the driver's.
+    stages = _stages()
+    assert "python -m binlake.spark.jars fetch" in stages["jars"] and "apt-get install" in stages["jars"]
+    for name in ("spark", "airflow"):
+        text = stages[name]
+        assert "COPY --from=jars /opt/binlake-cache/jars /opt/binlake-cache/jars" in text, name
+        assert re.search(r"BINLAKE_CACHE=/opt/binlake-cache\b", text), name
+        assert "python -m binlake.spark.jars classpath" in text, name
+    extra = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]["spark"]
+    assert any(re.fullmatch(r"delta-spark==[\w.]+", d) for d in extra)  # one Delta release, pinned
 
 
 def test_transactions_schedule_is_cron(env):
@@ -424,7 +461,7 @@ def test_one_pyspark_version():
 
 def test_the_images_that_validate_ship_the_data_docs_assets():
     """Validation runs in the Airflow image (and binlake's, for the CLI): both carry the data
-    docs' CSS and JavaScript (binlake/spark/offline_docs.py), fetched by the image's own stage,
+    docs' CSS and JavaScript (binlake/local/offline_docs.py), fetched by the image's own stage,
     never the build host's copy (.dockerignore)."""
     assert any(i == "RUN" and "offline_docs.py fetch --into /opt/docs_assets" in a
                for i, a in _instructions("docs-assets"))

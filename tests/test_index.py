@@ -10,9 +10,9 @@ import zlib
 
 import pytest
 
+from binlake.archive.index import IndexEntry, Indexer, index_transactions, vouched_entry
 from binlake.binlog.framing import BinlogReader
 from binlake.errors import BinlogError
-from binlake.index import IndexEntry, Indexer, index_transactions, vouched_entry
 from tests.support.scanning import DATA, PUBLIC, scan
 
 FILES = [
@@ -54,11 +54,11 @@ def _fed(path, trust_lengths: bool, data: bytes | None = None) -> list[IndexEntr
 
 @pytest.mark.parametrize("path", FILES + sorted(DATA.glob("*/binlog.0*")), ids=lambda p: p.name)
 def test_counted_off_lengths_equal_the_walk(path, monkeypatch):
-    import binlake.index
+    import binlake.archive.index
 
     described = []
-    real = binlake.index.describe
-    monkeypatch.setattr(binlake.index, "describe", lambda *a: described.append(1) or real(*a))
+    real = binlake.archive.index.describe
+    monkeypatch.setattr(binlake.archive.index, "describe", lambda *a, **k: described.append(1) or real(*a, **k))
     counted = _fed(path, True)
     n_counted, described[:] = len(described), []
     assert counted == _fed(path, False)
@@ -105,7 +105,7 @@ def test_the_jumps_are_counted_off_by_the_compiled_loop(path, monkeypatch):
     """With `jump`, the transactions whose GTID or ANONYMOUS_GTID events give their lengths (every
     one a MySQL 8+ server writes whole) are counted off by the archive's compiled loop; the tagged
     GTIDs' (type 42, read in Python) are jumped as before."""
-    import binlake.index
+    import binlake.archive.index
     from binlake.archive import loop
 
     compiled = loop()
@@ -118,7 +118,7 @@ def test_the_jumps_are_counted_off_by_the_compiled_loop(path, monkeypatch):
             counted.extend(got[4])
             return got
 
-    monkeypatch.setattr(binlake.index, "loop", lambda: Counting())
+    monkeypatch.setattr(binlake.archive.index, "loop", lambda: Counting())
     with BinlogReader.open(path) as r:
         entries = list(index_transactions(r, path.name))
         vouched = [f.pos for f in r.frames(r.first_event_pos) if f.type in (33, 34) and vouched_entry(f, path.name)]

@@ -10,8 +10,8 @@ from __future__ import annotations
 import orjson
 import pytest
 
+from binlake.assemble.segments import Segmenter
 from binlake.binlog import _rowdecode, fastrows
-from binlake.segments import Segmenter
 from tests.support.scanning import PUBLIC, assert_same_items, lines_path, records_path
 from tests.test_public_fixtures import READABLE
 from tests.test_rowdecode import FILES

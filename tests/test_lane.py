@@ -1,4 +1,4 @@
-"""The lane (binlake.lane) writes, byte for byte, what the walk writes.
+"""The lane (binlake.assemble.lane) writes, byte for byte, what the walk writes.
 
 `binlake scan` hands runs of ordinary transactions to compiled code that writes their lines itself.
 Each file of the real-server recordings (tests/data, both flavors), the bundled samples and the

@@ -1,4 +1,4 @@
-"""The data docs' assets (binlake/spark/offline_docs.py): every URL of GX's own templates is one
+"""The data docs' assets (binlake/local/offline_docs.py): every URL of GX's own templates is one
 binlake ships, and a site's pages are pointed at the site's copy at any depth.
 (Opened in Chromium with the network refused: tests/test_validate.py::test_data_docs_in_chromium.)"""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import great_expectations
 
-from binlake.spark import offline_docs
+from binlake.local import offline_docs
 
 TEMPLATES = Path(great_expectations.__file__).parent / "render" / "view" / "templates"
 

@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import pytest
 
-from binlake.assemble import Options
-from binlake.scan import scan_files
+from binlake.assemble.outputs import Records
+from binlake.assemble.scan import scan_files
+from binlake.assemble.sinks import RecordSink
+from binlake.assemble.walk import Options
 from tests.support.scanning import headers, run_cli, scan
 
 QUERY, ROTATE, INCIDENT = 2, 4, 26  # MySQL's Log_event_type codes
@@ -266,7 +268,8 @@ def test_corrupt_relay_log_invalid_event(public_binlogs):
     assert (pos, type_code, size, rotate[:2], len(events)) == (91204, QUERY, 171, (91375, ROTATE), 874)
     assert (int.from_bytes(data[pos + 19 + 11:pos + 19 + 13], "little"), data[pos + 19 + 8]) == (16949, 67)
     out: dict[str, list[dict]] = {"transaction": [], "row_change": [], "anomaly": []}
-    summary = scan_files([path], Options(), lambda kind, rec: out[kind].append(rec))
+    summary = scan_files([path], Options(), Records(out["transaction"].append, out["anomaly"].append,
+                                                    RecordSink(out["row_change"].extend)))
     # One anomaly says where and why, over the transaction the event is in (from its BEGIN); that
     # transaction is incomplete, cut where the invalid event starts; and every event was read.
     (bad,) = [a for a in out["anomaly"] if a["code"] not in ("BOUNDARY_TRANSITION",)]

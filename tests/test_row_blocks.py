@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import pytest
 
-from binlake.assemble import FileAssembler, Options
+from binlake.assemble.lane import RecordRun
+from binlake.assemble.outputs import Items
+from binlake.assemble.walk import FileAssembler, Options
 from binlake.binlog import _rowdecode, fastrows
 from binlake.binlog.framing import BinlogReader
-from binlake.lane import RecordRun
 from binlake.spark import schema
 from binlake.spark.job import BATCH, _arrow_schema
 from tests.support.scanning import PUBLIC, assert_same_items, blocks_path, lines_records, records_list, scan_lines
@@ -52,8 +53,8 @@ def columns_calls(monkeypatch) -> list[int]:
     calls: list[int] = []
     real = fastrows.columns
 
-    def spy(*args):
-        done = real(*args)
+    def spy(*args, **kwargs):
+        done = real(*args, **kwargs)
         if done is not None:
             calls.append(done[1])
         return done
@@ -119,7 +120,7 @@ RECORD_FILES = {**FILES, "anonymous": [PUBLIC / "blackbeam__rust_mysql_common/js
 
 @pytest.mark.parametrize("name", sorted(RECORD_FILES))
 def test_the_lanes_record_columns_make_the_records_batches(name):
-    """The facts pass takes the lane's transaction records as columns (binlake.lane.RecordRun,
+    """The facts pass takes the lane's transaction records as columns (binlake.assemble.lane.RecordRun,
     schema.records_run_batch): the batch holds what the records path (arrow_record, arrow_batch)
     makes of the same transactions as the lane writes them in lines, value for value, nulls,
     timestamps and lists included."""
@@ -129,12 +130,13 @@ def test_the_lanes_record_columns_make_the_records_batches(name):
     runs: list[RecordRun] = []
     for path in paths:
         with BinlogReader.open(path) as r:
-            FileAssembler(r, Options(rows=False, source="src"), lambda k, rec: None, None,
-                          lines=lambda text, n: None, records=runs.append).run()
+            output = Items(columns=True)
+            FileAssembler(r, Options(rows=False, source="src"), output).run()
+            runs += [item for item in output.drain() if isinstance(item, RecordRun)]
     got = []
     for run in runs:
         batch = [row["transaction"] for row in schema.records_run_batch(STAGED, run, "src").to_pylist()]
-        last = batch[-1]  # what dates an anomaly after the run (binlake.splits.run_split)
+        last = batch[-1]  # what dates an anomaly after the run (binlake.splits.tasks.run_split)
         assert run.last() == (last["start_pos"], round(last["commit_ts"].timestamp() * 1_000_000))
         got += batch
     assert sum(run.transactions for run in runs) == summary.laned == len(got) > 10

@@ -34,7 +34,8 @@ from pymysqlreplication.constants import FIELD_TYPE
 from pymysqlreplication.packet import BinLogPacketWrapper
 from pymysqlreplication.row_event import RowsEvent
 
-from binlake.binlog import _rowdecode, fastrows, rows
+from binlake.binlog import _rowdecode, fastrows
+from binlake.binlog import values as rows
 from tests.support import json_binary as jb
 from tests.support import wkb
 from tests.support.scanning import (
@@ -261,7 +262,7 @@ def written_range(server, flavor: str, into: Path) -> tuple[list[Path], list[tup
 
 
 def decoded_alike(files: list[Path], monkeypatch) -> tuple[dict, dict]:
-    """The records of files as `binlake scan --rows` prints them (the lane's lines, binlake.lane,
+    """The records of files as `binlake scan --rows` prints them (the lane's lines, binlake.assemble.lane,
     read back), and how many rows events each path decoded and how many transactions the lane
     wrote; once the compiled and the reference paths are seen to give the same records, the
     printed lines those records, and the sink's lines (written straight from the images) orjson's
@@ -307,7 +308,7 @@ def test_same_records_for_every_column_type_on_a_live_server(flavor, request, mo
     # the compiled path took every statement (6 inserts, 100 updates, a delete: a rows event each at
     # the least), the edge rows' negative TIMEs included
     assert used["compiled"] >= 6 + 100 + 1 and used["reference"] == 0, used
-    # and the lane (binlake.lane) wrote every transaction, statements that are not UTF-8 included
+    # and the lane (binlake.assemble.lane) wrote every transaction, statements that are not UTF-8 included
     assert used["laned"] == len(fast["transaction"]) > 100, used
     values = {k for r in fast["row_change"] if r["table"] == "plain" and r["after"] for k, v in r["after"].items()
               if v is not None}
@@ -606,7 +607,7 @@ def _reference_geometry(stored: bytes):
 
 def _reference_vector(stored: bytes):
     """A VECTOR column's value as the reference path gives it (the package reads it as a BLOB)."""
-    convert = rows._Converter([], frozenset({0}), frozenset(), {})  # noqa: SLF001 - the reference's own conversion
+    convert = rows.Converter([], frozenset({0}), frozenset(), {})  # the reference's own conversion
     return convert.value(0, SimpleNamespace(type=FIELD_TYPE.BLOB), stored)
 
 

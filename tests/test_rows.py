@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from binlake.binlog.rows import geometry_text, wkb_to_wkt
+from binlake.binlog.geometry import geometry_text, wkb_to_wkt
 from tests.support.scanning import PUBLIC, scan
 
 # mysql-test/suite/binlog/r/binlog_row_mysqlbinlog_verbose.result, as (table, op, before, after)
@@ -122,7 +122,8 @@ def test_a_row_image_past_the_events_end_is_a_decode_error():
     # the same event read as v1 (what binlake did): its third "row" reads a 4-byte INT from 2
     # bytes; any row image running past the event is an error, never a value made up
     from binlake.binlog import constants as c
-    from binlake.binlog.rows import decode_rows, decode_table_map
+    from binlake.binlog.rows import decode_rows
+    from binlake.binlog.tablemap import decode_table_map
     from binlake.errors import RowDecodeError
 
     tm = decode_table_map(bytes.fromhex("1100000000000000047465737400027431000103"), 8, "mysql")

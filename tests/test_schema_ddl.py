@@ -176,9 +176,10 @@ def test_a_snapshot_is_chosen_from_the_historys_keys(tmp_path):
     import datetime as dt
     import json
 
+    from binlake.archive.keys import snapshots_prefix
     from binlake.archive.stores import FileStore
     from binlake.schema.capture import stamp
-    from binlake.schema.history import choose, loaded, of_archived_file, record, snapshots, snapshots_prefix
+    from binlake.schema.history import choose, loaded, of_archived_file, record, snapshots
     from binlake.schema.model import Column, Snapshot, Table
 
     store = FileStore(str(tmp_path))

@@ -203,12 +203,13 @@ def test_archive_runs_in_the_same_second_name_every_row_of_every_range(mariadb_f
     from binlake.archive.run import archive
     from binlake.archive.sources import MySQLSource
     from binlake.archive.stores import open_store
+    from binlake.schema.capture import into_history
     from binlake.schema.history import snapshots
 
     store = open_store(f"file://{tmp_path / 'store'}")
 
     def archive_run() -> None:
-        archive(MySQLSource(f"mysql://root@127.0.0.1:{bare.port}"), store, "db1")
+        archive(MySQLSource(f"mysql://root@127.0.0.1:{bare.port}"), store, "db1", capture=into_history)
 
     full, bare = mariadb_factory(binlog_row_metadata="FULL"), mariadb_factory(binlog_row_metadata="NO_LOG")
     ranges = {}
@@ -379,8 +380,9 @@ def test_a_capture_that_changes_nothing_is_recorded_by_reference(where, tmp_path
     by name."""
     import boto3
 
+    from binlake.archive.keys import latest_key
     from binlake.archive.stores import open_store
-    from binlake.schema.history import latest_key, loaded, record, snapshots
+    from binlake.schema.history import loaded, record, snapshots
 
     if where == "s3":
         request.getfixturevalue("s3_endpoint")

@@ -16,10 +16,11 @@ from pathlib import Path
 import orjson
 import pytest
 
-from binlake.assemble import Options
+from binlake.assemble.outputs import Records
+from binlake.assemble.scan import scan_files
+from binlake.assemble.sinks import LineSink
+from binlake.assemble.walk import Options
 from binlake.binlog.framing import BinlogReader
-from binlake.scan import scan_files
-from binlake.sinks import LineSink
 from tests.support.scanning import DATA, PUBLIC, REPO, damaged_rows, ordinary_count
 from tests.test_public_fixtures import READABLE
 
@@ -44,8 +45,8 @@ def _records(path: Path, skim: bool) -> tuple[list[bytes], int]:
 
     BinlogReader.skim = counting  # type: ignore[method-assign]
     try:
-        scan_files([path], Options(skim=skim), lambda kind, rec: out.append(orjson.dumps(rec)),
-                   LineSink(out.extend))
+        scan_files([path], Options(skim=skim), Records(lambda rec: out.append(orjson.dumps(rec)),
+                                                      lambda rec: out.append(orjson.dumps(rec)), LineSink(out.extend)))
     finally:
         BinlogReader.skim = original  # type: ignore[method-assign]
     return out, taken

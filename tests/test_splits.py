@@ -9,11 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from binlake.assemble import Options
+from binlake.assemble.lane import RowRun
+from binlake.assemble.outputs import Anomaly, RowBlocks, RowChanges, Transaction
+from binlake.assemble.walk import Options
 from binlake.binlog import framing
 from binlake.binlog.framing import BinlogReader
 from binlake.errors import BinlakeError
-from binlake.splits import assemble_locally, parse_time, plan, run_split
+from binlake.splits.local import assemble_locally
+from binlake.splits.plan import plan
+from binlake.splits.tasks import run_split
+from binlake.splits.times import parse_time
 from tests.support.lake import differences, scanned
 from tests.support.scanning import DATA, archived_data, headers, scan
 
@@ -27,8 +32,14 @@ def archived(request, tmp_path):
 
 def run_local(store, split_bytes, start=EVERYTHING[0], end=EVERYTHING[1], **opts):
     out = {"transaction": [], "row_change": [], "anomaly": []}
-    for kind, rec in assemble_locally(plan(store, None, start, end, split_bytes), Options(**opts)):
-        out[kind].append(rec)
+    for item in assemble_locally(plan(store, None, start, end, split_bytes), Options(**opts)):
+        match item:
+            case Transaction(record=rec):
+                out["transaction"].append(rec)
+            case Anomaly(record=rec):
+                out["anomaly"].append(rec)
+            case RowChanges(records=recs):
+                out["row_change"] += recs
     return out
 
 
@@ -45,8 +56,9 @@ def test_any_split_size_gives_the_scan(archived, split_bytes):
 
 @pytest.mark.parametrize("split_bytes", [300, 1 << 30])
 def test_the_facts_pass_reads_the_lanes_records_as_the_walks(archived, split_bytes):
-    """Without rows (the Spark job's facts pass), the transactions the lane takes (binlake.lane)
-    come back as records equal to the reference walk's (skim off: no lane), and the scan's."""
+    """Without rows, the records of the compiled skim equal the reference walk's (skim off), and the
+    scan's. (The lane's records, which no longer come back as lines, reach the facts pass as columns:
+    test_the_facts_task_gives_the_walks_records_and_dates.)"""
     flavor, store, files = archived
     laned = run_local(store, split_bytes, rows=False)
     assert laned == run_local(store, split_bytes, rows=False, skim=False)
@@ -78,8 +90,8 @@ def test_the_facts_task_gives_the_walks_records_and_dates(archived, split_bytes)
     got = [row for b in _facts_task(Options(), None)(iter([splits])) for row in b.to_pylist()]
     want = []
     for split in p.splits:
-        for kind, rec in run_split(split, Options(rows=False, skim=False)):
-            rec = vars(rec) if kind == "piece" else rec
+        for item in run_split(split, Options(rows=False, skim=False)):
+            kind, rec = schema.staged(item)
             want += schema.arrow_batch(arrow, kind, [schema.arrow_record(kind, rec, split.source)[kind]]).to_pylist()
 
     def key(row: dict) -> tuple:
@@ -105,10 +117,10 @@ def test_the_rows_pass_gets_the_walks_rows_from_the_lane(archived, split_bytes):
     def rows(**opts) -> tuple[list[dict], int]:
         out, laned = [], 0
         for split in p.splits:
-            for kind, got in run_split(split, Options(**opts), blocks=True):
-                if kind == "row_blocks":
-                    out += schema.blocks_batch(arrow, got, split.source).to_pylist()
-                elif kind == "row_run":
+            for got in run_split(split, Options(**opts), columns=True):
+                if isinstance(got, RowBlocks):
+                    out += schema.blocks_batch(arrow, got.blocks, split.source).to_pylist()
+                elif isinstance(got, RowRun):
                     out += schema.run_batch(arrow, got, split.source).to_pylist()
                     laned += got.rows
         return out, laned

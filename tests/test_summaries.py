@@ -8,12 +8,13 @@ import json
 
 import pytest
 
-from binlake import splits
 from binlake.archive import summaries
+from binlake.archive.keys import summaries_key
 from binlake.archive.run import archive
 from binlake.archive.sources import DirSource
 from binlake.archive.stores import open_store
-from binlake.splits import archived_until, plan
+from binlake.splits import plan as splits
+from binlake.splits.plan import archived_until, plan
 from tests.support.scanning import DATA, archived_data
 
 EVERYTHING = ("2000-01-01", "2100-01-01")
@@ -116,7 +117,7 @@ def test_an_s3_store_plans_alike_with_or_without_summaries(s3_endpoint, tmp_path
     assert [(f.file, f.size, f.transaction_count) for f in got.files] == \
         [(f.file, f.size, f.transaction_count) for f in want.files]
     assert [(s.file, s.start, s.end) for s in got.splits] == [(s.file, s.start, s.end) for s in want.splits]
-    open_store(s3).delete(summaries.key("mysql"))
+    open_store(s3).delete(summaries_key("mysql"))
     again = plan(s3, None, *EVERYTHING, 2_000)
     assert [(s.file, s.start, s.end) for s in again.splits] == [(s.file, s.start, s.end) for s in got.splits]
 
@@ -171,7 +172,7 @@ def test_sources_are_named_without_listing_every_object(s3_endpoint, tmp_path):
     # the store's top-level names with summaries or a manifest; another name holding objects is none
     import boto3
 
-    from binlake.splits import sources
+    from binlake.splits.plan import sources
 
     boto3.client("s3").create_bucket(Bucket="named")
     for url in ("s3://named/deep/archive", f"file://{tmp_path}/store"):
@@ -181,5 +182,5 @@ def test_sources_are_named_without_listing_every_object(s3_endpoint, tmp_path):
         store.put("notes/readme.txt", b"not a source")
         assert store.names("") == ["mariadb", "mysql", "notes"]
         assert sources(store) == ["mariadb", "mysql"]
-        store.delete(summaries.key("mysql"))  # archived by an older binlake: its manifests say it
+        store.delete(summaries_key("mysql"))  # archived by an older binlake: its manifests say it
         assert sources(store) == ["mariadb", "mysql"]

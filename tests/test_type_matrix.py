@@ -34,7 +34,7 @@ PARAMS = [pytest.param(s, case, id=f"{s.removesuffix('_server')}-{case.name}")
 def _scan_both(files: list[Path]) -> tuple[dict[str, dict], int]:
     """The records of files by each decoding path, and how many transactions the lane wrote: the
     compiled path's are read back from what `binlake scan --rows` prints (the lane's lines, where
-    it takes a transaction, binlake.lane)."""
+    it takes a transaction, binlake.assemble.lane)."""
     lines, summary = scan_lines(files)
     fast = lines_records(lines)
     saved = os.environ.get("BINLAKE_PURE_PYTHON")

@@ -122,24 +122,18 @@ def _copy_lake(root: Path, name: str) -> Path:
 
 
 def _rewrite(spark, lake: Path, table: str, change) -> None:
-    """Apply `change(DataFrame) -> DataFrame` to a table and write it back whole."""
+    """Apply `change(DataFrame) -> DataFrame` to a table and write it back whole: a new version of
+    the Delta table, which validation reads (the newest)."""
     from binlake.spark import schema
 
     struct = schema.STORED[table]
-    df = spark.read.schema(struct).parquet(str(lake / table))
-    new = change(df).select(*struct.fieldNames())
-    tmp = lake / f"_{table}"
-    new.write.mode("overwrite").partitionBy("commit_date").parquet(str(tmp))
-    shutil.rmtree(lake / table)
-    tmp.rename(lake / table)
+    df = spark.read.format("delta").load(str(lake / table))
+    change(df).select(*struct.fieldNames()).write.format("delta").mode("overwrite").save(str(lake / table))
 
 
 def _pick(spark, lake: Path, sql: str):
-    from binlake.spark import schema
-
     for table in ("transactions", "row_changes"):
-        spark.read.schema(schema.STORED[table]).parquet(str(lake / table)) \
-            .createOrReplaceTempView(f"t_{table}")
+        spark.read.format("delta").load(str(lake / table)).createOrReplaceTempView(f"t_{table}")
     return spark.sql(sql).first()
 
 
@@ -368,12 +362,12 @@ def test_assemble_then_validate_in_one_process(base):
 
 
 def test_validation_refuses_what_it_cannot_write_before_the_job(tmp_path):
-    """A warehouse on an object store, or a report name that is not a plain file name: refused
-    before any Spark work, the warehouse left untouched."""
+    """A warehouse on an object store without a local directory for the reports, or a report name
+    that is not a plain file name: refused before any Spark work, the warehouse left untouched."""
     args = ["--store", f"file://{tmp_path}/none", "--start", "2026-01-01", "--end", "2026-01-02"]
     proc = run_cli("assemble", *args, "--warehouse", "s3a://lake/w", "--validate")
-    assert proc.returncode == 1 and "s3a://lake/w: validation writes its data docs beside a local warehouse only" \
-        in proc.stderr, proc.stderr[-2000:]
+    assert proc.returncode == 1 and "s3a://lake/w: validation keeps its reports in a local directory: name one " \
+        "with --quality DIR" in proc.stderr, proc.stderr[-2000:]
     proc = run_cli("assemble", *args, "--warehouse", str(tmp_path / "w"), "--validate-as", "../up")
     assert proc.returncode == 1 and "'../up': a validation run's name is letters, digits" in proc.stderr
     assert not (tmp_path / "w").exists()

@@ -2,20 +2,12 @@
 
 from __future__ import annotations
 
-import importlib
 from types import ModuleType
 
-from binlake import pure_python
+from binlake.binlog.builds import extension, pure_python
 
-
-def _built() -> ModuleType | None:
-    try:
-        return importlib.import_module("binlake.archive._eventruns")
-    except ImportError:  # built without a C compiler: the reference path takes every packet and event
-        return None
-
-
-_eventruns = _built()
+# None: built without a C compiler, the reference path takes every packet and event
+_eventruns = extension("binlake.archive._eventruns")
 
 
 def loop() -> ModuleType | None:

@@ -1,7 +1,7 @@
 /* The archive's copy loop over runs of ordinary events, in one compiled pass.
  *
- * `binlake archive` verifies every event it copies. Done in Python, the copy cost about 20 µs
- * an event (protocol header, CRC32, positions, the index), twice what the bytes themselves cost.
+ * `binlake archive` verifies every event it copies. Done in Python, the copy cost more per event
+ * (protocol header, CRC32, positions, the index) than the bytes themselves (bench/RESULTS.md).
  * These two functions take the common case off Python's hands, many events per call:
  *
  *   packets()  cuts the events out of a binlog dump's protocol packets, back to back;
@@ -22,17 +22,9 @@
 #include <time.h>
 
 #include "../binlog/_crc32.h"
+#include "../binlog/_events.h"
 #include "../binlog/_gtid.h"
 
-#define HEADER_LEN 19
-#define STOP_EVENT 3
-#define ROTATE_EVENT 4
-#define FORMAT_DESCRIPTION_EVENT 15
-#define HEARTBEAT_LOG_EVENT 27
-#define GTID_LOG_EVENT 33
-#define ANONYMOUS_GTID_LOG_EVENT 34
-#define HEARTBEAT_LOG_EVENT_V2 41
-#define LOG_EVENT_ARTIFICIAL_F 0x20
 #define MAX_PACKET 0xFFFFFF
 
 static uint32_t u32(const unsigned char *p) {
@@ -308,5 +300,7 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_eventruns", NULL, -
 
 PyMODINIT_FUNC PyInit__eventruns(void) {
     crc32_init();
-    return PyModule_Create(&module);
+    PyObject *m = PyModule_Create(&module);
+    if (m != NULL && add_event_constants(m) < 0) Py_CLEAR(m);
+    return m;
 }

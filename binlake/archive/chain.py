@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from binlake.archive.manifest import index_of
 from binlake.binlog.gtid import parse_gtid_set, subtract, union
 
 
@@ -172,11 +173,11 @@ def repeats(manifests: Iterable[dict], whole: Callable[[dict], dict] = lambda m:
         mine: dict[str, str] = {}
         for m in files:
             name = name_of(m)
-            for e in whole(m).get("transactions") or []:  # a txn_id is the GTID where there is one
-                if e[2] in earlier:
-                    out.setdefault(name, {})[e[2]] = earlier[e[2]]
+            for e in index_of(whole(m)):  # a txn_id is the GTID where there is one
+                if e.txn_id in earlier:
+                    out.setdefault(name, {})[e.txn_id] = earlier[e.txn_id]
                 else:
-                    mine.setdefault(e[2], name)
+                    mine.setdefault(e.txn_id, name)
         earlier.update(mine)
     return out
 

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from binlake.archive.chain import covers, follows, generation_of, name_of
+from binlake.archive.keys import binlog_key
+from binlake.archive.stores import MissingObject
 from binlake.binlog import constants as c
 from binlake.binlog.framing import parse_fde_body
 from binlake.binlog.gtid import decode_gtid_list, decode_previous_gtids
@@ -202,8 +204,6 @@ class Catalog:
     def fingerprint(self, e: Archived) -> str | None:
         """An archived file's head fingerprint: its manifest's, or read from its object."""
         if e.fingerprint is None:
-            from binlake.archive.run import binlog_key
-            from binlake.archive.stores import MissingObject
 
             try:
                 with self.store.open_range(binlog_key(self.source, e.name), 0, HEAD_BYTES) as rng:

@@ -32,6 +32,7 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from binlake.archive import keys
 from binlake.errors import BinlakeError
 
 log = logging.getLogger(__name__)
@@ -41,7 +42,7 @@ STALE = dt.timedelta(minutes=10)  # a lease not renewed for this long belongs to
 
 
 def lease_key(source: str, run: str) -> str:
-    return f"{source}/leases/{run}.json"
+    return keys.lease_key(source, run)
 
 
 def _started(pid: int) -> str | None:
@@ -127,14 +128,15 @@ def alive(lease: dict, now: dt.datetime) -> bool:
     return now - dt.datetime.fromisoformat(lease["renewed"]) < STALE
 
 
-def clean(store, source: str, own: Lease, keys: Iterable[str] = ()) -> int:
+def clean(store, source: str, own: Lease, objects: Iterable[str] = ()) -> int:
     """Discard the unfinished writes under a source that no live run owns; the number discarded.
     Besides the listing under the source's prefix, the writes of the objects the leases name and
-    of `keys` (the source's binlog objects) are looked up object by object: an S3 such as MinIO
-    lists multipart uploads by an object's exact name only, and a prefix finds none there."""
+    of `objects` (the keys of the source's binlog objects) are looked up object by object: an S3
+    such as MinIO lists multipart uploads by an object's exact name only, and a prefix finds none
+    there."""
     now = dt.datetime.now(dt.UTC)
     leases = []
-    for key in store.keys(f"{source}/leases"):
+    for key in store.keys(keys.leases_prefix(source)):
         try:
             leases.append((key, json.loads(store.get(key))))
         except (FileNotFoundError, BinlakeError, ValueError):
@@ -143,13 +145,13 @@ def clean(store, source: str, own: Lease, keys: Iterable[str] = ()) -> int:
     dead = [(key, body) for key, body in leases if body.get("run") != own.run and not alive(body, now)]
     owned = own.writes.union(*(body.get("writes", []) for body in live))
     orphaned = set().union(*(body.get("writes", []) for _, body in dead))
-    named = set(keys).union(*((body.get("keys") or {}).values() for _, body in leases))
+    named = set(objects).union(*((body.get("keys") or {}).values() for _, body in leases))
     discarded = 0
-    for w in store.unfinished(f"{source}/", sorted(named)):
+    for w in store.unfinished(keys.source_prefix(source), sorted(named)):
         if w.id in owned:
             continue
         stale = now - w.started > STALE
-        if w.id.startswith(f"{source}/leases/") and not stale:
+        if w.id.startswith(f"{keys.leases_prefix(source)}/") and not stale:
             continue  # a run's lease being recorded, the first time before any lease lists it
         if w.id in orphaned or not live or stale:
             store.discard(w)

@@ -7,22 +7,29 @@ import itertools
 import json
 import logging
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any
 
 import orjson
 
 from binlake.archive.identity import Catalog, file_number, name_of, read_head
+from binlake.archive.keys import binlog_key, manifest_key, refused_key, refused_prefix
 from binlake.archive.leases import Lease, clean
 from binlake.archive.sources import RefusedFile
 from binlake.archive.stores import Writer
-from binlake.archive.summaries import manifest_key
 from binlake.archive.verify import Verifier
 from binlake.binlog.gtid import maria_range, parse_gtid_set, subtract, union
 from binlake.errors import BinlogError
 
 log = logging.getLogger(__name__)
+
+
+# What snapshots a live source's tables into the store's schema history, handed in by the caller
+# (binlake.schema.capture.into_history): (a connection to the source, the store, the source's name)
+# -> the snapshot's key. The archive keeps no schema history of its own.
+Capture = Callable[[Any, Any, str], str]
 
 
 @dataclass
@@ -37,17 +44,9 @@ class ArchiveResult:
     schema_error: str | None = None  # why it captured none
 
 
-def binlog_key(source: str, name: str) -> str:
-    return f"{source}/binlogs/{name}"
-
-
-def refused_key(source: str, file: str) -> str:
-    return f"{source}/refused/{file}.json"
-
-
 def refusals(store, source: str) -> list[dict]:
     """The files of a source its server refused to send and that are not archived since."""
-    return [json.loads(store.get(k)) for k in store.keys(f"{source}/refused") if k.endswith(".json")]
+    return [json.loads(store.get(k)) for k in store.keys(refused_prefix(source)) if k.endswith(".json")]
 
 
 def pending(source, store, source_name: str) -> list:
@@ -69,7 +68,7 @@ def _archived_copy(source, catalog: Catalog, f):
     return catalog.find(f.name, f.size, head, source.server_uuid) if head else None
 
 
-def archive(source, store, source_name: str) -> ArchiveResult:
+def archive(source, store, source_name: str, *, capture: Capture | None = None) -> ArchiveResult:
     """Copy every rotated file not archived yet; a manifest's presence means "safely archived".
 
     A file is archived when a manifest of its name has its server and head (identity.py); a
@@ -78,33 +77,30 @@ def archive(source, store, source_name: str) -> ArchiveResult:
     sha256) and committed only whole; the manifest is written after it. A file's commit (its
     fsync or upload's completion, then its manifest) runs while the next file copies; commits
     stay in file order. A file the server refuses to send is recorded with the remedy, and the
-    run goes on with the next.
+    run goes on with the next. `capture`: what snapshots a live source's tables into the store's
+    schema history first (binlake.schema.capture.into_history); None: no snapshot.
     """
     store.check()
     with Lease(store, source_name) as lease:
-        clean(store, source_name, lease, [binlog_key(source_name, f.name) for f in source.files()])
-        schema, error = capture_schema(source, store, source_name)
+        clean(store, source_name, lease, objects=[binlog_key(source_name, f.name) for f in source.files()])
+        schema, error = capture_schema(source, store, source_name, capture) if capture else (None, None)
         result = _archive(source, store, source_name, lease)
     result.schema, result.schema_error = schema, error
     return result
 
 
-def capture_schema(source, store, source_name: str) -> tuple[str | None, str | None]:
-    """A snapshot of a live source's tables into the store's schema history: (its key, None), or
-    (None, why not). The archive goes on either way: the files come first."""
+def capture_schema(source, store, source_name: str, capture: Capture) -> tuple[str | None, str | None]:
+    """A snapshot of a live source's tables into the store's schema history, by `capture`: (its
+    key, None), or (None, why not). The archive goes on either way: the files come first."""
     connect = getattr(source, "connect", None)
     if connect is None:  # dir:// sources: `binlake schema import` records what a live one would
         return None, None
-    from binlake.schema.capture import capture
-    from binlake.schema.history import record
-
     try:
         conn = connect()
         try:
-            snapshot = capture(conn, source_name)
+            return capture(conn, store, source_name), None
         finally:
             conn.close()
-        return record(store, source_name, snapshot), None
     except Exception as e:  # noqa: BLE001 - any failure is reported, and the files still archived
         detail = f"{source.url}: no schema snapshot this run ({type(e).__name__}: {e})"
         log.warning("%s", detail)
@@ -127,9 +123,9 @@ def _archive(source, store, source_name: str, lease: Lease) -> ArchiveResult:
         waiting: Future | None = None
         for f in files:
             try:
-                copied = _copy(source, store, source_name, f, catalog, lease)
+                copied = _copy(source, store, source_name, f, catalog=catalog, lease=lease)
             except RefusedFile as e:
-                result.refused.append(_refuse(source, store, source_name, f, e))
+                result.refused.append(_refuse(source, store, source_name, f, refused=e))
                 continue
             if copied is None:
                 result.skipped.append(f.name)
@@ -143,34 +139,35 @@ def _archive(source, store, source_name: str, lease: Lease) -> ArchiveResult:
                 except BaseException:
                     copied.writer.abort()  # the file before failed to commit: this one is not committed either
                     raise
-            waiting = committer.submit(_commit, source, store, source_name, f, files, copied, catalog)
+            waiting = committer.submit(_commit, source, store, source_name, f, listing=files, copied=copied,
+                                       catalog=catalog)
         if waiting is not None:
             done(waiting.result())
     catalog.save()
     return result
 
 
-def archive_file(source, store, source_name: str, f, listing: list) -> dict | None:
+def archive_file(source, store, source_name: str, f, *, listing: list) -> dict | None:
     """Archive one rotated file (None when it already is). Files of one source may be archived
     concurrently (one Airflow task each): a purge gap is looked for only where the file before
     this one is gone from the server, since the server's own files follow each other. A file
     the server refuses to send is recorded, then RefusedFile is raised with the remedy."""
     with Lease(store, source_name) as lease:
-        clean(store, source_name, lease, [binlog_key(source_name, g.name) for g in listing])
+        clean(store, source_name, lease, objects=[binlog_key(source_name, g.name) for g in listing])
         catalog = Catalog.load(store, source_name)
         try:
-            copied = _copy(source, store, source_name, f, catalog, lease)
+            copied = _copy(source, store, source_name, f, catalog=catalog, lease=lease)
         except RefusedFile as e:
-            raise RefusedFile(_refuse(source, store, source_name, f, e)["detail"], e.file, e.reason) from None
+            raise RefusedFile(_refuse(source, store, source_name, f, refused=e)["detail"], e.file, e.reason) from None
         if copied is None:
             return None
         catalog.add(copied.manifest)
-        manifest = _commit(source, store, source_name, f, listing, copied, catalog)
+        manifest = _commit(source, store, source_name, f, listing=listing, copied=copied, catalog=catalog)
         catalog.save()
         return manifest
 
 
-def _refuse(source, store, source_name: str, f, e: RefusedFile) -> dict:
+def _refuse(source, store, source_name: str, f, *, refused: RefusedFile) -> dict:
     """Record a file the server refused to send, like a gap: with the server's reason and the remedy."""
     where = source.binlog_dir or "/path/to/the/server/binlog/directory"
     named = getattr(source, "binlog_basename", None)
@@ -178,15 +175,15 @@ def _refuse(source, store, source_name: str, f, e: RefusedFile) -> dict:
     remedy = (f"archive it from the server's own files: binlake archive --source 'dir://{where}' "
               f"--store {store.url} --source-name {source_name} (files archived already are skipped)")
     record = {"source": source_name, "file": f.name, "size": f.size, "server_uuid": source.server_uuid,
-              "source_url": source.url, "reason": e.reason, "remedy": remedy,
+              "source_url": source.url, "reason": refused.reason, "remedy": remedy,
               "refused_at": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
-              "detail": f"{f.name}: the server refuses to send it ({e.reason}); {remedy}"}
+              "detail": f"{f.name}: the server refuses to send it ({refused.reason}); {remedy}"}
     store.put(refused_key(source_name, f.name), orjson.dumps(record, option=orjson.OPT_INDENT_2))
     log.error("%s: %s", source.url, record["detail"])
     return record
 
 
-def _commit(source, store, source_name: str, f, listing: list, copied: Copied, catalog: Catalog) -> dict:
+def _commit(source, store, source_name: str, f, *, listing: list, copied: Copied, catalog: Catalog) -> dict:
     """Commit a copied file's object, then write its manifest (and close a refusal of the file)."""
     try:
         copied.writer.commit()
@@ -232,7 +229,7 @@ class Copied:
 AHEAD = 4  # runs of events received while earlier ones are checked, hashed and written (a few MiB)
 
 
-def _copy(source, store, source_name: str, f, catalog: Catalog, lease: Lease) -> Copied | None:
+def _copy(source, store, source_name: str, f, *, catalog: Catalog, lease: Lease) -> Copied | None:
     """Copy and verify one file, None when it is archived already. Its head comes first: it says
     whether the file is archived, and else which generation it joins and under which key.
     While this thread receives a run of events, one thread checks and indexes the runs before

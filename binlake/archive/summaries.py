@@ -1,7 +1,7 @@
 """A source's manifests without their transaction indexes, kept in one object beside them.
 
-A manifest holds its file's transaction index: a tenth of the file on production's mix, a
-quarter on one-row transactions (bench/RESULTS.md, bench/manifests.py). Archiving the next file,
+A manifest holds its file's transaction index, a share of the file's size that grows as its
+transactions shrink (bench/RESULTS.md, bench/manifests.py). Archiving the next file,
 planning a range and the suites' continuity checks look at every manifest of a source, but need
 the index only of the files they touch. Reading every manifest whole made each run read that
 share of everything ever archived, more every hour the server ages.
@@ -24,32 +24,25 @@ from collections.abc import Iterator
 import orjson
 
 from binlake.archive.chain import name_of
+from binlake.archive.keys import manifest_key, manifests_prefix, summaries_key
+from binlake.archive.manifest import first_commit_ts
 
 log = logging.getLogger(__name__)
 
 INDEX = ("transactions", "incomplete")  # what a summary leaves out
 
 
-def key(source: str) -> str:
-    return f"{source}/summaries.json"
-
-
-def manifest_key(source: str, name: str) -> str:
-    return f"{source}/manifests/{name}.json"
-
-
 def summary(manifest: dict) -> dict:
     """A manifest without its index; `first_commit_ts`, its first transaction's commit time."""
     out = {k: v for k, v in manifest.items() if k not in INDEX}
-    entries = manifest.get("transactions") or []
-    out["first_commit_ts"] = entries[0][3] if entries else None
+    out["first_commit_ts"] = first_commit_ts(manifest)
     return out
 
 
 class Manifests:
     """A source's manifests as summaries, in the store's order; `whole` reads one whole."""
 
-    def __init__(self, store, source: str, summaries: dict[str, dict], versions: dict[str, str | None],
+    def __init__(self, store, source: str, summaries: dict[str, dict], versions: dict[str, str | None], *,
                  behind: bool) -> None:
         self.store, self.source = store, source
         self.summaries = summaries  # by manifest key
@@ -81,12 +74,12 @@ class Manifests:
         if not self.behind:
             return
         if None in self.versions.values():
-            listed = self.store.versions(f"{self.source}/manifests/")
+            listed = self.store.versions(manifests_prefix(self.source))
             for k, v in self.versions.items():
                 if v is None:
                     self.summaries[k], self.versions[k] = summary(self.summaries[k]), listed.get(k)
         kept = [k for k, v in self.versions.items() if v is not None]
-        self.store.put(key(self.source), orjson.dumps({
+        self.store.put(summaries_key(self.source), orjson.dumps({
             "source": self.source, "manifests": {k: self.summaries[k] for k in kept},
             "versions": {k: self.versions[k] for k in kept}}))
         self.behind = False
@@ -95,8 +88,8 @@ class Manifests:
 def load(store, source: str) -> Manifests:
     """A source's manifests: the summaries object's where it has them as they are now (the same
     object version), and the others read whole."""
-    listed = {k: v for k, v in store.versions(f"{source}/manifests/").items() if k.endswith(".json")}
-    kept = orjson.loads(store.get(key(source))) if store.exists(key(source)) else {}
+    listed = {k: v for k, v in store.versions(manifests_prefix(source)).items() if k.endswith(".json")}
+    kept = orjson.loads(store.get(summaries_key(source))) if store.exists(summaries_key(source)) else {}
     summaries, versions = kept.get("manifests") or {}, kept.get("versions") or {}
     out: dict[str, dict] = {}
     lacked = 0
@@ -108,5 +101,5 @@ def load(store, source: str) -> Manifests:
             lacked += 1
     if lacked:
         log.info("%s: %d of %d manifests read whole (not in %s as they are)", source, lacked, len(listed),
-                 key(source))
+                 summaries_key(source))
     return Manifests(store, source, out, dict(listed), behind=lacked > 0 or len(summaries) != len(listed))

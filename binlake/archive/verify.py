@@ -21,11 +21,12 @@ from types import ModuleType
 from typing import Any
 
 from binlake.archive import loop
+from binlake.archive.index import IndexEntry, Indexer
+from binlake.archive.manifest import Indexed
 from binlake.binlog import constants as c
 from binlake.binlog.framing import FormatDescription, Frame, crc_ok, parse_fde_body
 from binlake.binlog.gtid import GtidSet, decode_gtid_list, decode_previous_gtids
 from binlake.errors import BinlogError
-from binlake.index import IndexEntry, Indexer
 from binlake.records import ts_from_seconds
 
 _HEADER = struct.Struct("<IBIIIH")
@@ -74,7 +75,7 @@ class Verifier:
             while off < n:
                 stop = off
                 if self._loop is not None and self._indexer is not None:
-                    stop = self._compiled(self._loop, self._indexer, run, off, n)
+                    stop = self._compiled(self._loop, self._indexer, run, off=off, n=n)
                 if stop > off:
                     off = stop
                     continue
@@ -83,7 +84,7 @@ class Verifier:
                 self.event(run if end - off == n else bytes(view[off:end]))
                 off = end
 
-    def _compiled(self, loop: ModuleType, indexer: Indexer, run: bytes, off: int, n: int) -> int:
+    def _compiled(self, loop: ModuleType, indexer: Indexer, run: bytes, *, off: int, n: int) -> int:
         """Where the compiled loop stops in run[off:n] (off: it vouches for nothing there): the
         rest of a transaction whose GTID event gave its length, or whole such transactions."""
         assert self.fde is not None  # an indexer is made with the file's FORMAT_DESCRIPTION
@@ -184,7 +185,7 @@ class Verifier:
             "min_commit_ts": min(commit) if commit else None,
             "max_commit_ts": max(commit) if commit else None,
             "transaction_count": len(self.index),
-            "transactions": [[e.start, e.length, e.txn_id, e.commit_ts] for e in self.index],
+            "transactions": [Indexed(e.start, e.length, e.txn_id, e.commit_ts).stored() for e in self.index],
             "incomplete": [e.start for e in self.index if not e.complete],
             **extra,
         }

@@ -83,7 +83,7 @@ class ChunkWriter:
     commit(). `lease` lists the write while it is open, so that a run that finds it unfinished
     (this one killed) discards it (binlake.archive.leases)."""
 
-    def __init__(self, store, key: str, file: str, session: int, lease: Lease) -> None:
+    def __init__(self, store, key: str, file: str, *, session: int, lease: Lease) -> None:
         self.writer = store.writer(key)
         self.lease = lease
         lease.hold(self.writer.id, key)

@@ -80,7 +80,7 @@ def _split(name: str) -> tuple[str, str]:
     return db, table
 
 
-def snapshot(source: MySQLSource, store, source_name: str, tables: list[str] | None = None,
+def snapshot(source: MySQLSource, store, source_name: str, tables: list[str] | None = None, *,
              options: Options = Options(), observe: Observer | None = None) -> Result:
     """Take (or resume) a snapshot of `tables` (`db.t`; None: every table) of the server behind
     `source` into `store` under `source_name`."""
@@ -96,14 +96,14 @@ def snapshot(source: MySQLSource, store, source_name: str, tables: list[str] | N
     try:
         with Lease(store, source_name) as lease:
             clean(store, source_name, lease)
-            run = _Run(source, store, source_name, lease, options, observe or (lambda kind, what: None))
+            run = _Run(source, store, source_name, lease, options=options, observe=observe or (lambda kind, what: None))
             return run.take(request, wanted)
     except pymysql.err.MySQLError as e:  # a lost connection, a server gone: what is committed stays
         raise SnapshotError(f"{source.url}: {e.args[-1] if e.args else e} (a rerun resumes the snapshot)") from None
 
 
 class _Run:
-    def __init__(self, source: MySQLSource, store, source_name: str, lease: Lease, options: Options,
+    def __init__(self, source: MySQLSource, store, source_name: str, lease: Lease, *, options: Options,
                  observe: Observer) -> None:
         self.source, self.store, self.name, self.lease, self.options = source, store, source_name, lease, options
         self.observe = observe
@@ -244,7 +244,7 @@ class _Run:
 
         def writer() -> ChunkWriter:
             file = layout.chunk_file(table.name, len(table.chunks))
-            return ChunkWriter(self.store, layout.chunk_key(self.name, id, file), file, k, self.lease)
+            return ChunkWriter(self.store, layout.chunk_key(self.name, id, file), file, session=k, lease=self.lease)
 
         w = writer()
         try:

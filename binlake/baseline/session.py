@@ -177,7 +177,7 @@ class Session:
     """A consistent-snapshot transaction: `point` is where its reads hold, `catalog` the tables as
     they were there. `hold(table)` before reading a table, `release()` after it."""
 
-    def __init__(self, conn, server: Server, point: dict[str, Any], started_at: str, catalog: Catalog,
+    def __init__(self, conn, server: Server, point: dict[str, Any], started_at: str, *, catalog: Catalog,
                  url: str) -> None:
         self.conn, self.server, self.point, self.started_at, self.catalog = conn, server, point, started_at, catalog
         self.url = url
@@ -200,7 +200,7 @@ class Session:
                     if _of(before, wanted) == _of(catalog, wanted):
                         log.info("%s: session at %s:%d (GTIDs %s), %d tables", source.url, point["file"],
                                  point["position"], point["gtids"] or "none", len(_of(catalog, wanted)))
-                        return cls(conn, server, point, started, catalog, source.url)
+                        return cls(conn, server, point, started, catalog=catalog, url=source.url)
                     log.info("%s: a table's definition changed while the session began (attempt %d): again",
                              source.url, attempt)
                     cur.execute("ROLLBACK")

@@ -35,7 +35,8 @@ from typing import Any
 import orjson
 
 from binlake.binlog import charsets
-from binlake.binlog.rows import base64_text, geometry_text, vector_values
+from binlake.binlog.geometry import geometry_text
+from binlake.binlog.values import base64_text, vector_values
 from binlake.schema.check import MARIADB_BINARY_TYPES
 from binlake.schema.model import Column, Table
 

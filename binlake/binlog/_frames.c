@@ -155,5 +155,7 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_frames", NULL, -1, 
 
 PyMODINIT_FUNC PyInit__frames(void) {
     walk_init();
-    return PyModule_Create(&module);
+    PyObject *m = PyModule_Create(&module);
+    if (m != NULL && add_event_constants(m) < 0) Py_CLEAR(m);
+    return m;
 }

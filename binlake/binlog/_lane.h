@@ -12,19 +12,12 @@
  * it recognises whole and stops before anything else, including a transaction it would have to say
  * something unusual about (a length that disagrees, a segment that fills, an image the decoder
  * falls back on, a tagged GTID); binlake.assemble's walk then takes that one. For the Spark job it
- * hands columns on instead of lines: a run's row changes (columns mode, binlake.sinks.RowRun), its
- * records (records mode, binlake.lane.RecordRun), each made into an Arrow batch in one call. */
+ * hands columns on instead of lines: a run's row changes (columns mode, binlake.assemble.sinks.RowRun), its
+ * records (records mode, binlake.assemble.lane.RecordRun), each made into an Arrow batch in one call. */
 
 #ifndef BINLAKE_LANE_H
 #define BINLAKE_LANE_H
 
-#define WRITE_ROWS_EVENT_V1 23
-#define DELETE_ROWS_EVENT_V1 25
-#define ROWS_QUERY_LOG_EVENT 29
-#define ANNOTATE_ROWS_EVENT 160
-#define STMT_END_F 1
-#define WRITE_ROWS_EVENT 30
-#define DELETE_ROWS_EVENT 32
 #define LANE_TABLES 64     /* table maps (and tables) one transaction may have in the lane */
 #define LANE_EVENTS 4096   /* events of one transaction in the lane (skim's bound too) */
 #define LANE_BYTES (8 << 20)  /* lines one call writes, about */
@@ -79,7 +72,7 @@ typedef struct {
     const char *file_name;  /* the file's name as UTF-8, and the namespace of derived ids (16 bytes) */
     Py_ssize_t file_name_len, namespace_len;
     const unsigned char *namespace;
-    PyObject *maps;  /* TABLE_MAP body -> entry (binlake.lane), None where the walk must take it */
+    PyObject *maps;  /* TABLE_MAP body -> entry (binlake.assemble.lane), None where the walk must take it */
     PyObject *learn;  /* body -> entry or None, for a body maps does not have */
     PyObject *table_maps;  /* the walk's table id -> TableMap, kept as the walk keeps it */
     out_t tail;  /* the lines' tail while a statement's rows are read: its text in it */
@@ -97,14 +90,25 @@ typedef struct {
     PyObject *record_tables, *table_index;  /* the run's TableMaps named; entry's address -> index */
 } lane_t;
 
-/* A transaction's record in columns mode, each an int64 (binlake.lane.RecordRun reads them);
- * R_NULLS: which are null (1 gtid: anonymous, 2 transaction_length, 4 original_commit_ts,
- * 8 last_committed and sequence_number). */
-enum { R_START, R_END, R_LENGTH, R_SERVER_ID, R_XID, R_COMMIT_US, R_ORIGINAL_US, R_FIRST_US, R_LAST_COMMITTED,
-       R_SEQUENCE_NUMBER, R_EVENTS, R_ROWS, R_INSERTED, R_UPDATED, R_DELETED, R_TABLES, R_NULLS, RECORD_FIELDS };
+/* A transaction's record in columns mode, each an int64 (binlake.assemble.lane.RecordRun reads them,
+ * by the names lane_layouts() gives); R_NULLS: which are null (1 gtid: anonymous, 2
+ * transaction_length, 4 original_commit_ts, 8 last_committed and sequence_number). */
+#define RECORD_COLUMNS(X)                                                                                    \
+    X(R_START, start_pos) X(R_END, end_pos) X(R_LENGTH, transaction_length) X(R_SERVER_ID, server_id)        \
+    X(R_XID, xid) X(R_COMMIT_US, commit_us) X(R_ORIGINAL_US, original_us) X(R_FIRST_US, first_us)            \
+    X(R_LAST_COMMITTED, last_committed) X(R_SEQUENCE_NUMBER, sequence_number) X(R_EVENTS, event_count)       \
+    X(R_ROWS, row_count) X(R_INSERTED, rows_inserted) X(R_UPDATED, rows_updated) X(R_DELETED, rows_deleted) \
+    X(R_TABLES, tables) X(R_NULLS, nulls)
 
-/* A rows event's fields in columns mode, each an int64 (binlake.sinks.RowRun reads them). */
-enum { B_SEQ, B_EVENT_POS, B_COMMIT_US, B_EVENT_US, B_XID, B_ROWS, B_OP, B_TXN, B_TABLE, B_STATEMENT, BLOCK_FIELDS };
+/* A rows event's fields in columns mode, each an int64 (binlake.assemble.lane.RowRun reads them). */
+#define BLOCK_COLUMNS(X)                                                                                     \
+    X(B_SEQ, seq) X(B_EVENT_POS, event_pos) X(B_COMMIT_US, commit_us) X(B_EVENT_US, event_us) X(B_XID, xid) \
+    X(B_ROWS, rows) X(B_OP, op) X(B_TXN, txn) X(B_TABLE, table) X(B_STATEMENT, statement)
+
+#define COLUMN_ENUM(tag, name) tag,
+enum { RECORD_COLUMNS(COLUMN_ENUM) RECORD_FIELDS };
+enum { BLOCK_COLUMNS(COLUMN_ENUM) BLOCK_FIELDS };
+#undef COLUMN_ENUM
 
 /* In columns mode, where a transaction's blocks point: indexes into the run's lists. */
 typedef struct {
@@ -262,6 +266,36 @@ static int rows_counted(cursor_t *c, const compiled_t *plan, const unsigned char
     return rc;
 }
 
+/* A row change line's parts around its seq and images (lines_into puts them together): its head up
+ * to `"seq":`, its mid from binlog_file up to `"before":` (members: `"schema":…,"table":…,`), its
+ * tail from rows_query to the newline (said: the statement, NULL where none was logged). In the
+ * order of binlake.records.RowChangeRecord: the lane checks it when it loads (lane_layouts). */
+static inline int row_head(char *head, size_t n, const char *id, int id_len) {
+    return snprintf(head, n, "{\"record\":\"row_change\",\"txn_id\":\"%.*s\",\"segment_id\":1,\"end_segment\":true,"
+                    "\"seq\":", id_len, id);
+}
+
+static inline int row_mid(char *mid, size_t n, PyObject *file, long long pos, const char *commit, int commit_len,
+                   const char *ts, int tsn, PyObject *members, int op) {
+    static const char *ops[3] = {"insert", "update", "delete"};
+    int mn = snprintf(mid, n, ",\"binlog_file\":%s,\"event_pos\":%lld,\"commit_ts\":\"%.*s\",\"event_ts\":\"%.*s\",",
+                      PyBytes_AS_STRING(file), pos, commit_len, commit, tsn, ts);
+    memcpy(mid + mn, PyBytes_AS_STRING(members), PyBytes_GET_SIZE(members));
+    mn += (int)PyBytes_GET_SIZE(members);
+    return mn + snprintf(mid + mn, n - mn, "\"op\":\"%s\",\"before\":", ops[op]);
+}
+
+static inline int xid_tail(char *xid, size_t n, unsigned long long value) {
+    return snprintf(xid, n, ",\"xid\":%llu}\n", value);
+}
+
+static inline int row_tail(out_t *tail, const unsigned char *said, long long said_len, const char *xid, int xid_len) {
+    tail->len = 0;
+    int rc = put(tail, ",\"rows_query\":", 14);
+    if (!rc) rc = said ? put_str(tail, said, said_len, UTF8_REPLACE) : put(tail, "null", 4);
+    return rc ? rc : put(tail, xid, xid_len);
+}
+
 /* Its rows event at e as lines into o (only counted when the call writes no rows), or in columns mode into
  * the run's columns; seq on from *seq. 0 done, 1 the walk must take the transaction, -1 an
  * exception set. */
@@ -291,19 +325,12 @@ static int lane_rows(lane_t *L, const unsigned char *e, long long pos, const fac
         *seq += *got;
         return rc;
     }
-    static const char *ops[3] = {"insert", "update", "delete"};
     char ts[32], mid[1024];
     int tsn = gtid_ts_into(ts, (long long)u32(e) * 1000000);
-    /* mid: `,"binlog_file":…,"event_pos":…,"commit_ts":"…","event_ts":"…","schema":…,"table":…,"op":"…","before":` */
     PyObject *members = PyTuple_GET_ITEM(entry, E_MEMBERS);
     if (!tsn || PyBytes_GET_SIZE(L->file) + PyBytes_GET_SIZE(members) > 800) return 1;
-    int mn = snprintf(mid, sizeof mid, ",\"binlog_file\":%s,\"event_pos\":%lld,\"commit_ts\":\"%.*s\",\"event_ts\":\"%.*s\",",
-                      PyBytes_AS_STRING(L->file), pos, f->commit_len, f->commit, tsn, ts);
-    memcpy(mid + mn, PyBytes_AS_STRING(members), PyBytes_GET_SIZE(members));
-    mn += (int)PyBytes_GET_SIZE(members);
-    mn += snprintf(mid + mn, sizeof mid - mn, "\"op\":\"%s\",\"before\":", ops[op]);
     parts->mid = mid;
-    parts->mid_len = mn;
+    parts->mid_len = row_mid(mid, sizeof mid, L->file, pos, f->commit, f->commit_len, ts, tsn, members, op);
     rc = lines_into(o, &c, plan->cols, plan->keys, plan->ncols, p1, p2, op, parts, *seq, got);
     *seq += *got;
     parts->mid = NULL;
@@ -341,6 +368,49 @@ static int record_columns(lane_t *L, long long server_id, long long start, long 
     return put(&L->fields, (const char *)r, sizeof r);
 }
 
+/* A transaction's record as its JSON line into o: binlake.records.TransactionRecord's fields in
+ * order, as transaction_record words them (the lane checks the order when it loads: lane_layouts).
+ * tables: its tables' entries in the record's order. 0, or -1 an exception set. */
+static inline int record_line(out_t *o, const lane_t *L, const facts_t *f, long long server_id, long long start,
+                       long long end, const txn_end_t *te, long long rows, const Py_ssize_t counts[3],
+                       PyObject *const *tables, Py_ssize_t ntables) {
+#define P(x) do { if ((x) < 0) return -1; } while (0)
+#define S(lit) P(put(o, lit, sizeof lit - 1))
+    S("{\"record\":\"transaction\",\"txn_id\":\""); P(put(o, f->id, f->id_len));
+    if (f->anonymous) S("\",\"gtid\":null");
+    else { S("\",\"gtid\":\""); P(put(o, f->id, f->id_len)); S("\""); }
+    S(",\"source\":"); P(put_bytes(o, L->source));
+    S(",\"server_id\":"); P(put_u64(o, (unsigned long long)server_id));
+    S(",\"binlog_file\":"); P(put_bytes(o, L->file));
+    S(",\"start_pos\":"); P(put_i64(o, start));
+    S(",\"end_pos\":"); P(put_i64(o, end));
+    S(",\"transaction_length\":");
+    if (f->g.has_length && f->g.length) P(put_u64(o, f->g.length)); else S("null");
+    S(",\"kind\":\"dml\",\"outcome\":\"committed\",\"end_event\":\"XID\",\"synthetic_boundary\":false,\"xid\":");
+    P(put_u64(o, te->xid));
+    S(",\"xa_xid\":null,\"commit_ts\":\""); P(put(o, f->commit, f->commit_len));
+    S("\",\"original_commit_ts\":");
+    if (f->original_len) { S("\""); P(put(o, f->original, f->original_len)); S("\""); } else S("null");
+    S(",\"first_event_ts\":\""); P(put(o, f->first, f->first_len));
+    S("\",\"last_committed\":");
+    if (f->g.logical) { P(put_i64(o, f->g.last_committed)); S(",\"sequence_number\":"); P(put_i64(o, f->g.sequence_number)); }
+    else S("null,\"sequence_number\":null");
+    S(",\"compressed\":false,\"event_count\":"); P(put_i64(o, te->events));
+    S(",\"row_count\":"); P(put_i64(o, rows));
+    S(",\"rows_inserted\":"); P(put_i64(o, counts[0]));
+    S(",\"rows_updated\":"); P(put_i64(o, counts[1]));
+    S(",\"rows_deleted\":"); P(put_i64(o, counts[2]));
+    S(",\"tables\":[");
+    for (Py_ssize_t j = 0; j < ntables; j++) {
+        if (j) S(",");
+        P(put_bytes(o, PyTuple_GET_ITEM(tables[j], E_NAME_JSON)));
+    }
+    S("],\"statement\":null,\"segment_count\":1}\n");
+#undef S
+#undef P
+    return 0;
+}
+
 /* The ordinary transaction [start, end) (transaction_end's te) as lines into o: 0 done, 1 the walk
  * must take it (o as it was), -1 an exception set. *rows: its row changes. */
 static int lane_txn(lane_t *L, const Py_buffer *b, long long base, long long start, long long end,
@@ -350,9 +420,8 @@ static int lane_txn(lane_t *L, const Py_buffer *b, long long base, long long sta
     if (txn_facts(L, buf, base, start, end, te, &f)) return 1;
     char head[160], xid[40];
     line_parts_t parts = {head, 0, NULL, 0, NULL, 0};
-    parts.head_len = snprintf(head, sizeof head, "{\"record\":\"row_change\",\"txn_id\":\"%.*s\",\"segment_id\":1,"
-                              "\"end_segment\":true,\"seq\":", f.id_len, f.id);
-    int xid_len = snprintf(xid, sizeof xid, ",\"xid\":%llu}\n", te->xid);
+    parts.head_len = row_head(head, sizeof head, f.id, f.id_len);
+    int xid_len = xid_tail(xid, sizeof xid, te->xid);
     out_t *tail = &L->tail;
     shared_t shared = {-1, -1, f.commit_us};
     run_mark_t run_mark;
@@ -418,10 +487,7 @@ static int lane_txn(lane_t *L, const Py_buffer *b, long long base, long long sta
             told = 1;
         }
         if (!told) {  /* `,"rows_query":…,"xid":…}` and the newline */
-            tail->len = 0;
-            if ((rc = put(tail, ",\"rows_query\":", 14)) ||
-                (rc = said ? put_str(tail, said, said_len, UTF8_REPLACE) : put(tail, "null", 4)) || (rc = put(tail, xid, xid_len)))
-                break;
+            if ((rc = row_tail(tail, said, said_len, xid, xid_len))) break;
             parts.tail = tail->p;
             parts.tail_len = tail->len;
             told = 1;
@@ -454,41 +520,7 @@ static int lane_txn(lane_t *L, const Py_buffer *b, long long base, long long sta
     qsort(tables, ntables, sizeof tables[0], by_name);
     if (L->records)
         return record_columns(L, u32(buf + (start - base) + 5), start, end, te, &f, seq, counts, tables, ntables);
-#define P(x) do { if ((x) < 0) return -1; } while (0)
-#define S(lit) P(put(o, lit, sizeof lit - 1))
-    S("{\"record\":\"transaction\",\"txn_id\":\""); P(put(o, f.id, f.id_len));
-    if (f.anonymous) S("\",\"gtid\":null");
-    else { S("\",\"gtid\":\""); P(put(o, f.id, f.id_len)); S("\""); }
-    S(",\"source\":"); P(put_bytes(o, L->source));
-    S(",\"server_id\":"); P(put_u64(o, u32(buf + (start - base) + 5)));
-    S(",\"binlog_file\":"); P(put_bytes(o, L->file));
-    S(",\"start_pos\":"); P(put_i64(o, start));
-    S(",\"end_pos\":"); P(put_i64(o, end));
-    S(",\"transaction_length\":");
-    if (f.g.has_length && f.g.length) P(put_u64(o, f.g.length)); else S("null");
-    S(",\"kind\":\"dml\",\"outcome\":\"committed\",\"end_event\":\"XID\",\"synthetic_boundary\":false,\"xid\":");
-    P(put_u64(o, te->xid));
-    S(",\"xa_xid\":null,\"commit_ts\":\""); P(put(o, f.commit, f.commit_len));
-    S("\",\"original_commit_ts\":");
-    if (f.original_len) { S("\""); P(put(o, f.original, f.original_len)); S("\""); } else S("null");
-    S(",\"first_event_ts\":\""); P(put(o, f.first, f.first_len));
-    S("\",\"last_committed\":");
-    if (f.g.logical) { P(put_i64(o, f.g.last_committed)); S(",\"sequence_number\":"); P(put_i64(o, f.g.sequence_number)); }
-    else S("null,\"sequence_number\":null");
-    S(",\"compressed\":false,\"event_count\":"); P(put_i64(o, te->events));
-    S(",\"row_count\":"); P(put_i64(o, seq));
-    S(",\"rows_inserted\":"); P(put_i64(o, counts[0]));
-    S(",\"rows_updated\":"); P(put_i64(o, counts[1]));
-    S(",\"rows_deleted\":"); P(put_i64(o, counts[2]));
-    S(",\"tables\":[");
-    for (Py_ssize_t j = 0; j < ntables; j++) {
-        if (j) S(",");
-        P(put_bytes(o, PyTuple_GET_ITEM(tables[j], E_NAME_JSON)));
-    }
-    S("],\"statement\":null,\"segment_count\":1}\n");
-#undef S
-#undef P
-    return 0;
+    return record_line(o, L, &f, u32(buf + (start - base) + 5), start, end, te, seq, counts, tables, ntables);
 }
 
 /* Columns mode: the run's columns and lists, empty. */
@@ -507,7 +539,7 @@ static int run_start(lane_t *L) {
 }
 
 /* The run appended to L->runs: (blocks, txn_ids, tables, statements, before, after, valid), before
- * and after an Arrow string column's (offsets, data) (binlake.sinks.RowRun). */
+ * and after an Arrow string column's (offsets, data) (binlake.assemble.sinks.RowRun). */
 static int run_done(lane_t *L) {
     PyObject *before = column_done(&L->before), *after = before ? column_done(&L->after) : NULL, *run = NULL;
     if (after && _PyBytes_Resize(&L->valid.bytes, L->valid.len) == 0 &&
@@ -535,7 +567,7 @@ static int records_start(lane_t *L) {
 }
 
 /* The run's records appended to L->records: (fields, ids, named, tables), ids an Arrow string
- * column's (offsets, data) (binlake.lane.RecordRun). */
+ * column's (offsets, data) (binlake.assemble.lane.RecordRun). */
 static int records_done(lane_t *L) {
     PyObject *ids = column_done(&L->ids), *run = NULL;
     if (ids && _PyBytes_Resize(&L->fields.bytes, L->fields.len) == 0 &&
@@ -632,6 +664,64 @@ done:
     if (L.runs) run_release(&L);
     if (L.records) records_release(&L);
     PyBuffer_Release(&b);
+    return result;
+}
+
+/* lane_layouts(members) -> (a record line, a row change line, RECORD_COLUMNS' names, BLOCK_COLUMNS'
+ * names): what the writers above write, for an empty transaction (members: a table's
+ * `"schema":…,"table":…,`, as binlake.assemble.lane learns it). binlake.assemble.lane holds them
+ * to binlake.records' shapes and its own columns when it loads. */
+static PyObject *lane_layouts(PyObject *self, PyObject *members) {
+    if (!PyBytes_Check(members)) {
+        PyErr_SetString(PyExc_TypeError, "members: bytes");
+        return NULL;
+    }
+    lane_t L;
+    memset(&L, 0, sizeof L);
+    facts_t f;
+    memset(&f, 0, sizeof f);
+    txn_end_t te;
+    memset(&te, 0, sizeof te);
+    Py_ssize_t counts[3] = {0, 0, 0};
+    char head[160], mid[1024], xid[40];
+    PyObject *empty = PyBytes_FromString("\"\""), *result = NULL, *names = NULL, *blocks = NULL;
+    out_t rec = {PyBytes_FromStringAndSize(NULL, 1 << 10), NULL, 0, 1 << 10};
+    out_t row = {PyBytes_FromStringAndSize(NULL, 1 << 10), NULL, 0, 1 << 10};
+    out_t tail = {PyBytes_FromStringAndSize(NULL, 1 << 8), NULL, 0, 1 << 8};
+    if (!empty || !rec.bytes || !row.bytes || !tail.bytes || PyBytes_GET_SIZE(members) > 800) goto done;
+    rec.p = PyBytes_AS_STRING(rec.bytes);
+    row.p = PyBytes_AS_STRING(row.bytes);
+    tail.p = PyBytes_AS_STRING(tail.bytes);
+    L.source = L.file = empty;
+    int hn = row_head(head, sizeof head, "", 0), mn = row_mid(mid, sizeof mid, empty, 0, "", 0, "", 0, members, 0);
+    if (record_line(&rec, &L, &f, 0, 0, 0, &te, 0, counts, NULL, 0) < 0 || put(&row, head, hn) < 0 ||
+        put(&row, "0", 1) < 0 || put(&row, mid, mn) < 0 || put(&row, "null" AFTER_KEY "null", sizeof AFTER_KEY + 7) < 0 ||
+        row_tail(&tail, NULL, 0, xid, xid_tail(xid, sizeof xid, 0)) < 0 || put(&row, tail.p, tail.len) < 0)
+        goto done;
+#define COLUMN_NAME(tag, name) #name,
+    static const char *const record_names[] = {RECORD_COLUMNS(COLUMN_NAME)}, *const block_names[] = {BLOCK_COLUMNS(COLUMN_NAME)};
+#undef COLUMN_NAME
+    names = PyTuple_New(RECORD_FIELDS);
+    blocks = PyTuple_New(BLOCK_FIELDS);
+    if (!names || !blocks) goto done;
+    for (int i = 0; i < RECORD_FIELDS; i++) {
+        PyObject *name = PyUnicode_FromString(record_names[i]);
+        if (!name) goto done;
+        PyTuple_SET_ITEM(names, i, name);
+    }
+    for (int i = 0; i < BLOCK_FIELDS; i++) {
+        PyObject *name = PyUnicode_FromString(block_names[i]);
+        if (!name) goto done;
+        PyTuple_SET_ITEM(blocks, i, name);
+    }
+    result = Py_BuildValue("(y#y#OO)", rec.p, rec.len, row.p, row.len, names, blocks);
+done:
+    Py_XDECREF(empty);
+    Py_XDECREF(rec.bytes);
+    Py_XDECREF(row.bytes);
+    Py_XDECREF(tail.bytes);
+    Py_XDECREF(names);
+    Py_XDECREF(blocks);
     return result;
 }
 

@@ -8,7 +8,7 @@
  * error when the event is really broken. So this file never decides what an error says.
  *
  * The lane (_lane.h, included at the end) writes runs of whole ordinary transactions as
- * `binlake scan`'s JSON lines, or the Spark job's columns, with these decoders (binlake/lane.py).
+ * `binlake scan`'s JSON lines, or the Spark job's columns, with these decoders (binlake/assemble/lane.py).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -1435,8 +1435,10 @@ typedef struct {
     Py_ssize_t tail_len;
 } line_parts_t;
 
+#define AFTER_KEY ",\"after\":" /* between a line's images */
+
 /* The row changes of the images at c as JSON lines into o, numbered from seq; *rows counted.
- * Each: head, its seq, mid, before, `,"after":`, after, tail. 0 done, 1 fall back, -1 error. */
+ * Each: head, its seq, mid, before, AFTER_KEY, after, tail. 0 done, 1 fall back, -1 error. */
 static int lines_into(out_t *o, cursor_t *c, const col_t *cols, PyObject *keys, Py_ssize_t ncols,
                       const unsigned char *p1, const unsigned char *p2, int op, const line_parts_t *parts,
                       long long seq, Py_ssize_t *rows) {
@@ -1447,9 +1449,9 @@ static int lines_into(out_t *o, cursor_t *c, const col_t *cols, PyObject *keys, 
         if ((rc = put(o, parts->head, parts->head_len)) || (rc = put_i64(o, seq++)) ||
             (rc = put(o, parts->mid, parts->mid_len)))
             break;
-        if (op == 0) rc = put(o, "null,\"after\":", 13);
+        if (op == 0) rc = put(o, "null" AFTER_KEY, sizeof AFTER_KEY + 3);
         if (!rc) rc = put_image(o, c, cols, keys, ncols, p1, n1);
-        if (!rc && op != 0) rc = put(o, ",\"after\":", 9);
+        if (!rc && op != 0) rc = put(o, AFTER_KEY, sizeof AFTER_KEY - 1);
         if (!rc) rc = op == 1 ? put_image(o, c, cols, keys, ncols, p2, n2) : op == 2 ? put(o, "null", 4) : 0;
         if (!rc) rc = put(o, parts->tail, parts->tail_len);
         if (!rc && c->p == row) rc = 1;  /* a row of no bytes (no column in the images): not MySQL's */
@@ -1630,6 +1632,7 @@ static PyMethodDef methods[] = {
     {"swap_heads", swap_heads, METH_VARARGS, "JSON lines with each line's first `old` bytes replaced."},
     {"compile", compile_plan, METH_VARARGS, "A plan and its JSON keys, loaded once for the lane."},
     {"lane", lane, METH_VARARGS, "A run of ordinary transactions as JSON lines: (lines, pos, txns, events, rows)."},
+    {"lane_layouts", lane_layouts, METH_O, "What the lane writes: a record line, a row change line, column names."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1644,6 +1647,7 @@ PyMODINIT_FUNC PyInit__rowdecode(void) {
     Py_DECREF(orjson);
     if (!float_dumps) return NULL;
     walk_init();
+    if (add_event_constants(m) < 0) return NULL;
     Fallback = PyErr_NewException("binlake.binlog._rowdecode.Fallback", NULL, NULL);
     if (!Fallback || PyModule_AddObject(m, "Fallback", Fallback) < 0) return NULL;
     Py_INCREF(Fallback);

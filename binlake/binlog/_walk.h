@@ -13,22 +13,7 @@
 #include <string.h>
 
 #include "_crc32.h"
-
-#define HEADER_LEN 19 /* what the reference unpacks of a header (v3/v4 files) */
-
-/* Event types the walk knows by number (binlake/binlog/constants.py). */
-#define QUERY_EVENT 2
-#define FORMAT_DESCRIPTION_EVENT 15
-#define XID_EVENT 16
-#define TABLE_MAP_EVENT 19
-#define GTID_LOG_EVENT 33
-#define ANONYMOUS_GTID_LOG_EVENT 34
-#define GTID_TAGGED_LOG_EVENT 42
-#define MARIA_GTID_EVENT 162
-/* MariaDB GTID flags */
-#define FL_STANDALONE 1
-#define FL_PREPARED_XA 64
-#define FL_COMPLETED_XA 128
+#include "_events.h"
 
 static void walk_init(void) { crc32_init(); }
 

@@ -5,35 +5,26 @@ directly. It covers the column types of ordinary tables (integers, floats, strin
 in any Python codec, DECIMAL, DATETIME2/TIMESTAMP2/TIME2/DATE, YEAR, ENUM, SET, BIT), MySQL's
 binary JSON, GEOMETRY (its WKB as EWKT text) and MySQL 9's VECTOR. Tables with MariaDB
 COMPRESSED or pre-5.6 temporal columns, partial JSON updates (PARTIAL_UPDATE_ROWS events) and
-anything unexpected go to the reference path in rows.py, which the tests compare this one with.
+anything unexpected go to the reference path (rows.py, values.py), which the tests compare this one with.
 `BINLAKE_PURE_PYTHON=1` turns the compiled path off.
 """
 
 from __future__ import annotations
 
 import codecs
-import importlib
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import orjson
 from pymysql.charset import charset_by_name
 from pymysqlreplication.constants import FIELD_TYPE
 
-from binlake import pure_python
 from binlake.binlog import constants as c
+from binlake.binlog.builds import extension, pure_python
 from binlake.binlog.varlen import read_packed
 
-
-def _built() -> Any:
-    try:
-        return importlib.import_module("binlake.binlog._rowdecode")
-    except ImportError:  # built without a C compiler: the reference path does everything
-        return None
-
-
-_rowdecode = _built()
+_rowdecode: Any = extension("binlake.binlog._rowdecode")  # None: the reference path does everything
 
 OPS = {"insert": 0, "update": 1, "delete": 2}
 # Rows events decoded by each path in this process (tests and benchmarks read it).
@@ -55,12 +46,12 @@ def _text(k, col, guessed: bool) -> tuple | None:
     t = col.type
     size = col.length_size if t == FIELD_TYPE.BLOB else (2 if col.max_length > 255 else 1)
     pad = col.max_length if t == FIELD_TYPE.STRING and col.max_length <= 255 else 0
-    return _string(k, size, col.character_set_name, guessed, pad) if 1 <= size <= 4 else None
+    return _string(k, size, col.character_set_name, guessed, pad=pad) if 1 <= size <= 4 else None
 
 
 def _members(kind: str, names: str):
     def entry(k, col, guessed):
-        members = getattr(col, names)  # a list, or rows.UNNAMED: the index or bitmask
+        members = getattr(col, names)  # a list, or tablemap.UNNAMED: the index or bitmask
         return (getattr(k, kind), col.size, 0, members if isinstance(members, list) else None) \
             if 1 <= col.size <= 8 else None
     return entry
@@ -92,7 +83,7 @@ PLANS: dict[int, Callable] = {
     FIELD_TYPE.JSON: _blob("K_JSON"), FIELD_TYPE.GEOMETRY: _blob("K_GEOMETRY"),
     c.VECTOR: _blob("K_VECTOR"),  # the table's vectors: the package's Table says BLOB
 }
-# The types the compiled decoder leaves to the reference path (rows.py), and why.
+# The types the compiled decoder leaves to the reference path (values.py), and why.
 REFERENCE_ONLY: dict[int, str] = {
     c.BLOB_COMPRESSED: "MariaDB COMPRESSED columns: each value zlib's", c.VARCHAR_COMPRESSED: "as BLOB_COMPRESSED",
     FIELD_TYPE.DATETIME: "pre-5.6 temporal encoding", FIELD_TYPE.TIMESTAMP: "pre-5.6 temporal encoding",
@@ -105,25 +96,27 @@ REFERENCE_ONLY: dict[int, str] = {
 }
 
 
-def plan(table_map) -> tuple | None:
-    """Per column (name, kind, a, b, extra) for the compiled decoder; None when a column needs
-    the reference path. Built once per TABLE_MAP."""
-    if _rowdecode is None or table_map.compressed:
+def plan(columns: list, *, vectors: frozenset[int], charset_unknown: frozenset[int],
+         compressed: Mapping[int, str | None]) -> tuple | None:
+    """Per column (name, kind, a, b, extra) for the compiled decoder, from a TABLE_MAP's columns (the
+    package's) and what binlake.binlog.tablemap learnt of them; None when a column needs the
+    reference path. Made once per TABLE_MAP."""
+    if _rowdecode is None or compressed:
         return None
     out = []
-    for i, col in enumerate(table_map.table_obj.columns):
+    for i, col in enumerate(columns):
         if getattr(col, "typed_text", None):  # a MariaDB UUID / INET: the reference path's text
             return None
-        # a VECTOR is presented to the package as a BLOB (rows.decode_table_map): its index says
-        make = PLANS[c.VECTOR] if i in table_map.vectors else PLANS.get(col.type)
-        entry = make(_rowdecode, col, i in table_map.charset_unknown) if make else None
+        # a VECTOR is presented to the package as a BLOB (tablemap.decode_table_map): its index says
+        make = PLANS[c.VECTOR] if i in vectors else PLANS.get(col.type)
+        entry = make(_rowdecode, col, i in charset_unknown) if make else None
         if entry is None:
             return None
         out.append((col.name, *entry))
     return tuple(out)
 
 
-def _string(k, size: int, charset: str | None, unknown: bool, pad: int = 0) -> tuple:
+def _string(k, size: int, charset: str | None, unknown: bool, *, pad: int = 0) -> tuple:
     if unknown:
         return (k.K_STR_GUESS, size, 0, None)
     cs = charset_by_name(charset) if charset else None
@@ -185,7 +178,7 @@ def decode(as_type: int, body: bytes, op: str, table_plan: tuple) -> tuple[int, 
     return flags, rows
 
 
-def render(as_type: int, body: bytes, op: str, table_plan: tuple, keys: tuple, parts: tuple[bytes, bytes, bytes],
+def render(as_type: int, body: bytes, op: str, table_plan: tuple, *, keys: tuple, parts: tuple[bytes, bytes, bytes],
            seq: int) -> tuple[int, int, bytes] | None:
     """(flags, rows, JSON lines) of a rows event body, or None when the compiled path declines it.
     parts: each line's head (up to `"seq":`), middle (up to `"before":`) and tail (with its newline)."""
@@ -202,7 +195,7 @@ def render(as_type: int, body: bytes, op: str, table_plan: tuple, keys: tuple, p
     return flags, rows, lines
 
 
-def columns(as_type: int, body: bytes, op: str, table_plan: tuple, keys: tuple
+def columns(as_type: int, body: bytes, op: str, table_plan: tuple, *, keys: tuple
             ) -> tuple[int, int, tuple[bytes, bytes] | None, tuple[bytes, bytes] | None] | None:
     """(flags, rows, before, after) of a rows event body, each side the images' JSON texts as an
     Arrow string column's (offsets, data), None for the side the operation has none of; or None
@@ -220,7 +213,7 @@ def columns(as_type: int, body: bytes, op: str, table_plan: tuple, keys: tuple
 
 
 def lane_built() -> bool:
-    """Whether the lane (binlake.lane) is compiled."""
+    """Whether the lane (binlake.assemble.lane) is compiled."""
     return _rowdecode is not None and hasattr(_rowdecode, "lane")
 
 
@@ -229,13 +222,19 @@ def compiled(table_plan: tuple, keys: tuple) -> Any:
     return _rowdecode.compile(table_plan, keys)
 
 
-def lane(data, base: int, pos: int, stop: int, fixed: tuple, maps: dict, learn: Callable, table_maps: dict,
+def lane(data, base: int, pos: int, stop: int, *, fixed: tuple, maps: dict, learn: Callable, table_maps: dict,
          most: int, runs: list | None = None, records: list | None = None) -> tuple[bytes, int, int, int, int]:
-    """A run of ordinary transactions as JSON lines (binlake.lane): (lines, the offset after them,
+    """A run of ordinary transactions as JSON lines (binlake.assemble.lane): (lines, the offset after them,
     transactions, events, row changes); with `runs`, the row changes appended to it as columns
-    (binlake.sinks.RowRun's fields), not lines; with `records`, the transactions' records appended
-    to it as columns (binlake.lane.RecordRun's fields), not lines."""
+    (binlake.assemble.lane.RowRun's fields), not lines; with `records`, the transactions' records appended
+    to it as columns (binlake.assemble.lane.RecordRun's fields), not lines."""
     return _rowdecode.lane(data, base, pos, stop, fixed, maps, learn, table_maps, most, runs, records)
+
+
+def lane_layouts(members: bytes) -> tuple[bytes, bytes, tuple[str, ...], tuple[str, ...]]:
+    """What the lane writes (binlake.assemble.lane.check_layouts): a record line, a row change line
+    (members: a table's `"schema":…,"table":…,`), its record columns' and its block columns' names."""
+    return _rowdecode.lane_layouts(members)
 
 
 def swap_heads(lines: bytes, old: int, new: bytes) -> bytes:

@@ -10,7 +10,6 @@ body beyond the FORMAT_DESCRIPTION event, so a walk costs one header per event.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import mmap
 import os
 import re
@@ -18,9 +17,10 @@ import struct
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
-from binlake import pure_python
 from binlake.binlog import constants as c
+from binlake.binlog.builds import extension, pure_python
 from binlake.errors import BinlogError
 
 _HEADER = struct.Struct("<IBIIIH")  # timestamp, type, server_id, event_size, log_pos, flags
@@ -34,14 +34,7 @@ _U32 = struct.Struct("<I")
 RELEASE_BYTES = 64 << 20
 
 
-def _built():
-    try:
-        return importlib.import_module("binlake.binlog._frames")
-    except ImportError:  # built without a C compiler: the reference loop cuts every event
-        return None
-
-
-_frames = _built()
+_frames: Any = extension("binlake.binlog._frames")  # None: the reference loop cuts every event
 
 
 def compiled() -> bool:
@@ -132,7 +125,8 @@ class Frame:
     __slots__ = ("pos", "type", "timestamp", "server_id", "size", "log_pos", "flags",
                  "buf", "body_start", "body_end", "crc_ok")
 
-    def __init__(self, pos, type_, timestamp, server_id, size, log_pos, flags, buf,
+    # the compiled walk (_frames.c) makes every Frame with these positionally, in this order
+    def __init__(self, pos, type_, timestamp, server_id, size, log_pos, flags, buf,  # noqa: PLR0917
                  body_start, body_end, crc_ok=True):
         self.pos = pos
         self.type = type_

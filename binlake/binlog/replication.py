@@ -37,7 +37,7 @@ class _Control:
         return self.flavor
 
 
-def decode_event(type_code: int, body: bytes, flavor: str, table_map: dict, post_header_lens: bytes):
+def decode_event(type_code: int, body: bytes, flavor: str, *, tables: dict, post_header_lens: bytes):
     """The package's event object for one event body (no header, no CRC32): a TableMapEvent or a
     rows event, or None when the package skips it."""
     header = struct.pack("<IBIIIH", 0, type_code, 0, 19 + len(body), 0, 0)
@@ -45,7 +45,7 @@ def decode_event(type_code: int, body: bytes, flavor: str, table_map: dict, post
     # is there): give it 4 bytes of room it never decodes.
     packet = MysqlPacket(b"\x00" + header + body + b"\0\0\0\0", "utf8")
     return BinLogPacketWrapper(
-        from_packet=packet, table_map=table_map, ctl_connection=_Control(flavor),
+        from_packet=packet, table_map=tables, ctl_connection=_Control(flavor),
         mysql_version=(0, 0, 0), use_checksum=False, allowed_events=_ALLOWED,
         only_tables=None, ignored_tables=None, only_schemas=None, ignored_schemas=None,
         freeze_schema=False, ignore_decode_errors=False, verify_checksum=False,

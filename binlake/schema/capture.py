@@ -96,3 +96,11 @@ def read_tables(cur, only: tuple[str, str] | None = None) -> tuple[dict[str, str
         charsets[key] = charset_of(_maybe(table_collation))
     tables = {k: Table(k[0], k[1], tuple(cols), charsets[k]) for k, cols in columns.items()}
     return databases, tables
+
+
+def into_history(conn, store, source: str) -> str:
+    """A snapshot of the server's tables recorded into the store's schema history (what
+    `binlake archive` hands the archive to do at each run: binlake.archive.run.Capture); its key."""
+    from binlake.schema.history import record
+
+    return record(store, source, capture(conn, source))

@@ -1,5 +1,6 @@
-"""A TABLE_MAP against the table a schema history gives: does every column have the type code and
-metadata the server logs for the column the history names?
+"""What a schema history's table tells the codec of its columns (binlake.binlog.tablemap), which
+checks it against each TABLE_MAP: does every column have the type code and metadata the server
+logs for the column the history names?
 
 The shape of a column is what a TABLE_MAP says of it: its type code (ENUM and SET as their real
 types) and its metadata (string bytes, DECIMAL precision and scale, fractional digits, BLOB
@@ -12,6 +13,8 @@ from __future__ import annotations
 from pymysqlreplication.constants import FIELD_TYPE
 
 from binlake.binlog import constants as c
+from binlake.binlog.tablemap import KnownColumn, TableMap
+from binlake.binlog.values import MARIADB_BINARY_TYPES  # logged as BINARY(n), their values the server's text
 from binlake.schema.model import Column, Table
 
 # Bytes per character of each character set (SHOW CHARACTER SET's Maxlen).
@@ -30,9 +33,6 @@ _BLOBS = {"tinyblob": 1, "tinytext": 1, "blob": 2, "text": 2, "mediumblob": 3, "
 _TEMPORAL = {"datetime": FIELD_TYPE.DATETIME2, "timestamp": FIELD_TYPE.TIMESTAMP2, "time": FIELD_TYPE.TIME2}
 _SPATIAL = frozenset({"geometry", "point", "linestring", "polygon", "multipoint", "multilinestring",
                       "multipolygon", "geometrycollection", "geomcollection"})
-# MariaDB's own types, logged as the BINARY(n) of their stored bytes; their values are the
-# server's text (binlake.binlog.rows.typed_text)
-MARIADB_BINARY_TYPES = {"uuid": 16, "inet6": 16, "inet4": 4}
 BINARY_TYPES = frozenset({"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob"})
 STRING_TYPES = frozenset({"char", "varchar", "tinytext", "text", "mediumtext", "longtext"}) | BINARY_TYPES
 
@@ -94,59 +94,18 @@ def _expected(col: Column, flavor: str) -> Shape | None:
     return None
 
 
-def observed(col, type_code: int) -> Shape:
-    """The shape a TABLE_MAP gives a column: the package's Column and the logged type code."""
-    t = col.type
-    if type_code in (c.VARCHAR_COMPRESSED, c.BLOB_COMPRESSED):  # read as the VARCHAR or BLOB it holds
-        return (type_code, *observed(col, t)[1:])
-    if type_code == c.VECTOR:
-        return (c.VECTOR,)
-    if t in (FIELD_TYPE.FLOAT, FIELD_TYPE.DOUBLE):
-        return (t, col.size)
-    if t == FIELD_TYPE.NEWDECIMAL:
-        return (t, col.precision, col.decimals)
-    if t in (FIELD_TYPE.DATETIME2, FIELD_TYPE.TIMESTAMP2, FIELD_TYPE.TIME2):
-        return (t, col.fsp)
-    if t == FIELD_TYPE.BIT:
-        return (t, col.bits)
-    if t in (FIELD_TYPE.ENUM, FIELD_TYPE.SET):
-        return (t, col.size)
-    if t in (FIELD_TYPE.BLOB, FIELD_TYPE.JSON, FIELD_TYPE.GEOMETRY):
-        return (t, col.length_size)
-    if t in (FIELD_TYPE.VARCHAR, FIELD_TYPE.STRING, FIELD_TYPE.VAR_STRING):
-        return (FIELD_TYPE.STRING if t == FIELD_TYPE.VAR_STRING else t, col.max_length)
-    return (t,)
+def known_columns(table: Table, flavor: str) -> tuple[KnownColumn, ...]:
+    """A table's columns as the codec is given them (binlake.binlog.tablemap): each one's name,
+    declaration and the shape the server logs for it, checked there against the TABLE_MAP."""
+    return tuple(KnownColumn(col.name, col.type, expected(col, flavor), charset=col.charset,
+                             string=col.base in STRING_TYPES, unsigned=col.unsigned, members=col.members,
+                             text=col.base if col.base in MARIADB_BINARY_TYPES else None)
+                 for col in table.columns)
 
 
-def unknown_table(schema: object, table: Table | None, table_map) -> bool:
+def unknown_table(schema: object, known: tuple[KnownColumn, ...] | None, table_map: TableMap) -> bool:
     """Whether a TABLE_MAP's rows go without names though a schema history is read (`schema`,
     the state the history gave; None without one): the binlog names no column and the history
-    does not know the table. A SCHEMA_UNKNOWN anomaly says so: positional names are never silent."""
-    return schema is not None and table is None and not table_map.logged_names
-
-
-def disagreement(table: Table, columns: list, type_codes: list[int], logged_names: list[str] | None,
-                 flavor: str) -> str | None:
-    """Why the TABLE_MAP's columns are not the table's, or None when they are."""
-    if len(columns) != len(table.columns):
-        return f"the history has {len(table.columns)} columns, the TABLE_MAP {len(columns)}"
-    for i, (mine, col) in enumerate(zip(table.columns, columns, strict=True)):
-        if logged_names is not None and logged_names[i].lower() != mine.name.lower():
-            return f"column {i + 1} is `{logged_names[i]}` in the binlog, `{mine.name}` in the history"
-        want = expected(mine, flavor)
-        got = observed(col, type_codes[i])
-        if want is None:
-            return f"column {i + 1} `{mine.name}` {mine.type}: charset {mine.charset!r} unknown, not checkable"
-        if want != got:
-            return (f"column {i + 1} `{mine.name}` is {mine.type}"
-                    f"{' ' + mine.charset if mine.charset and mine.base in STRING_TYPES else ''} in the history "
-                    f"(logged as {_shape_text(want)}), {_shape_text(got)} in the binlog")
-    return None
-
-
-_TYPE_NAMES = {v: k for k, v in sorted(vars(FIELD_TYPE).items(), reverse=True) if k.isupper()} | {
-    FIELD_TYPE.TINY: "TINY", FIELD_TYPE.ENUM: "ENUM", c.VECTOR: "VECTOR"}
-
-
-def _shape_text(shape: Shape) -> str:
-    return _TYPE_NAMES.get(shape[0], str(shape[0])) + (f" {list(shape[1:])}" if len(shape) > 1 else "")
+    does not know the table (`known`: its columns, None). A SCHEMA_UNKNOWN anomaly says so:
+    positional names are never silent."""
+    return schema is not None and known is None and not table_map.logged_names

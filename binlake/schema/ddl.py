@@ -20,7 +20,8 @@ import sqlglot
 from pymysql.charset import charset_by_id
 from sqlglot import exp
 
-from binlake.schema.check import BINARY_TYPES, MAXLEN, STRING_TYPES
+from binlake.binlog.tablemap import KnownColumn
+from binlake.schema.check import BINARY_TYPES, MAXLEN, STRING_TYPES, known_columns
 from binlake.schema.model import Column, Snapshot, Table, charset_of
 
 log = logging.getLogger(__name__)
@@ -124,6 +125,8 @@ class SchemaState:
         self.unfollowed = 0
         self.touched: set[tuple[str, str]] = set()  # every table a replayed statement set or removed
         self.lost_all = False  # a table statement named no table that could be read
+        # columns() of each table as it is now: every transaction maps its tables again
+        self.known: dict[tuple[str, str, str], tuple[KnownColumn, ...]] = {}
 
     def copy(self) -> SchemaState:
         """A state to advance on its own (tables are immutable: only the maps are copied)."""
@@ -134,13 +137,27 @@ class SchemaState:
     def _set(self, key: tuple[str, str], table: Table | None) -> None:
         self.touched.add(key)
         self.tables[key] = table
+        self.known.clear()
 
     def _remove(self, key: tuple[str, str]) -> Table | None:
         self.touched.add(key)
+        self.known.clear()
         return self.tables.pop(key, None)
 
     def table(self, db: str, name: str) -> Table | None:
         return self.tables.get((db, name))
+
+    def columns(self, db: str, name: str) -> tuple[KnownColumn, ...] | None:
+        """A table's columns as the codec is given them (check.known_columns); None when the
+        history does not know the table."""
+        key = (db, name, self.flavor)
+        known = self.known.get(key)
+        if known is None:
+            table = self.tables.get((db, name))
+            if table is None:
+                return None
+            known = self.known[key] = known_columns(table, self.flavor)
+        return known
 
     # -- replay ------------------------------------------------------------------------
 

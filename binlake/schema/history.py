@@ -31,13 +31,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
+from binlake.archive.keys import latest_key, manifest_key, snapshots_prefix
 from binlake.schema.model import Snapshot, file_order
 
 log = logging.getLogger(__name__)
-
-
-def snapshots_prefix(source: str) -> str:
-    return f"{source}/schema/snapshots"
 
 
 def snapshot_key(source: str, snapshot: Snapshot) -> str:
@@ -82,10 +79,6 @@ def point_order(snapshot: Snapshot | Listed) -> tuple:
 
 
 S = TypeVar("S", Snapshot, Listed)  # what choose() chooses among: snapshots read, or listed
-
-
-def latest_key(source: str) -> str:
-    return f"{source}/schema/latest.json"
 
 
 def digest(snapshot: Snapshot) -> str:
@@ -188,8 +181,6 @@ def of_archived_file(store, source: str, snapshot: Snapshot | Listed) -> bool:
     writing when the snapshot was taken. A reset makes a server reuse file names (the archive keeps
     the later file as `name@gNNNN`): a snapshot of the later files is not placed against the
     earlier one. True when nothing says otherwise (not archived yet, no times)."""
-    from binlake.archive.run import manifest_key
-
     name = (snapshot.point.get("before") or {}).get("file")
     if not name or not snapshot.taken_at or not store.exists(manifest_key(source, name)):
         return True

@@ -53,7 +53,7 @@ def statements(text: str) -> Iterator[str]:
         yield statement
 
 
-def import_ddl(text: str, database: str = "", flavor: str = "mysql", point: dict | None = None,
+def import_ddl(text: str, database: str = "", flavor: str = "mysql", *, point: dict | None = None,
                source: str | None = None) -> Snapshot:
     """The tables the text's CREATE statements define (later ALTERs, RENAMEs and DROPs applied)."""
     state = SchemaState(flavor=flavor)

@@ -29,8 +29,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fail-on-anomaly", action="store_true",
                    help="exit 1 (after writing) when the range has anomalies")
     p.add_argument("--validate", action="store_true",
-                   help="then run binlake validate's suites over the range in the same Spark session (a "
-                        "local warehouse only); exit 1 when a suite fails")
+                   help="then run binlake validate's suites over the range, at the versions the job wrote, in the "
+                        "same Spark session; exit 1 when a suite fails")
     p.add_argument("--validate-as", metavar="RUN",
                    help="validate as --validate does, the report under quality/runs/RUN, and leave a failing "
                         "suite to the caller that reads it (exit 0): binlake_transactions' validate task")
@@ -38,39 +38,49 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, spark=None) -> int:
-    """Run the job with parsed arguments; prints the summary as one JSON line."""
+    """Run the job with parsed arguments; prints the summary as one JSON line. The arguments go one
+    way: checked, planned into splits (binlake.splits.plan), a session made for the plan, the job
+    run over it (binlake.spark.job.Job), then the suites."""
     from dataclasses import asdict
 
-    from binlake import __version__, compiled_paths
-    from binlake.assemble import Options
-    from binlake.spark.job import assemble, session
-    from binlake.spark.settings import warehouse_dir
-    from binlake.splits import check_quality_run, plan
+    from binlake import __version__
+    from binlake.assemble.walk import Options
+    from binlake.compiled import compiled_paths
+    from binlake.spark.job import Job, session
+    from binlake.splits.plan import plan
 
     log.info("binlake %s: %s", __version__, compiled_paths())
     validating = args.validate or args.validate_as
-    if validating:  # what validation cannot write: said before the job, not after it
-        warehouse_dir(args.warehouse)
-        if args.validate_as:
-            check_quality_run(args.validate_as)
-        _import_behind("great_expectations")
+    if validating:
+        _can_validate(args)
     # Planned once, before the session: a local session's JVM depends on the range's size.
     planned = plan(args.store, args.sources, args.start, args.end, args.split_bytes)
     spark = spark or session(getattr(args, "master", None), conf=_session_conf(args, planned))
     opts = Options(segment_rows=args.segment_rows, segment_bytes=args.segment_bytes)
-    summary = assemble(spark, args.store, args.warehouse, args.start, args.end, args.sources, args.split_bytes,
-                       opts, fail_on_anomaly=False, planned=planned)
+    summary = Job(spark, planned, warehouse=args.warehouse, opts=opts).run()
     print(json.dumps({"record": "assemble", **asdict(summary)}, separators=(",", ":")), flush=True)
     status = 0
     if args.fail_on_anomaly and summary.anomalies:
         print(f"binlake: {summary.anomaly_text()}", file=sys.stderr)
         status = 1
     if validating:
-        report = _suites(spark, args, run_name=args.validate_as)
+        report = _suites(spark, args, run_name=args.validate_as, versions=summary.versions)
         print(report.text())
         if args.validate and not report.success:
             status = 1
     return status
+
+
+def _can_validate(args: argparse.Namespace) -> None:
+    """What validation after the job cannot write, said before the job rather than after it; and
+    GX imported meanwhile."""
+    from binlake.spark.settings import quality_dir
+    from binlake.splits.times import check_quality_run
+
+    quality_dir(args.warehouse, args.quality)
+    if args.validate_as:
+        check_quality_run(args.validate_as)
+    _import_behind("great_expectations")
 
 
 def _session_conf(args: argparse.Namespace, planned) -> dict[str, str]:
@@ -89,7 +99,7 @@ def _validate_conf(args: argparse.Namespace) -> dict[str, str]:
     from binlake.errors import BinlakeError
     from binlake.spark.settings import for_range, is_local
     from binlake.spark.validate import store_of
-    from binlake.splits import DEFAULT_SPLIT_BYTES, plan
+    from binlake.splits.plan import DEFAULT_SPLIT_BYTES, plan
 
     conf = _conf(getattr(args, "conf", None))
     if not is_local(getattr(args, "master", None)):
@@ -122,7 +132,7 @@ def _conf(pairs: list[str] | None) -> dict[str, str]:
 
 
 def add_validate_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--warehouse", required=True, help="the warehouse: a path or file:///path")
+    p.add_argument("--warehouse", required=True, help="the warehouse: a path, file:///path or s3a://bucket/prefix")
     p.add_argument("--start", required=True, help="range start, inclusive (ISO 8601; UTC when no zone)")
     p.add_argument("--end", required=True, help="range end, exclusive")
     p.add_argument("--store", help="the archive, for the manifest checks (default: the one the warehouse's "
@@ -133,7 +143,11 @@ def add_validate_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def add_suite_arguments(p: argparse.ArgumentParser) -> None:
-    """How the suites judge the range: `binlake validate`'s, and `assemble --validate`'s."""
+    """How the suites judge the range, and where their reports go: `binlake validate`'s, and
+    `assemble --validate`'s."""
+    p.add_argument("--quality", metavar="DIR",
+                   help="where the GX project, data docs and reports go (default {warehouse}/quality; a local "
+                        "directory is needed for an s3a:// warehouse)")
     p.add_argument("--warn-only", action="append", default=[], metavar="SUITE",
                    choices=["transactions", "row_changes", "anomalies", "continuity"],
                    help="a failure of this suite is reported but does not fail the run (repeatable)")
@@ -154,10 +168,72 @@ def run_validate(args: argparse.Namespace, spark=None) -> int:
     return 0 if report.success else 1
 
 
-def _suites(spark, args: argparse.Namespace, run_name: str | None = None):
-    """The suites over the arguments' range and sources, judged as they say; their report under
-    quality/runs/<run_name> (default: the range and the time)."""
+def _suites(spark, args: argparse.Namespace, run_name: str | None = None, versions: dict[str, int] | None = None):
+    """The suites over the arguments' range and sources (the tables at `versions`, default those the
+    range's run wrote), judged as they say; their report under the quality directory's
+    runs/<run_name> (default: the range and the time)."""
     from binlake.spark.validate import Config, validate
 
     config = Config.of(args.warn_only, args.allow_severity, args.xa_max_age)
-    return validate(spark, args.warehouse, args.start, args.end, args.store, args.sources, config, run_name)
+    return validate(spark, args.warehouse, args.start, args.end, store=args.store, sources=args.sources,
+                    config=config, run_name=run_name, quality=args.quality, versions=versions)
+
+
+def add_warehouse_arguments(p: argparse.ArgumentParser) -> None:
+    """The warehouse and the Spark session of `binlake upkeep`, `upgrade` and `history`."""
+    p.add_argument("--warehouse", required=True, help="the warehouse: a path, file:///path or s3a://bucket/prefix")
+    p.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
+    p.add_argument("--conf", action="append", metavar="KEY=VALUE", help="a Spark setting (repeatable)")
+
+
+def run_upkeep(args: argparse.Namespace, spark=None) -> int:
+    """OPTIMIZE and VACUUM every table, holding the warehouse's writer lease; one JSON line."""
+    from binlake.spark.job import session
+    from binlake.spark.warehouse import Warehouse
+    from binlake.spark.writer import WriterLease
+
+    spark = spark or session(args.master, app="binlake-upkeep", conf=_conf(args.conf))
+    warehouse = Warehouse(spark, args.warehouse)
+    with WriterLease(warehouse.url, f"upkeep-{_run_id()}", f"upkeep, {args.retain_days} days retained"):
+        done = warehouse.upkeep(args.retain_days)
+    print(json.dumps({"record": "upkeep", "warehouse": warehouse.url, "retain_days": args.retain_days,
+                      "tables": done}, separators=(",", ":")), flush=True)
+    return 0
+
+
+def run_upgrade(args: argparse.Namespace, spark=None) -> int:
+    """Convert a plain Parquet warehouse of an earlier release to Delta in place; one JSON line."""
+    from binlake.spark.job import session
+    from binlake.spark.warehouse import Warehouse
+    from binlake.spark.writer import WriterLease
+
+    spark = spark or session(args.master, app="binlake-upgrade", conf=_conf(args.conf))
+    warehouse = Warehouse(spark, args.warehouse)
+    with WriterLease(warehouse.url, f"upgrade-{_run_id()}", "upgrade to Delta"):
+        converted = warehouse.upgrade()
+    print(json.dumps({"record": "upgrade", "warehouse": warehouse.url, "converted": converted},
+                     separators=(",", ":")), flush=True)
+    return 0
+
+
+def run_history(args: argparse.Namespace, spark=None) -> int:
+    """A table's commits, newest first, one JSON line each: what each run did (its note)."""
+    from dataclasses import asdict
+
+    from binlake.spark.job import session
+    from binlake.spark.warehouse import Warehouse
+
+    spark = spark or session(args.master, app="binlake-history", conf=_conf(args.conf))
+    for c in Warehouse(spark, args.warehouse).history(args.table):
+        if args.failed and (c.note is None or c.note.status != "failed"):
+            continue
+        print(json.dumps({"version": c.version, "timestamp": c.timestamp.isoformat(), "operation": c.operation,
+                          "run": asdict(c.note) if c.note else None, "metrics": c.metrics},
+                         separators=(",", ":")), flush=True)
+    return 0
+
+
+def _run_id() -> str:
+    import uuid
+
+    return uuid.uuid4().hex[:12]

@@ -4,8 +4,8 @@ pyspark.daemon, with pyspark and py4j imported from the installed packages.
 Spark puts its own copies first on its Python workers' path: pyspark.zip, py4j's source zip and
 the spark-core jar (5,854 entries). From a zip, every worker compiles pyspark's modules from
 source (a zip holds no cached bytecode), and at each task's start PySpark's worker calls
-importlib.invalidate_caches(), which reads every zip's directory again: together a fifth of
-the Python workers' CPU on production's mix (py-spy, bench/RESULTS.md). A local master's
+importlib.invalidate_caches(), which reads every zip's directory again: together a share of
+the Python workers' CPU on production's mix that bench/RESULTS.md measures (py-spy). A local master's
 workers run the driver's interpreter, which has pyspark installed (binlake.spark.job
 executor_python); the daemon drops Spark's archives from the path where the same packages are
 installed as directories, and is pyspark.daemon from there on."""

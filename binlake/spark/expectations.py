@@ -4,7 +4,7 @@
 batch; it passes when the query returns no row), except that when it is judged BOOLEAN_ONLY it
 only counts the query's rows. GX's own runs every query twice, a count and then up to 200 of
 its rows, and drops those rows in that format: for a small range, that second Spark query is
-a third of the whole validation (bench/RESULTS.md). The suites are judged BOOLEAN_ONLY first
+much of the whole validation (bench/RESULTS.md). The suites are judged BOOLEAN_ONLY first
 and a failing suite again with its rows (binlake.spark.validate), so no detail is lost.
 Importing this module registers the type with GX.
 """

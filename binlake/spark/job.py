@@ -1,24 +1,24 @@
 """The assemble job: an archive's commit-time range into the three warehouse tables.
 
-1. Plan on the driver from manifests only (binlake/splits.py).
+1. Plan on the driver from manifests only (binlake/splits/plan.py).
 2. Survey the transactions bigger than a split, one task each, and cut them into pieces.
 3. The facts pass: every split and piece in parallel (`mapInArrow`: one task per split,
    Arrow batches out) gives its transactions, anomalies and pieces (rows decoded for their
    counts only), staged as Parquet: a record per transaction, small.
 4. Put big transactions together on the driver from their pieces' counts
-   (binlake/pieces.py): where each piece's rows go (`seq`, segments).
-5. Write each table: the rows of the range replace exactly the range's rows in the
-   commit_date partitions it touches: appended, and the files that held the range's rows
-   before deleted; where such a file holds kept rows too, the touched days rewritten
-   through a staging copy (dynamic partition overwrite). Reruns and backfills are
+   (binlake/assemble/pieces.py): where each piece's rows go (`seq`, segments).
+5. Write each table: the rows of the range replace exactly the range's rows, in one Delta
+   commit per table that names the run (binlake/spark/warehouse.py). Reruns and backfills are
    idempotent; N runs over adjacent ranges equal one over their union.
    The row changes are the rows pass, decoded as they are written (the pieces' placed by a
    broadcast of step 4's answer): never staged, so the biggest table is written once.
+
+The whole run holds the warehouse's writer lease (binlake/spark/writer.py): one job writes it
+at a time.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import gc
 import json
 import logging
@@ -26,39 +26,35 @@ import os
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
+from typing import Any
 
 from pyspark.broadcast import Broadcast
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from binlake.assemble import Options
+from binlake.assemble.lane import RecordRun, RowRun
+from binlake.assemble.outputs import RowBlocks
+from binlake.assemble.pieces import Fixes, PieceRecord, place_block
+from binlake.assemble.walk import Options
 from binlake.errors import BinlakeError
 from binlake.malloc import keep_freed_memory
-from binlake.pieces import Fixes, PieceRecord, place_block, place_record
 from binlake.schema.ddl import SchemaState
 from binlake.spark import schema
-from binlake.spark.settings import LOGS, SESSION, in_driver, is_local, local
-from binlake.splits import (
-    DEFAULT_SPLIT_BYTES,
-    Plan,
-    Split,
-    check_repeat,
-    compact_ts,
-    pieces_of,
-    plan,
-    put_together,
-    run_split,
-    run_survey,
-)
+from binlake.spark.settings import LOGS, SESSION, delta, in_driver, is_local, local
+from binlake.spark.warehouse import Note, RunRange, Warehouse, warehouse_uri
+from binlake.spark.writer import WriterLease
+from binlake.splits.plan import DEFAULT_SPLIT_BYTES, Plan, Split, pieces_of, plan
+from binlake.splits.tasks import check_repeat, put_together, run_split, run_survey
+from binlake.splits.times import compact_ts
 
 log = logging.getLogger(__name__)
 BATCH = 4096  # records per Arrow batch out of a task
-# Parquet writer options per table. Where a column's values are nearly all distinct (the images;
-# the ids of production's one-row transactions) a dictionary for it is built and then dropped by
-# the writer: a quarter of the row changes' write, a tenth of the transactions'
-# (bench/RESULTS.md). The facts staged for one run are read once and have none.
+# Parquet writer options per table (Delta hands them to its Parquet writer). Where a column's values
+# are nearly all distinct (the images; the ids of production's one-row transactions) a dictionary
+# for it is built and then dropped by the writer, at a cost bench/RESULTS.md measures. The facts
+# staged for one run are read once and have none.
 WRITE_OPTIONS = {"row_changes": {"parquet.enable.dictionary#before": "false",
                                  "parquet.enable.dictionary#after": "false"},
                  "transactions": {"parquet.enable.dictionary#txn_id": "false",
@@ -91,18 +87,17 @@ class Summary:
     write_seconds: dict[str, float] = field(default_factory=dict)  # the write step's, per table
     spark_master: str = ""
     application_id: str = ""
-    schema_states: int = 0  # distinct schema states the splits started from (binlake.schema.plan)
+    schema_states: int = 0  # distinct schema states the splits started from (binlake.splits.schemas)
     in_driver: bool = False  # a range smaller than one split: its tasks ran in the driver (Job.in_driver)
+    run: str = ""  # the run's id, which its commits name
+    status: str = "ok"  # "failed": the range has error anomalies, its data is not whole (failed_because)
+    failed_because: list[str] = field(default_factory=list)
+    versions: dict[str, int] = field(default_factory=dict)  # the Delta version each table's commit made
 
     def anomaly_text(self) -> str:
         """The range's anomalies in one line, as a failed --fail-on-anomaly says them."""
         codes = ", ".join(f"{k} {v}" for k, v in sorted(self.anomalies_by_code.items()))
         return f"{self.anomalies} anomalies in {self.start}..{self.end} ({codes}); see {self.warehouse}/anomalies"
-
-
-def warehouse_uri(url: str) -> str:
-    """A warehouse location as Hadoop names it: a plain path becomes file:///abs/path."""
-    return url if "://" in url else "file://" + os.path.abspath(url)
 
 
 def _splits(batches) -> Iterator[Split]:
@@ -111,11 +106,11 @@ def _splits(batches) -> Iterator[Split]:
             yield Split.from_json(text)
 
 
-def _split_opts(opts: Options, split: Split, states) -> Options:
-    """A split's options: with the schema state it starts from (a copy: the walk advances it)."""
+def _split_schema(split: Split, states) -> SchemaState | None:
+    """The schema state a split starts from: a copy, which its walk advances."""
     if states is None or split.schema is None:
-        return opts
-    return replace(opts, schema=states.value[split.schema].copy())
+        return None
+    return states.value[split.schema].copy()
 
 
 def _facts_task(opts: Options, states):
@@ -123,7 +118,7 @@ def _facts_task(opts: Options, states):
     pieces of big transactions out as Arrow batches of STAGED, each of one kind of record
     (schema.arrow_batch; the lane's transactions from its columns, schema.records_run_batch). Rows
     are decoded for their counts only. `states`: a broadcast of the schema states splits start from
-    (binlake.schema.plan), or None."""
+    (binlake.splits.schemas), or None."""
     opts = replace(opts, rows=False)
 
     def run(batches):
@@ -132,12 +127,13 @@ def _facts_task(opts: Options, states):
         kinds = [n for n in arrow.names if n != "kind"]
         for split in _splits(batches):
             bufs: dict[str, list[dict]] = {k: [] for k in kinds}
-            for kind, rec in run_split(split, _split_opts(opts, split, states), columns=True):
-                if kind == "transaction_run":  # the lane's (binlake.lane): its columns, no Python per record
-                    yield schema.records_run_batch(arrow, rec, split.source)
+            for item in run_split(split, opts, columns=True, schema=_split_schema(split, states)):
+                if isinstance(item, RecordRun):  # the lane's (binlake.assemble.lane): its columns, no Python per record
+                    yield schema.records_run_batch(arrow, item, split.source)
                     continue
+                kind, rec = schema.staged(item)
                 buf = bufs[kind]
-                buf.append(schema.arrow_record(kind, asdict(rec) if kind == "piece" else rec, split.source)[kind])
+                buf.append(schema.arrow_record(kind, rec, split.source)[kind])
                 if len(buf) >= BATCH:
                     yield schema.arrow_batch(arrow, kind, buf)
                     bufs[kind] = []
@@ -152,7 +148,7 @@ def _rows_task(opts: Options, fixes, states):
     """What each task of the rows pass runs over its split(s): the row changes alone, as Arrow
     batches of ROW_CHANGES; those of whole transactions from the decoder's blocks
     (schema.blocks_batch), those of big transactions' pieces placed by `fixes`, a broadcast of
-    binlake.pieces.Fixes (a piece's rows with no fix, a broken transaction's, are not presented)."""
+    binlake.assemble.pieces.Fixes (a piece's rows with no fix, a broken transaction's, are not presented)."""
 
     def run(batches):
         _tune_worker_heap()
@@ -162,28 +158,18 @@ def _rows_task(opts: Options, fixes, states):
             source = split.source
             blocks: list = []
             held = 0
-            recs: list[dict] = []
-            for kind, rec in run_split(split, _split_opts(opts, split, states), blocks=True, columns=True):
-                if kind == "row_blocks":
-                    rec = [block for block in rec if place_block(block, place)]
-                    blocks += rec
-                    held += sum(block.rows for block in rec)
+            for item in run_split(split, opts, columns=True, schema=_split_schema(split, states)):
+                if isinstance(item, RowBlocks):
+                    placed = [block for block in item.blocks if place_block(block, place)]
+                    blocks += placed
+                    held += sum(block.rows for block in placed)
                     if held >= BATCH:
                         yield schema.blocks_batch(arrow, blocks, source)
                         blocks, held = [], 0
-                elif kind == "row_run":  # the lane's (binlake.lane): whole transactions, no placing
-                    yield schema.run_batch(arrow, rec, source)
-                elif kind == "row_change":
-                    if not place_record(rec, place):
-                        continue
-                    recs.append(schema.arrow_record(kind, rec, source)[kind])
-                    if len(recs) >= BATCH:
-                        yield schema.records_batch(arrow, recs)
-                        recs = []
+                elif isinstance(item, RowRun):  # the lane's (binlake.assemble.lane): whole transactions, no placing
+                    yield schema.run_batch(arrow, item, source)
             if blocks:
                 yield schema.blocks_batch(arrow, blocks, source)
-            if recs:
-                yield schema.records_batch(arrow, recs)
 
     return run
 
@@ -194,12 +180,12 @@ def _tune_worker_heap() -> None:
 
     PySpark's daemon collects garbage after every task of a reused worker (gc.collect): a full
     pass over every object alive in it, the imports' alone (pyarrow, numpy, binlake's decoders)
-    some 100k, which took a sixth of the workers' CPU on production's mix (py-spy,
-    bench/RESULTS.md). What is alive when a task starts, collected first so that no garbage is
+    a great many, a share of the workers' CPU on production's mix that bench/RESULTS.md measures
+    (py-spy). What is alive when a task starts, collected first so that no garbage is
     kept, is put out of the collector's sight (gc.freeze): those passes see only what the tasks
     made. And the lane's columns, MiBs made and freed per run, stay in glibc's heap for the next
     run instead of being faulted in and zeroed again (binlake.malloc, as `binlake scan` does,
-    set once per worker): the rows pass's CPU 5 % less."""
+    set once per worker): less CPU in the rows pass (bench/RESULTS.md)."""
     from pyspark import TaskContext
 
     if TaskContext.get() is not None:
@@ -215,28 +201,31 @@ def _arrow_schema(struct):
 
 
 class Job:
-    def __init__(self, spark: SparkSession, store: str, warehouse: str, start: str, end: str,
-                 sources: list[str] | None = None, split_bytes: int = DEFAULT_SPLIT_BYTES,
-                 opts: Options | None = None, planned: Plan | None = None) -> None:
+    """One run of the job over a planned range (binlake.splits.plan: its store, range, sources
+    and split size), into a warehouse."""
+
+    def __init__(self, spark: SparkSession, planned: Plan, *, warehouse: str, opts: Options | None = None) -> None:
         self.spark = spark
         self.sc = spark.sparkContext
         for key, value in SESSION.items():
             spark.conf.set(key, value)
-        self.store = store
-        self.warehouse = warehouse_uri(warehouse).rstrip("/")
+        self.plan = planned
+        self.store = planned.store
+        self.warehouse = warehouse_uri(warehouse)
+        self.tables = Warehouse(spark, self.warehouse)
         self.opts = opts or Options()
-        self.plan: Plan = planned or plan(store, sources, start, end, split_bytes)
-        self.sources = self.plan.sources
+        self.sources = planned.sources
+        self.range = RunRange(planned.start, planned.end, tuple(self.sources))
         self.run_id = uuid.uuid4().hex[:12]
         self.staging = f"{self.warehouse}/_staging/{self.run_id}"
-        # the schema states splits start from (binlake.schema.plan), when a source has a history
+        # the schema states splits start from (binlake.splits.schemas), when a source has a history
         self.states: Broadcast[list[SchemaState]] | None = None
         # One task's work: the driver runs its splits itself, sparing the seconds a first Python
         # worker costs a short interval.
-        self.in_driver = in_driver(self.plan, split_bytes)
-        self.summary = Summary(store, self.warehouse, self.plan.start, self.plan.end, self.sources,
+        self.in_driver = in_driver(planned, planned.split_bytes)
+        self.summary = Summary(self.store, self.warehouse, planned.start, planned.end, self.sources,
                                spark_master=self.sc.master or "", application_id=self.sc.applicationId,
-                               in_driver=self.in_driver)
+                               in_driver=self.in_driver, run=self.run_id)
 
     # -- the steps ---------------------------------------------------------------------
 
@@ -245,18 +234,21 @@ class Job:
         p = self.plan
         s = self.summary
         s.files, s.bytes, s.splits = len(p.files), p.bytes, len(p.splits)
-        try:
-            splits, bigs = self._timed("survey", self._cut_big)
-            self._timed("schema", self._schema_states, splits)
-            staged = self._timed("facts", self._facts, splits)
-            tables = self._timed("tables", self._tables, staged, bigs, splits)
-            self._timed("write", self._write, tables)
-        finally:
-            self._delete(self.staging)
+        with WriterLease(self.warehouse, self.run_id, f"assemble {s.start}..{s.end}"):
+            self._delete(f"{self.warehouse}/_staging")  # a dead job's: no other job writes here now
+            try:
+                splits, bigs = self._timed("survey", self._cut_big)
+                self._timed("schema", self._schema_states, splits)
+                staged = self._timed("facts", self._facts, splits)
+                tables = self._timed("tables", self._tables, staged, bigs, splits)
+                self._timed("write", self._write, tables)
+            finally:
+                self._delete(self.staging)
         s.seconds = round(time.monotonic() - began, 3)
         self._write_summary()
-        log.info("assembled %s..%s: %d transactions, %d row changes, %d anomalies in %.1f s", s.start, s.end,
-                 s.transactions, s.row_changes, s.anomalies, s.seconds)
+        log.info("assembled %s..%s: %d transactions, %d row changes, %d anomalies in %.1f s%s", s.start, s.end,
+                 s.transactions, s.row_changes, s.anomalies, s.seconds,
+                 f"; FAILED: {', '.join(s.failed_because)}" if s.failed_because else "")
         return s
 
     def _timed(self, step: str, fn, *args):
@@ -286,7 +278,7 @@ class Job:
     def _schema_states(self, splits: list[Split]) -> None:
         """The schema state each split starts from, for the sources with a schema history: the
         DDL statements of their files read by a task per file, the states put together here."""
-        from binlake.schema import plan as schema_plan
+        from binlake.splits import schemas as schema_plan
 
         starts = schema_plan.histories(self.plan)
         if not starts:
@@ -360,7 +352,6 @@ class Job:
             anomalies = anomalies.unionByName(self._frame(extra_anomalies, "anomaly", schema.ANOMALIES))
         if self.states is not None:
             anomalies = _mismatch_once_per_file(anomalies)
-        lo, hi = _instant(self.plan.start), _instant(self.plan.end)
         rows = self._rows(splits, fixes)
         if self.plan.repeats:  # first archived copies only: a failover's new server repeats what it replicated
             again = F.broadcast(self.spark.createDataFrame([r.key for r in self.plan.repeats],
@@ -373,93 +364,47 @@ class Job:
             if differ:
                 anomalies = anomalies.unionByName(self._frame(differ, "anomaly", schema.ANOMALIES))
         self.summary.repeats = len(self.plan.repeats)
+        lo, hi = self.range.bounds()
         return {name: df.where((F.col("commit_ts") >= F.lit(lo)) & (F.col("commit_ts") < F.lit(hi)))
                 for name, df in (("transactions", txns), ("row_changes", rows), ("anomalies", anomalies))}
 
-    def _frame(self, records: list[dict], kind: str, struct) -> DataFrame:
+    def _frame(self, records: Sequence[Mapping[str, Any]], kind: str, struct) -> DataFrame:
         rows = [schema.arrow_record(kind, r, r["source"])[kind] for r in records]
         return self.spark.createDataFrame(rows, struct)
 
     def _write(self, tables: dict[str, DataFrame]) -> None:
+        """Each table's range replaced in one Delta commit (binlake.spark.warehouse), each commit
+        naming the run. The small tables' figures come first: they decide the run's status, which
+        every commit says (a range with error anomalies is not whole: `failed`)."""
         s = self.summary
-        dates = _dates(self.plan.start, self.plan.end)
-        # No row change can be in the range when none of its transactions has rows: asked of the
-        # small table, not of the rows pass (which would decode splits to find out).
-        no_rows = tables["transactions"].where("row_count > 0").isEmpty
-        for name, df in tables.items():
-            began = time.monotonic()
-            self._replace_range(name, df.withColumn("commit_date", F.to_date("commit_ts")), dates,
-                                no_rows if name == "row_changes" else df.isEmpty)
-            s.write_seconds[name] = round(time.monotonic() - began, 3)
-        written = {n: self._range_rows(n, dates) for n in tables}  # read back: counts come from Parquet footers
+        dated = {name: df.withColumn("commit_date", F.to_date("commit_ts")) for name, df in tables.items()}
         # One Spark job per small table for all its figures (a job each cost a run eight).
-        txns = written["transactions"].groupBy("kind", "outcome", "commit_date").count().collect()
-        anomalies = written["anomalies"].groupBy("code", "commit_date").count().collect()
-        s.row_changes = written["row_changes"].count()
+        txns = (dated["transactions"].groupBy("kind", "outcome", "commit_date")
+                .agg(F.count(F.lit(1)).alias("count"), F.sum("row_count").alias("rows")).collect())
+        anomalies = dated["anomalies"].groupBy("code", "severity", "commit_date").count().collect()
         s.by_kind, s.by_outcome = _counts(txns, "kind"), _counts(txns, "outcome")
         s.anomalies_by_code = _counts(anomalies, "code")
         s.transactions, s.anomalies = sum(s.by_kind.values()), sum(s.anomalies_by_code.values())
         s.partitions = sorted({r["commit_date"].isoformat() for r in txns + anomalies})
-
-    def _range_rows(self, name: str, dates: list[dt.date]) -> DataFrame:
-        """The rows of the range (and these sources) in a table."""
-        df = self.spark.read.schema(schema.STORED[name]).parquet(f"{self.warehouse}/{name}")
-        return df.where(F.col("commit_date").between(F.lit(dates[0]), F.lit(dates[-1]))).where(self._replaced())
-
-    def _replace_range(self, name: str, new: DataFrame, dates: list[dt.date], empty: Callable[[], bool]) -> None:
-        """Rows of the range replace the range's rows of these sources in the dates touched.
-
-        The files that hold rows of the range are found first (their commit_ts read, Parquet's
-        statistics skipping the rest). Where they hold nothing else (an hourly run beside the day's
-        other hours, a rerun, a day over its hours) the new rows are appended and those files
-        deleted: the day's other files are left as they are. Where one holds rows that are kept
-        too (a rerun whose range cuts through an earlier run's), the touched days are rewritten."""
-        path = f"{self.warehouse}/{name}"
-        self.sc.setJobDescription(f"binlake: write {name}")
-        touched = [d for d in self._partitions(path) if dates[0] <= d <= dates[-1]]
-        writer = new.write.options(**WRITE_OPTIONS.get(name, {})).partitionBy("commit_date")
-        if not touched:  # nothing to keep: the new rows go straight to the table
-            writer.mode("overwrite").option("partitionOverwriteMode", "dynamic").parquet(path)
-            return
-        old = (self.spark.read.schema(schema.STORED[name]).parquet(path)
-               .where(F.col("commit_date").between(F.lit(dates[0]), F.lit(dates[-1]))))
-        replaced = self._replaced()
-        holding = sorted(r[0] for r in old.where(replaced).select(F.col("_metadata.file_path")).distinct().collect())
-        if not holding and empty():
-            log.info("%s: nothing in the range, before or now: unchanged", name)
-            return
-        if holding and not old.where(F.col("_metadata.file_path").isin(holding) & ~replaced).isEmpty():
-            self._rewrite_days(name, new, old, touched)
-            return
-        if not empty():  # appended first: should it fail, the table is as it was
-            writer.mode("append").parquet(path)
-        for f in holding:
-            self._delete_file(f)
-        for d in touched:
-            self._drop_if_empty(f"{path}/commit_date={d.isoformat()}")
-        log.info("%s: the range's rows written beside the days' others, %d files replaced", name, len(holding))
-
-    def _replaced(self):
-        """The rows a run replaces: of its sources, committed in its range."""
-        lo, hi = _instant(self.plan.start), _instant(self.plan.end)
-        return F.col("source").isin(self.sources) & (F.col("commit_ts") >= F.lit(lo)) & (F.col("commit_ts") < F.lit(hi))
-
-    def _rewrite_days(self, name: str, new: DataFrame, old: DataFrame, touched: list[dt.date]) -> None:
-        """The touched days rewritten whole: the new rows with the days' kept ones, staged first
-        (they are read from the partitions about to be overwritten), then put in place by dynamic
-        partition overwrite; a day left with no rows is removed."""
-        path = f"{self.warehouse}/{name}"
-        options = WRITE_OPTIONS.get(name, {})
-        out = f"{self.staging}/{name}"
-        (new.unionByName(old.where(~self._replaced())).write.options(**options).mode("overwrite")
-         .partitionBy("commit_date").parquet(out))
-        (self.spark.read.schema(schema.STORED[name]).parquet(out).write.options(**options).mode("overwrite")
-         .option("partitionOverwriteMode", "dynamic").partitionBy("commit_date").parquet(path))
-        staged = {d for d in touched if self._exists(f"{self.staging}/{name}/commit_date={d.isoformat()}")}
-        for d in touched:
-            if d not in staged:  # its rows were all in the range and are gone: nothing overwrote it
-                self._delete(f"{path}/commit_date={d.isoformat()}")
-        log.info("%s: wrote the range, %d existing partitions rewritten", name, len(staged))
+        errors = _counts([r for r in anomalies if r["severity"] == "error"], "code")
+        if errors:
+            s.status = "failed"
+            s.failed_because = [f"{n} {code} anomalies" for code, n in sorted(errors.items())]
+        if not any(r["rows"] for r in txns):  # no transaction with rows: the rows pass would decode for nothing
+            dated["row_changes"] = self.spark.createDataFrame([], schema.STORED["row_changes"])
+        note = Note(run=self.run_id, start=s.start, end=s.end, sources=list(self.sources), store=self.store,
+                    status=s.status, failed_because=s.failed_because,
+                    counts={"transactions": s.transactions, "anomalies": s.anomalies})
+        # The row changes first: theirs is the long write, so that the three commits come close together.
+        for name in ("row_changes", "transactions", "anomalies"):
+            df = dated[name]
+            began = time.monotonic()
+            s.versions[name] = self.tables.replace(name, df, self.range, note=note,
+                                                   options=WRITE_OPTIONS.get(name)).version
+            s.write_seconds[name] = round(time.monotonic() - began, 3)
+        self.sc.setJobDescription("binlake: count the row changes written")
+        s.row_changes = (self.tables.read("row_changes", version=s.versions["row_changes"])
+                         .where(self.range.condition()).count())
 
     # -- Hadoop file system: works for file:// and s3a:// alike --------------------------
 
@@ -471,33 +416,9 @@ class Job:
         p = jvm.org.apache.hadoop.fs.Path(jvm.java.net.URI(path) if escaped else path)
         return p.getFileSystem(self.sc._jsc.hadoopConfiguration()), p  # noqa: SLF001
 
-    def _exists(self, path: str) -> bool:
-        fs, p = self._fs(path)
-        return fs.exists(p)
-
-    def _partitions(self, path: str) -> list[dt.date]:
-        fs, p = self._fs(path)
-        out = []
-        for st in fs.listStatus(p) if fs.exists(p) else []:
-            name = st.getPath().getName()
-            if st.isDirectory() and name.startswith("commit_date="):
-                out.append(dt.date.fromisoformat(name.split("=", 1)[1]))
-        return out
-
     def _delete(self, path: str) -> None:
         fs, p = self._fs(path)
         if fs.exists(p):
-            fs.delete(p, True)
-
-    def _delete_file(self, uri: str) -> None:
-        """A file as Spark names it (`_metadata.file_path`)."""
-        fs, p = self._fs(uri, escaped=True)
-        fs.delete(p, False)
-
-    def _drop_if_empty(self, path: str) -> None:
-        """A partition's directory with no data file left in it, removed."""
-        fs, p = self._fs(path)
-        if fs.exists(p) and not any(not st.getPath().getName().startswith((".", "_")) for st in fs.listStatus(p)):
             fs.delete(p, True)
 
     def _write_summary(self) -> None:
@@ -521,16 +442,6 @@ def _mismatch_once_per_file(anomalies: DataFrame) -> DataFrame:
     return anomalies.withColumn("_n", n).where("_n = 1").drop("_n")
 
 
-def _instant(ts: str) -> dt.datetime:
-    return dt.datetime.fromisoformat(ts)
-
-
-def _dates(start: str, end: str) -> list[dt.date]:
-    first = _instant(start).date()
-    last = (_instant(end) - dt.timedelta(microseconds=1)).date()
-    return [first + dt.timedelta(days=i) for i in range((last - first).days + 1)]
-
-
 def _counts(groups: list, column: str) -> dict[str, int]:
     """The counts of a column's values, from the counts of finer groups (Rows with `count`)."""
     out: dict[str, int] = defaultdict(int)
@@ -552,19 +463,37 @@ def executor_python(master: str | None) -> None:
 
 
 def session(master: str | None = "local[*]", app: str = "binlake-assemble", conf: dict | None = None) -> SparkSession:
-    """A SparkSession as the job wants it: UTC, Arrow on, local masters bound to loopback.
+    """A SparkSession as the job wants it: UTC, Arrow on, Delta Lake and S3A (settings.delta),
+    local masters bound to loopback.
     `master=None` leaves the master to spark-submit."""
     executor_python(master)
     b = SparkSession.builder.appName(app).config("spark.sql.execution.arrow.pyspark.enabled", "true")
     if master:
         b = b.master(master)
-    for k, v in {**SESSION, **LOGS, **(local(conf) if is_local(master) else conf or {})}.items():
+    for k, v in {**SESSION, **LOGS, **delta(), **(local(conf) if is_local(master) else conf or {})}.items():
         b = b.config(k, v)
+    where = master or "given by spark-submit"
     try:
-        return b.getOrCreate()
+        spark = b.getOrCreate()
     except Exception as e:  # noqa: BLE001 - Spark refused the session (a small heap, a bad master): its words
-        where = master or "given by spark-submit"
         raise BinlakeError(f"cannot start Spark (master {where}): {_java_reason(e)}") from None
+    _check_delta(spark)
+    return spark
+
+
+def _check_delta(spark: SparkSession) -> None:
+    """Delta's classes on the driver's classpath, or a clear error: spark-submit puts there only the
+    jars of its own command line (settings made later reach the executors only)."""
+    jvm = spark._jvm  # noqa: SLF001 - a class lookup has no Python API
+    assert jvm is not None
+    try:
+        jvm.java.lang.Class.forName("io.delta.tables.DeltaTable", False, jvm.Thread.currentThread()
+                                    .getContextClassLoader())
+    except Exception:  # noqa: BLE001 - Py4J's ClassNotFoundException
+        raise BinlakeError("Delta Lake's jars are not on the Spark driver's classpath: give spark-submit "
+                           '--driver-class-path "$(python -m binlake.spark.jars classpath)", or --jars "$(python -m '
+                           'binlake.spark.jars jars)", or --packages "$(python -m binlake.spark.jars packages)" '
+                           "(docs/warehouse.md)") from None
 
 
 def _java_reason(e: Exception) -> str:
@@ -577,12 +506,12 @@ def _java_reason(e: Exception) -> str:
     return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
 
 
-def assemble(spark: SparkSession, store: str, warehouse: str, start: str, end: str,
-             sources: list[str] | None = None, split_bytes: int = DEFAULT_SPLIT_BYTES,
-             opts: Options | None = None, fail_on_anomaly: bool = False, planned: Plan | None = None) -> Summary:
-    """Run the job; with `fail_on_anomaly`, raise after writing when the range has error anomalies.
-    `planned`: the range's plan (binlake.splits.plan of the same arguments) when the caller made it."""
-    summary = Job(spark, store, warehouse, start, end, sources, split_bytes, opts, planned).run()
+def assemble(spark: SparkSession, store: str, warehouse: str, start: str, end: str,  # noqa: PLR0917 - a range
+             *, sources: list[str] | None = None, split_bytes: int = DEFAULT_SPLIT_BYTES,
+             opts: Options | None = None, fail_on_anomaly: bool = False) -> Summary:
+    """Plan the range and run the job over it; with `fail_on_anomaly`, raise after writing when the
+    range has error anomalies."""
+    summary = Job(spark, plan(store, sources, start, end, split_bytes), warehouse=warehouse, opts=opts).run()
     if fail_on_anomaly and summary.anomalies:
         raise BinlakeError(summary.anomaly_text())
     return summary

@@ -1,19 +1,26 @@
-"""The warehouse tables' Spark schemas, and records turned into their Arrow rows.
+"""The warehouse tables' Spark schemas, made from binlake.records' shapes, and records turned
+into their Arrow rows.
 
-Fields and order are DESIGN.md's; docs/warehouse.md says what each column holds. Two
-additions: `row_changes.source`, so sources can share a warehouse, and
-`anomalies.commit_ts`, the date an anomaly is filed under (binlake/splits.py).
-`before` / `after` are JSON object strings: one MapType could not hold values of
-different types, and JSON keeps every value's type as `binlake scan` prints it.
+Fields, order and types are the records' (binlake.records: DESIGN.md's); docs/warehouse.md says
+what each column holds. Two additions, the lake's shapes there: `row_changes.source`, so sources
+can share a warehouse, and `anomalies.commit_ts`, the date an anomaly is filed under
+(binlake.splits.tasks). `before` / `after` are JSON object strings: one MapType could not hold
+values of different types, and JSON keeps every value's type as `binlake scan` prints it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
+import types
+import typing
+from collections.abc import Mapping
+from typing import Any
 
 from pyspark.sql.types import (
     ArrayType,
     BooleanType,
+    DataType,
     DateType,
     IntegerType,
     LongType,
@@ -23,46 +30,45 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from binlake.records import image_json
+from binlake.assemble.outputs import Anomaly, Item, Transaction
+from binlake.assemble.pieces import PieceRecord
+from binlake.records import DatedAnomaly, LakeRowChange, TransactionRecord, fields_of, image_json
 
-S, L, N, B, T = StringType(), LongType(), IntegerType(), BooleanType(), TimestampType()
+_TYPES: dict[object, DataType] = {str: StringType(), int: LongType(), bool: BooleanType(), dict: StringType()}
+_SAID: dict[str, DataType] = {"timestamp": TimestampType(), "int32": IntegerType(), "json": StringType()}
 
 
-def _struct(*fields: tuple) -> StructType:
-    return StructType([StructField(name, typ, True) for name, typ in fields])
+def _spark_type(hint) -> DataType:
+    """A record field's type (its annotation) as a Spark column's: every column may be null."""
+    if typing.get_origin(hint) is typing.Annotated:
+        return _SAID[typing.get_args(hint)[1]]
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):  # X | None
+        return _spark_type(next(a for a in typing.get_args(hint) if a is not type(None)))
+    if typing.get_origin(hint) is list:
+        return ArrayType(_spark_type(typing.get_args(hint)[0]))
+    return _TYPES[hint]
 
 
-TRANSACTIONS = _struct(
-    ("txn_id", S), ("gtid", S), ("source", S), ("server_id", L), ("binlog_file", S), ("start_pos", L),
-    ("end_pos", L), ("transaction_length", L), ("kind", S), ("outcome", S), ("end_event", S),
-    ("synthetic_boundary", B), ("xid", L), ("xa_xid", S), ("commit_ts", T), ("original_commit_ts", T),
-    ("first_event_ts", T), ("last_committed", L), ("sequence_number", L), ("compressed", B),
-    ("event_count", L), ("row_count", L), ("rows_inserted", L), ("rows_updated", L), ("rows_deleted", L),
-    ("tables", ArrayType(S)), ("statement", S), ("segment_count", N),
-)
-ROW_CHANGES = _struct(
-    ("txn_id", S), ("segment_id", N), ("end_segment", B), ("seq", L), ("binlog_file", S), ("event_pos", L),
-    ("commit_ts", T), ("event_ts", T), ("schema", S), ("table", S), ("op", S), ("before", S), ("after", S),
-    ("rows_query", S), ("xid", L), ("source", S),
-)
-ANOMALIES = _struct(
-    ("source", S), ("binlog_file", S), ("start_pos", L), ("end_pos", L), ("code", S), ("detail", S),
-    ("severity", S), ("commit_ts", T),
-)
+def struct_of(shape: type) -> StructType:
+    """The Spark schema of a record's shape (a TypedDict of binlake.records, or a dataclass)."""
+    hints = typing.get_type_hints(shape, include_extras=True)
+    names = [f.name for f in dataclasses.fields(shape)] if dataclasses.is_dataclass(shape) else fields_of(shape)
+    return StructType([StructField(name, _spark_type(hints[name]), True) for name in names])
+
+
+TRANSACTIONS = struct_of(TransactionRecord)
+ROW_CHANGES = struct_of(LakeRowChange)
+ANOMALIES = struct_of(DatedAnomaly)
 TABLES = {"transactions": TRANSACTIONS, "row_changes": ROW_CHANGES, "anomalies": ANOMALIES}
 PARTITION = StructField("commit_date", DateType(), True)
 # The tables as stored: partitioned by commit_date, which Parquet keeps in the directory names.
 STORED = {name: StructType(struct.fields + [PARTITION]) for name, struct in TABLES.items()}
 
-# Pieces of big transactions: what binlake.pieces.finish needs, and the rows' place in them.
-PIECES = _struct(
-    ("txn_id", S), ("piece", N), ("event_count", L), ("rows_inserted", L), ("rows_updated", L),
-    ("rows_deleted", L), ("tables", ArrayType(S)), ("compressed", B), ("broken", B),
-    ("events", ArrayType(ArrayType(L))),
-)
-# What the facts pass's split tasks emit: one column per record kind, the others null.
-STAGED = _struct(("transaction", TRANSACTIONS), ("anomaly", ANOMALIES), ("piece", PIECES),
-                 ("kind", S))  # kind: which column is set
+# Pieces of big transactions: what binlake.assemble.pieces.finish needs, and the rows' place in them.
+PIECES = struct_of(PieceRecord)
+# What the facts pass's split tasks emit: one column per record kind, the others null; `kind` says which.
+STAGED = StructType([StructField("transaction", TRANSACTIONS, True), StructField("anomaly", ANOMALIES, True),
+                     StructField("piece", PIECES, True), StructField("kind", StringType(), True)])
 
 _TS_FIELDS = {"commit_ts", "original_commit_ts", "first_event_ts", "event_ts"}
 
@@ -71,7 +77,17 @@ def _ts(text: str | None) -> dt.datetime | None:
     return dt.datetime.fromisoformat(text) if text else None
 
 
-def arrow_record(kind: str, rec: dict, source: str) -> dict:
+def staged(item: Item | PieceRecord) -> tuple[str, dict]:
+    """A facts pass's item (binlake.splits.tasks.run_split: a Transaction, an Anomaly or a
+    PieceRecord) as the STAGED column it goes in, and its record."""
+    if isinstance(item, PieceRecord):
+        return "piece", dataclasses.asdict(item)
+    if isinstance(item, Transaction | Anomaly):
+        return ("transaction" if isinstance(item, Transaction) else "anomaly"), dict(item.record)
+    raise ValueError(f"a facts pass stages no {type(item).__name__}")
+
+
+def arrow_record(kind: str, rec: Mapping[str, Any], source: str) -> dict:
     """A record as emitted by the assembler, in STAGED's shape."""
     out = {k: (_ts(v) if k in _TS_FIELDS else v) for k, v in rec.items() if k != "record"}
     if kind == "row_change":
@@ -113,14 +129,14 @@ def _staged(pa, arrow, kind: str, children: list):
 
 def records_run_batch(arrow, run, source: str):
     """One Arrow batch of STAGED (`arrow`), its transaction column, from the lane's RecordRun
-    (binlake.lane): the fields numpy's, the ids and the tables' names the lane's own, what is the
+    (binlake.assemble.lane): the fields numpy's, the ids and the tables' names the lane's own, what is the
     same for every one of them (a committed dml transaction of one file, whole) repeated; no Python
     per transaction."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from binlake.lane import NULL_GTID, NULL_LENGTH, NULL_LOGICAL, NULL_ORIGINAL, RECORD_FIELDS, RUN_RECORD
+    from binlake.assemble.lane import NULL_GTID, NULL_LENGTH, NULL_LOGICAL, NULL_ORIGINAL, RECORD_FIELDS, RUN_RECORD
 
     f = np.frombuffer(run.fields, np.int64).reshape(-1, len(RECORD_FIELDS))
     at = {name: f[:, i] for i, name in enumerate(RECORD_FIELDS)}
@@ -165,7 +181,7 @@ def records_batch(arrow, recs: list[dict]):
 
 
 def blocks_batch(arrow, blocks: list, source: str):
-    """One Arrow batch of ROW_CHANGES from RowBlocks (binlake.sinks): the row changes of whole
+    """One Arrow batch of ROW_CHANGES from RowBlocks (binlake.assemble.sinks): the row changes of whole
     rows events, built in Arrow's C++ without a Python object per row: the fields a block's rows
     share are repeated by `take`, the images' JSON texts are the decoder's own buffers."""
     import numpy as np
@@ -175,7 +191,8 @@ def blocks_batch(arrow, blocks: list, source: str):
     n = int(counts.sum())
     which = pa.array(np.repeat(np.arange(len(blocks), dtype=np.int32), counts))
     starts = np.cumsum(counts) - counts
-    cols = [_block_column(pa, np, f, blocks, which, counts, starts, source, n) for f in arrow]
+    cols = [_block_column(pa, np, f, blocks, which=which, counts=counts, starts=starts, source=source, n=n)
+            for f in arrow]
     return pa.RecordBatch.from_arrays(cols, schema=arrow)
 
 
@@ -183,13 +200,13 @@ _OPS = ("insert", "update", "delete")
 
 
 def run_batch(arrow, run, source: str):
-    """One Arrow batch of ROW_CHANGES from the lane's RowRun (binlake.sinks): its fields per rows
+    """One Arrow batch of ROW_CHANGES from the lane's RowRun (binlake.assemble.lane): its fields per rows
     event repeated by numpy over their rows, the images the lane's own buffers; no Python per row
     nor per rows event."""
     import numpy as np
     import pyarrow as pa
 
-    from binlake.sinks import BLOCK_FIELDS
+    from binlake.assemble.lane import BLOCK_FIELDS
 
     b = np.frombuffer(run.blocks, np.int64).reshape(-1, len(BLOCK_FIELDS))
     at = {name: b[:, i] for i, name in enumerate(BLOCK_FIELDS)}
@@ -214,7 +231,7 @@ def run_batch(arrow, run, source: str):
         "schema": named([t.schema for t in run.tables], each("table")),
         "table": named([t.table for t in run.tables], each("table")),
         "op": named(list(_OPS), each("op")),
-        "before": _images(pa, np, run.before, valid & 1, n), "after": _images(pa, np, run.after, valid & 2, n),
+        "before": _images(pa, np, run.before, valid & 1, n=n), "after": _images(pa, np, run.after, valid & 2, n=n),
         "rows_query": named(run.statements, each("statement")),
         "xid": each("xid"),
         "source": pa.repeat(pa.scalar(source, pa.string()), n),
@@ -222,7 +239,7 @@ def run_batch(arrow, run, source: str):
     return pa.RecordBatch.from_arrays([_as(pa, cols[f.name], f.type) for f in arrow], schema=arrow)
 
 
-def _images(pa, np, column: tuple[bytes, bytes], present, n: int):
+def _images(pa, np, column: tuple[bytes, bytes], present, *, n: int):
     offsets, data = column
     bitmap = np.packbits(present != 0, bitorder="little")
     return pa.Array.from_buffers(pa.string(), n, [pa.py_buffer(bitmap.tobytes()), pa.py_buffer(offsets),
@@ -235,7 +252,7 @@ def _as(pa, col, t):
     return col if col.type == t else col.cast(t)
 
 
-def _block_column(pa, np, f, blocks: list, which, counts, starts, source: str, n: int):
+def _block_column(pa, np, f, blocks: list, *, which, counts, starts, source: str, n: int):
     name = f.name
     if name in ("before", "after"):
         parts = [_texts(pa, getattr(b, name), b.rows) for b in blocks]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 from binlake.errors import BinlakeError
@@ -14,11 +15,17 @@ from binlake.errors import BinlakeError
 SESSION = {
     "spark.sql.session.timeZone": "UTC",  # commit_date is the UTC day
     "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",  # UTC instants every reader knows, not INT96
-    "spark.sql.sources.partitionOverwriteMode": "dynamic",
     # A task writes its few commit_date partitions through concurrent writers instead of sorting
     # all its rows by date first (sorting wide row changes runs a small heap out).
     "spark.sql.maxConcurrentOutputFileWriters": "8",
 }
+# The tables are Delta Lake tables: Delta's SQL (time travel, DESCRIBE HISTORY, OPTIMIZE, VACUUM) and
+# its catalog; static, so set when a session starts (and on spark-submit's command line).
+DELTA = {"spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog"}
+TABLES = ("transactions", "row_changes", "anomalies")  # the warehouse's (binlake.spark.warehouse)
+# How long a table keeps removed files and its log (time travel's reach) unless upkeep is told another.
+RETAIN_DAYS = 7
 # Spark's own log at WARN (its INFO is hundreds of lines a job) and no console progress bars
 # (drawn on stderr, which a task log shows as errors); binlake logs the job's progress as counts
 # itself. Set at start (static): `--conf spark.log.level=INFO` for more.
@@ -36,8 +43,11 @@ def quiet_gx_logs() -> None:
 DRIVER_BYTES = 8 << 20  # the most binlog bytes a range may have for the driver to read it itself
 # A short run's JVM: C1 compiles only. Where the driver reads the range itself the JVM's work is a
 # few small writes and queries, and C2's warm-up on 2 cores is most of what it would pay (an
-# interval 20.5 -> 16.9 s, bench/interval.py); big ranges keep the full JIT for its steady state.
-SHORT_JVM = {"spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1"}
+# interval's time: bench/RESULTS.md, bench/interval.py); big ranges keep the full JIT for its steady state.
+# C1 alone gets a 48 MB code cache, which Delta and GX in one JVM (`assemble --validate`) fill: the
+# JIT then stops, and HotSpot prints its warning on stdout, where binlake's records go.
+SHORT_JVM = {"spark.driver.extraJavaOptions":
+             "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m -XX:+DisplayVMOutputToStderr"}
 
 
 def is_local(master: str | None) -> bool:
@@ -45,17 +55,41 @@ def is_local(master: str | None) -> bool:
 
 
 def local_warehouse(url: str) -> bool:
-    """Whether a warehouse is on the driver's file system (a path or file://): validation writes
-    its data docs there, and only there for now."""
+    """Whether a warehouse is on the driver's file system (a path or file://)."""
     return "://" not in url or url.startswith("file://")
 
 
-def warehouse_dir(url: str) -> Path:
-    """The directory of a local warehouse; an error for any other."""
-    if not local_warehouse(url):
-        raise BinlakeError(f"{url}: validation writes its data docs beside a local warehouse only "
-                           "(file:// or a path) for now")
-    return Path(os.path.abspath(url.removeprefix("file://")))
+def quality_dir(warehouse: str, quality: str | None = None) -> Path:
+    """Where validation keeps its GX project, data docs and reports: `quality` (a local or shared
+    directory), else `{warehouse}/quality` for a local warehouse. GX's file context and its data
+    docs are local files, so an s3a:// warehouse needs `quality` named."""
+    if quality:
+        return Path(os.path.abspath(quality.removeprefix("file://")))
+    if not local_warehouse(warehouse):
+        raise BinlakeError(f"{warehouse}: validation keeps its reports in a local directory: name one with "
+                           "--quality DIR (the Airflow Variable's `quality`)")
+    return Path(os.path.abspath(warehouse.removeprefix("file://"))) / "quality"
+
+
+def delta(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The settings of a session that reads and writes the tables: Delta's SQL, the jars
+    (binlake.spark.jars, fetched by make install) on the driver's and the executors' class paths
+    (the same paths on every machine: the compose images have them; `spark.jars` would copy the
+    AWS SDK's 600 MB to every executor of every application) and, where the AWS environment names an endpoint
+    (MinIO, moto, Ceph: `AWS_ENDPOINT_URL`), S3A pointed at it, path-style. S3A takes the keys from
+    the same environment (`AWS_ACCESS_KEY_ID`, …, its default credential chain): never written
+    into a setting, so never printed with one."""
+    from binlake.spark import jars
+
+    env = os.environ if env is None else env
+    paths = ":".join(jars.classpath())
+    out = {**DELTA, "spark.driver.extraClassPath": paths, "spark.executor.extraClassPath": paths}
+    endpoint = env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL")
+    if endpoint:
+        out.update({"spark.hadoop.fs.s3a.endpoint": endpoint, "spark.hadoop.fs.s3a.path.style.access": "true",
+                    "spark.hadoop.fs.s3a.endpoint.region": env.get("AWS_DEFAULT_REGION")
+                    or env.get("AWS_REGION") or "us-east-1"})
+    return out
 
 
 def in_driver(plan, split_bytes: int) -> bool:

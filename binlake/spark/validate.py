@@ -15,9 +15,11 @@ few views made here from the warehouse and the archive's manifests:
   bl_xa_completions    XA COMMIT / ROLLBACK of any date, by source and xid
   bl_params            xa_cutoff: the range's end minus the configured age
 
-The GX project lives in {warehouse}/quality/gx (a file data context): its data docs site
-collects every run. Each run also writes {warehouse}/quality/runs/<run>/results.json and
-summary.txt.
+The tables are read through Delta (binlake/spark/warehouse.py): at the versions the assemble job
+wrote, when it validates in its own session (`--validate`, `--validate-as`), else their newest. The GX project lives in
+the quality directory ({warehouse}/quality for a local warehouse, else the one given) under gx/ (a
+file data context): its data docs site collects every run. Each run also writes
+runs/<run>/results.json and summary.txt there.
 """
 
 from __future__ import annotations
@@ -36,13 +38,16 @@ from pyspark.sql import functions as F
 
 from binlake.archive import summaries
 from binlake.archive.chain import breaks, epochs, generation_of, name_of, repeats
+from binlake.archive.manifest import index_of
 from binlake.archive.run import refusals
 from binlake.archive.stores import open_store
 from binlake.errors import BinlakeError
-from binlake.spark import offline_docs, schema
-from binlake.spark.job import warehouse_uri
-from binlake.spark.settings import SESSION, quiet_gx_logs, warehouse_dir
-from binlake.splits import check_quality_run, meets, parse_time, quality_run, sources
+from binlake.local import offline_docs
+from binlake.spark import schema
+from binlake.spark.settings import SESSION, local_warehouse, quality_dir, quiet_gx_logs
+from binlake.spark.warehouse import TABLES, RunRange, Warehouse, warehouse_uri
+from binlake.splits.plan import meets, sources
+from binlake.splits.times import check_quality_run, parse_time, quality_run
 
 quiet_gx_logs()  # before GX is first imported (in the functions below): its import logs ~200 INFO lines
 
@@ -95,6 +100,7 @@ class Report:
     counts: dict[str, int]
     docs: str
     results: str
+    versions: dict[str, int] = field(default_factory=dict)  # the Delta version of each table validated
 
     def text(self) -> str:
         lines = [f"binlake validate {self.start}..{self.end}: {'PASSED' if self.success else 'FAILED'} "
@@ -139,24 +145,29 @@ def store_of(warehouse: str, store: str | None = None) -> str:
     record it."""
     if store:
         return store
-    found = sorted((warehouse_dir(warehouse) / "_summaries").glob("assemble_*.json"), key=lambda p: p.stat().st_mtime)
+    root = Path(warehouse_uri(warehouse).removeprefix("file://"))
+    found = sorted((root / "_summaries").glob("assemble_*.json"), key=lambda p: p.stat().st_mtime) \
+        if local_warehouse(warehouse) else []
     if not found:
         raise BinlakeError(f"{warehouse}: no assemble summary here; give the archive with --store")
     return json.loads(found[-1].read_text())["store"]
 
 
 class Validation:
-    def __init__(self, spark: SparkSession, warehouse: str, start: str, end: str, store: str | None = None,
+    def __init__(self, spark: SparkSession, warehouse: str, start: str, end: str, *, store: str | None = None,
                  source_names: list[str] | None = None, config: Config | None = None,
-                 run_name: str | None = None) -> None:
+                 run_name: str | None = None, quality: str | None = None,
+                 versions: dict[str, int] | None = None) -> None:
         self.spark = spark
         for key, value in SESSION.items():
             spark.conf.set(key, value)
-        self.warehouse = warehouse_uri(warehouse).rstrip("/")
-        self.root = warehouse_dir(self.warehouse)
+        self.warehouse = warehouse_uri(warehouse)
+        self.tables = Warehouse(spark, self.warehouse)
+        self.quality = quality_dir(self.warehouse, quality)
         self.start, self.end = parse_time(start), parse_time(end)
         if self.start >= self.end:
             raise BinlakeError(f"empty range: start {self.start} is not before end {self.end}")
+        self.versions = versions or {name: self.tables.version(name) for name in TABLES}
         self.config = config or Config()
         self.store = store_of(self.warehouse, store)
         self.source_names = source_names
@@ -165,19 +176,12 @@ class Validation:
     # -- the data ----------------------------------------------------------------------
 
     def table(self, name: str) -> DataFrame:
-        path = self.root / name
-        struct = schema.STORED[name]
-        if not path.exists():
-            raise BinlakeError(f"{self.warehouse}/{name}: no such table (run binlake assemble first)")
-        return self.spark.read.schema(struct).parquet(str(path))
+        return self.tables.read(name, version=self.versions[name]).select(*schema.STORED[name].names)
 
     def in_range(self, df: DataFrame) -> DataFrame:
-        lo, hi = dt.datetime.fromisoformat(self.start), dt.datetime.fromisoformat(self.end)
-        last = (hi - dt.timedelta(microseconds=1)).date()
-        # A row without commit_ts belongs to no day and no range: every range shows it, so it fails.
-        df = df.where(F.col("commit_date").between(F.lit(lo.date()), F.lit(last)) | F.col("commit_date").isNull())
-        df = df.where(((F.col("commit_ts") >= F.lit(lo)) & (F.col("commit_ts") < F.lit(hi)))
-                      | F.col("commit_ts").isNull())
+        # The range's rows as a run replaces them (RunRange), and the rows without commit_ts: they
+        # belong to no day and no range, so every range shows them and fails.
+        df = df.where(f"({RunRange(self.start, self.end).condition()}) OR commit_ts IS NULL")
         if self.source_names:
             df = df.where(F.col("source").isin(self.source_names))
         return df.drop("commit_date")
@@ -211,8 +215,8 @@ class Validation:
             chosen = [m for m in listed if meets(m, self.start, self.end)]
             epoch, again = epochs(listed), repeats(listed, found.whole, {name_of(m) for m in chosen})
             for m in chosen:
-                first = [e for e in found.whole(m).get("transactions") or [] if e[2] not in again.get(name_of(m), ())]
-                files.append((source, name_of(m), sum(self.start <= e[3] < self.end for e in first),
+                first = [e for e in index_of(found.whole(m)) if e.txn_id not in again.get(name_of(m), ())]
+                files.append((source, name_of(m), sum(self.start <= e.commit_ts < self.end for e in first),
                               epoch[generation_of(m)]))
             chain += [tuple(b.values()) for b in breaks(source, listed, refusals(store, source),
                                                        {name_of(m) for m in chosen})]
@@ -233,7 +237,7 @@ class Validation:
         # cached block); the cached blocks are not moved.
         batches = {name: df.coalesce(max(1, -(-counts[name] // ROWS_PER_TASK))) for name, df in cached.items()}
         self.views(batches["transactions"])
-        quality = self.root / "quality"
+        quality = self.quality
         context = gx.get_context(mode="file", project_root_dir=str(quality))
         quiet_gx(context)
         # persist=False: the batches are cached here already, and uncached when the run ends.
@@ -270,7 +274,7 @@ class Validation:
         run_dir = quality / "runs" / self.run_name
         run_dir.mkdir(parents=True, exist_ok=True)
         report = Report(self.warehouse, self.start, self.end, self.run_name, success, results, counts, str(docs),
-                        str(run_dir / "results.json"))
+                        str(run_dir / "results.json"), self.versions)
         (run_dir / "summary.txt").write_text(report.text() + "\n")
         # Last, and whole or not at all: its presence says the run finished (load_report).
         tmp = run_dir / "results.json.tmp"
@@ -360,16 +364,19 @@ def _describe(cfg) -> str:
     return cfg.type
 
 
-def validate(spark: SparkSession, warehouse: str, start: str, end: str, store: str | None = None,
-             sources: list[str] | None = None, config: Config | None = None, run_name: str | None = None) -> Report:
-    """Run the suites; the report says whether the range can be trusted (see Report.success).
-    It is written under quality/runs/<run_name> (default: the range and the time)."""
-    return Validation(spark, warehouse, start, end, store, sources, config, run_name).run()
+def validate(spark: SparkSession, warehouse: str, start: str, end: str, *, store: str | None = None,
+             sources: list[str] | None = None, config: Config | None = None, run_name: str | None = None,
+             quality: str | None = None, versions: dict[str, int] | None = None) -> Report:
+    """Run the suites over the tables at `versions` (default: those the range's run wrote); the
+    report says whether the range can be trusted (see Report.success). It is written under
+    runs/<run_name> of the quality directory (default name: the range and the time)."""
+    return Validation(spark, warehouse, start, end, store=store, source_names=sources, config=config,
+                      run_name=run_name, quality=quality, versions=versions).run()
 
 
-def load_report(warehouse: str, run_name: str) -> Report:
+def load_report(warehouse: str, run_name: str, quality: str | None = None) -> Report:
     """The report a finished run wrote (`assemble --validate-as`, read by the Airflow task)."""
-    path = warehouse_dir(warehouse) / "quality" / "runs" / check_quality_run(run_name) / "results.json"
+    path = quality_dir(warehouse, quality) / "runs" / check_quality_run(run_name) / "results.json"
     try:
         data = json.loads(path.read_text())["report"]
     except FileNotFoundError:

@@ -40,6 +40,12 @@ def _source_errors(source: str):
 ARCHIVE_ALIAS = AssetAlias("binlake_archive")
 
 
+# The archive as a whole: each run's summary is an event of it, and binlake_transactions' assemble
+# task reads it (an inlet), so the Assets view shows the archive feeding the tables. Its name is
+# outside the sources' `binlake_archive_{source}`, which any source name may take.
+ARCHIVE = Asset(name="binlake_archives", uri="binlake://archive", group="binlake")
+
+
 def archive_asset(source: str) -> Asset:
     """The Asset of one source's archive: its events say which file arrived, and up to when."""
     return Asset(name=f"binlake_archive_{source}", uri=f"binlake://archive/{source}", group="binlake")
@@ -56,6 +62,7 @@ def list_new_files() -> list[dict]:
     cfg = settings.load()
     store = resources.open_store(cfg)
     from binlake.archive.run import capture_schema, pending
+    from binlake.schema.capture import into_history
 
     store.check(writable=True)  # before any server is flushed: with the store down a retry rotates nothing
     items = []
@@ -66,7 +73,7 @@ def list_new_files() -> list[dict]:
                 source.files()  # credentials and privileges first, with binlake's own clear errors
                 resources.flush_binary_logs(spec)
             new = pending(source, store, spec.name)
-        _, schema_error = capture_schema(source, store, spec.name)  # the schema history (docs/schema.md)
+        _, schema_error = capture_schema(source, store, spec.name, into_history)  # the schema history (docs/schema.md)
         if schema_error:
             log.warning("%s", schema_error)
         log.info("%s: %d rotated files to archive%s", spec.name, len(new),
@@ -104,7 +111,7 @@ def archive_file(item: dict) -> dict | None:
     if f is None:
         raise AirflowSkipException(f"{spec.name}: {item['file']} is no longer on the server (purged)")
     with _source_errors(spec.name):
-        manifest = archive_one(source, resources.open_store(cfg), spec.name, f, listing)
+        manifest = archive_one(source, resources.open_store(cfg), spec.name, f, listing=listing)
     if manifest is None:
         raise AirflowSkipException(f"{spec.name}: {f.name} is already archived")
     return {"source": spec.name, "file": f.name, "name": manifest["name"], "generation": manifest["generation"],
@@ -114,13 +121,14 @@ def archive_file(item: dict) -> dict | None:
             "notice": (manifest.get("notice") or {}).get("detail")}
 
 
-@task(outlets=[ARCHIVE_ALIAS], trigger_rule="all_done", doc_md="""
+@task(outlets=[ARCHIVE_ALIAS, ARCHIVE], trigger_rule="all_done", doc_md="""
 ### Summary
 Adds an event to each source's Asset per file archived by this run (the file's facts in its
 extra), counts what was archived per source, and names any purge gap (files removed from the
 server before they could be copied). It runs once every file's task has ended, whatever they
 ended with: the files archived beside a failed one get their events (`all_archived` fails the
-run for the failed one).
+run for the failed one). The archive as a whole (`binlake_archives`, which binlake_transactions
+reads) gets one event with the files and transactions per source.
 """)
 def summarize(results: list[dict | None]) -> dict:
     # The events are added here, by one task: mapped tasks adding the first events of a new
@@ -147,4 +155,6 @@ def summarize(results: list[dict | None]) -> dict:
             log.warning("%s: %s", name, notice)
     if not done:
         log.info("nothing new to archive")
+    context["outlet_events"][ARCHIVE].extra = {name: {k: s[k] for k in ("files", "transactions")}
+                                               for name, s in by_source.items()}
     return by_source

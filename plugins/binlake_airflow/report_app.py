@@ -1,6 +1,6 @@
 """The quality report of a `binlake_transactions` run, served by Airflow's API server (a FastAPI
 app of report_plugin.py, under /binlake): the run's summary and suites, and the GX data docs of
-the warehouse, so that the report is a tab of the run's page instead of a file on a worker.
+the quality directory, so that the report is a tab of the run's page instead of a file on a worker.
 
 Every page asks Airflow's auth manager first: reading a run's report takes the right to read
 the DAG's runs (the data docs show rows of the data).
@@ -28,25 +28,24 @@ can_read_run = requires_access_dag("GET", DagAccessEntity.RUN)
 can_read_reports = requires_access_dag("GET", DagAccessEntity.RUN, param_dag_id=TRANSACTIONS_DAG)
 
 
-def warehouse() -> str:
-    """The warehouse the tasks write, from the `binlake` Variable (read in the API server)."""
+def quality() -> Path:
+    """Where the tasks keep the quality reports, from the `binlake` Variable (read in the API server)."""
     from airflow.models import Variable
 
     raw = Variable.get(settings.VARIABLE, default_var=None, deserialize_json=True)
-    return settings.parse(raw if raw is not None else settings.defaults()).warehouse
+    return settings.quality(settings.parse(raw if raw is not None else settings.defaults()))
 
 
-Warehouse = Annotated[str, Depends(warehouse)]
+Quality = Annotated[Path, Depends(quality)]
 
 
 @app.get("/runs/{dag_id}/{run_id}", response_class=HTMLResponse, dependencies=[Depends(can_read_run)])
-def run_report(dag_id: str, run_id: str, where: Warehouse) -> HTMLResponse:
-    run = reports.find(where, dag_id, run_id)
+def run_report(dag_id: str, run_id: str, quality: Quality) -> HTMLResponse:
+    run = reports.find(quality, dag_id, run_id)
     if run is None:
         why = ("its validate task has not run yet (or stopped before the suites ran)" if dag_id == TRANSACTIONS_DAG
                else f"only {TRANSACTIONS_DAG} runs validate the warehouse")
         return HTMLResponse(_page(f"No quality report for {run_id}", f"<p>No report: {html.escape(why)}.</p>"))
-    quality = Path(where) / "quality"
     try:
         report = json.loads((quality / "runs" / run / "results.json").read_text())["report"]
     except FileNotFoundError:
@@ -84,15 +83,15 @@ def _page(title: str, body: str) -> str:
 
 
 @app.get("/docs/{path:path}", dependencies=[Depends(can_read_reports)])
-def data_docs(path: str, where: Warehouse) -> FileResponse:
-    return FileResponse(_inside(Path(where) / "quality" / SUITES_DIR, path))
+def data_docs(path: str, quality: Quality) -> FileResponse:
+    return FileResponse(_inside(quality / SUITES_DIR, path))
 
 
 @app.get("/results/{run}/{name}", dependencies=[Depends(can_read_reports)])
-def results(run: str, name: str, where: Warehouse) -> FileResponse:
+def results(run: str, name: str, quality: Quality) -> FileResponse:
     if name not in ("results.json", "summary.txt"):
         raise HTTPException(404, name)
-    return FileResponse(_inside(Path(where) / "quality" / "runs", f"{run}/{name}"))
+    return FileResponse(_inside(quality / "runs", f"{run}/{name}"))
 
 
 def _inside(root: Path, path: str) -> Path:

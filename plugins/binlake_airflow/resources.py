@@ -68,8 +68,10 @@ def _s3_client(aws_conn_id: str):
 
 
 def aws_environment(settings: Settings) -> dict[str, str]:
-    """The AWS connection as the environment the Spark job's boto3 reads (endpoint, keys, region)."""
-    if not (settings.store.startswith("s3://") and settings.aws_conn_id):
+    """The AWS connection as the environment the Spark job reads: boto3 for an s3:// archive (and the
+    warehouse's writer lease), S3A for an s3a:// warehouse (endpoint, keys, region). Passed as
+    environment, never as settings on a command line that Airflow logs."""
+    if not ((settings.store.startswith("s3://") or settings.warehouse.startswith("s3a://")) and settings.aws_conn_id):
         return {}
     from airflow.providers.amazon.aws.hooks.s3 import S3Hook
 

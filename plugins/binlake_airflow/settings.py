@@ -3,7 +3,8 @@
     {
       "store": "s3://binlake/archive",          # the archive (file:///… or s3://bucket/prefix)
       "aws_conn_id": "binlake_s3",              # for s3:// stores: an AWS connection, endpoint_url in extra
-      "warehouse": "/opt/binlake/warehouse",    # the Parquet tables and quality reports
+      "warehouse": "/opt/binlake/warehouse",    # the Delta tables (a path or s3a://bucket/prefix)
+      "quality": "/opt/binlake/quality",        # the quality reports (default: {warehouse}/quality)
       "spark_conn_id": "spark_default",
       "sources": [
         {"name": "db1", "mysql_conn_id": "binlake_db1", "flush_binary_logs": true, "baselines": true},
@@ -22,6 +23,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from binlake.spark.settings import RETAIN_DAYS
 
 VARIABLE = "binlake"
 
@@ -53,6 +56,8 @@ class Settings:
     xa_max_age_seconds: float = 3600.0
     archive_wait_seconds: float = 1800.0  # after an interval's end: then waiting fails
     spark_conf: dict = field(default_factory=dict)
+    quality: str | None = None  # where validation's reports go: a local or shared path (s3a:// warehouses need one)
+    upkeep_retain_days: int = RETAIN_DAYS  # binlake_upkeep: days of time travel kept
 
     def source(self, name: str) -> SourceSpec:
         for s in self.sources:
@@ -68,20 +73,22 @@ def template(key: str) -> str:
     return f"{{{{ var.json.get('{VARIABLE}', {{}}).get('{key}', {default!r}) }}}}"
 
 
+def quality(settings: Settings) -> Path:
+    """The directory of the quality reports: the Variable's `quality`, else {warehouse}/quality."""
+    from binlake.spark.settings import quality_dir
+
+    return quality_dir(settings.warehouse, settings.quality)
+
+
 def home() -> Path:
     return Path(os.environ.get("AIRFLOW_HOME", Path.home() / "airflow"))
 
 
 def defaults() -> dict:
     """The demo: the bundled sample binlogs (one directory per server) into a local archive."""
-    from binlake.demo import sample_files
+    from binlake.local.demo import settings as demo_settings
 
-    dirs = sorted({str(Path(f).parent) for f in sample_files()})
-    return {
-        "store": f"file://{home() / 'binlake' / 'archive'}",
-        "warehouse": str(home() / "binlake" / "warehouse"),
-        "sources": [{"name": f"sample-{Path(d).name}", "url": f"dir://{d}", "final": True} for d in dirs],
-    }
+    return demo_settings(home())
 
 
 def parse(raw: dict) -> Settings:

@@ -5,19 +5,22 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
 from pathlib import Path
 
-from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import Asset, PokeReturnValue, get_current_context, task
 
 from binlake.spark import settings as spark_settings
 from binlake_airflow import reports, resources, settings
+from binlake_airflow.archive_tasks import ARCHIVE
+from binlake_airflow.spark_submit import BinlakeSubmitOperator
 
 log = logging.getLogger(__name__)
 
 JOB = Path(__file__).resolve().parents[2] / "spark_jobs" / "assemble_transactions.py"
 REPORT_ASSET = Asset(name="binlake_quality_report", uri="binlake://warehouse/quality", group="binlake")
+# The warehouse's tables: each run's assemble task adds an event to each, with its range and counts.
+TABLE_ASSETS = {name: Asset(name=f"binlake_{name}", uri=f"binlake://warehouse/{name}", group="binlake")
+                for name in spark_settings.TABLES}
 
 # The interval a run covers: its data interval, unless the run's params name another range
 # (a manual run over any range: `airflow dags trigger -c '{"start": …, "end": …}'`).
@@ -41,7 +44,8 @@ got, and the failed runs of `binlake_archive`.
 def wait_for_archive(end: str) -> PokeReturnValue:
     import datetime as dt
 
-    from binlake.splits import archived_until, parse_time
+    from binlake.splits.plan import archived_until
+    from binlake.splits.times import parse_time
 
     cfg = settings.load()
     store = resources.open_store(cfg)
@@ -101,23 +105,28 @@ def _archive_failures() -> str:
             else "binlake_archive has no failed run: is it scheduled and unpaused?")
 
 
-class AssembleOperator(SparkSubmitOperator):
+class AssembleOperator(BinlakeSubmitOperator):
     """`spark_jobs/assemble_transactions.py` through spark-submit, on the `binlake` Variable's
     store, warehouse, sources and Spark connection. The job replaces exactly the interval's
-    transactions (dynamic partition overwrite), so a retry or rerun is safe.
+    rows in one Delta commit per table, so a retry or rerun is safe. One at a time
+    (`max_active_tis_per_dag=1`): Delta on S3 takes one writer (docs/warehouse.md, "Several
+    writers"), and the job refuses to start beside another anyway. Its inlet is the archive, its
+    outlets the three tables' Assets, each event with the run's range, status and counts.
 
-    Where the driver runs here (client deploy mode) and the warehouse is local, the job then runs
-    the validate task's suites in its own Spark session (`--validate-as`: one JVM for both steps)
-    and returns the report's name, which the validate task reads instead of validating again."""
+    Where the driver runs here (client deploy mode) and the reports have a local directory (a
+    local warehouse, or the Variable's `quality`), the job then runs the validate task's suites
+    in its own Spark session (`--validate-as`: one JVM for both steps, the tables at the versions
+    it wrote) and returns the report's name, which the validate task reads instead of validating
+    again."""
 
-    # The base class keeps conn_id as _conn_id: rendered, the Variable's Spark connection is the one used.
-    template_fields = (*SparkSubmitOperator.template_fields, "start", "end", "_conn_id")
+    template_fields = (*BinlakeSubmitOperator.template_fields, "start", "end")
 
-    def __init__(self, *, start: str = START, end: str = END, conn_id: str = settings.template("spark_conn_id"),
-                 **kwargs) -> None:
+    def __init__(self, *, start: str = START, end: str = END, **kwargs) -> None:
         kwargs.setdefault("application", str(JOB))
         kwargs.setdefault("name", "binlake-assemble")
-        super().__init__(conn_id=conn_id, **kwargs)
+        kwargs.setdefault("inlets", [ARCHIVE])
+        kwargs.setdefault("outlets", list(TABLE_ASSETS.values()))
+        super().__init__(**kwargs)
         self.start = start
         self.end = end
 
@@ -130,45 +139,75 @@ class AssembleOperator(SparkSubmitOperator):
             args += ["--source", spec.name]
         quality_run = None
         deploy_mode = self._deploy_mode or conn.extra_dejson.get("deploy-mode") or "client"
-        if deploy_mode == "client" and spark_settings.local_warehouse(cfg.warehouse):
-            from binlake.splits import quality_run as quality_run_name  # not at DAG parse time
+        if deploy_mode == "client" and (spark_settings.local_warehouse(cfg.warehouse) or cfg.quality):
+            from binlake.splits.times import quality_run as quality_run_name  # not at DAG parse time
 
             quality_run = quality_run_name(self.start, self.end)
-            args += ["--validate-as", quality_run, "--xa-max-age", str(cfg.xa_max_age_seconds)]
+            args += ["--validate-as", quality_run, "--xa-max-age", str(cfg.xa_max_age_seconds),
+                     "--quality", str(settings.quality(cfg))]
             args += [a for suite in cfg.warn_only for a in ("--warn-only", suite)]
             args += [a for severity in cfg.allowed_severities for a in ("--allow-severity", severity)]
         self.application_args = args
-        aws = resources.aws_environment(cfg)
-        # The driver runs here, with this interpreter (it has binlake); executors find theirs.
-        env = {**aws, "PYSPARK_DRIVER_PYTHON": sys.executable}
-        conf = {**spark_settings.LOGS, **(self.conf or {})}
-        if spark_settings.is_local(conn.host):
-            env["PYSPARK_PYTHON"] = sys.executable
-            conf = spark_settings.local({**conf, **cfg.spark_conf})
-            planned = self._plan(cfg, aws)
-            if planned is not None:
-                conf = spark_settings.for_range(conf, planned, cfg.split_bytes)
-        else:
-            conf = {**conf, **{f"spark.executorEnv.{k}": v for k, v in aws.items()}, **cfg.spark_conf}
-        self.conf = conf
-        self.env_vars = {**(self.env_vars or {}), **env}
+        self.prepare(cfg, conn, lambda aws: self._plan(cfg, aws))
         log.info("assembling %s .. %s of %s into %s (%s)%s", self.start, self.end,
                  ", ".join(s.name for s in cfg.sources), cfg.warehouse, conn.host,
                  f", then validating as {quality_run}" if quality_run else "")
         super().execute(context)
+        self._record(cfg, context["outlet_events"])
         return {"quality_run": quality_run}
+
+    def get_openlineage_facets_on_complete(self, task_instance):
+        """Lineage for Airflow's OpenLineage provider (sent where a transport is configured): each
+        source's archive in, the three tables out, named by where they are (s3://bucket + key, or
+        file + path: OpenLineage's naming), which the binlake:// Assets cannot say at parse time."""
+        from airflow.providers.openlineage.extractors import OperatorLineage
+
+        cfg = settings.load()
+        return OperatorLineage(inputs=[_dataset(f"{cfg.store.rstrip('/')}/{s.name}") for s in cfg.sources],
+                               outputs=[_dataset(f"{cfg.warehouse.rstrip('/')}/{name}") for name in TABLE_ASSETS])
+
+    def _record(self, cfg: settings.Settings, outlet_events) -> None:
+        """The run's range, status and counts as an event of each table's Asset, from the summary the
+        job wrote beside the tables."""
+        import json
+
+        from binlake.spark.writer import warehouse_store
+        from binlake.splits.times import compact_ts, parse_time
+
+        key = f"_summaries/assemble_{compact_ts(parse_time(self.start))}_{compact_ts(parse_time(self.end))}.json"
+        summary = json.loads(warehouse_store(cfg.warehouse).get(key))
+        counts = {"transactions": summary["transactions"], "row_changes": summary["row_changes"],
+                  "anomalies": summary["anomalies"]}
+        for name, asset in TABLE_ASSETS.items():
+            outlet_events[asset].extra = {
+                "warehouse": cfg.warehouse, "start": summary["start"], "end": summary["end"],
+                "sources": summary["sources"], "run": summary["run"], "status": summary["status"],
+                "rows": counts[name], "version": summary["versions"].get(name)}
+        log.info("%s: %s", summary["status"], ", ".join(f"{k} {v}" for k, v in counts.items()))
 
     def _plan(self, cfg: settings.Settings, aws: dict[str, str]):
         """The interval as the job will plan it, for the local JVM's settings (the job plans again
         in its own process); None where the archive cannot be read: the job says why, not this."""
         from binlake.errors import BinlakeError
-        from binlake.splits import plan
+        from binlake.splits.plan import plan
 
         os.environ.update(aws)  # the store as the job reads it (boto3's environment)
         try:
             return plan(cfg.store, [s.name for s in cfg.sources], self.start, self.end, cfg.split_bytes)
         except (BinlakeError, OSError):
             return None
+
+
+def _dataset(url: str):
+    """An OpenLineage dataset of a location: namespace s3://bucket and the key, or file and the path."""
+    from urllib.parse import urlparse
+
+    from openlineage.client.event_v2 import Dataset
+
+    u = urlparse(url if "://" in url else "file://" + os.path.abspath(url))
+    if u.scheme in ("s3", "s3a"):
+        return Dataset(namespace=f"s3://{u.netloc}", name=u.path.lstrip("/"))
+    return Dataset(namespace="file", name=u.path)
 
 
 @task(retries=1, doc_md="""
@@ -186,12 +225,12 @@ def validate(start: str, end: str, assembled: dict | None = None, *, ti=None) ->
     if quality_run:
         from binlake.spark.validate import load_report
 
-        report = load_report(cfg.warehouse, quality_run)
+        report = load_report(cfg.warehouse, quality_run, str(settings.quality(cfg)))
         log.info("the suites ran in the assemble job's Spark session: report %s", quality_run)
     else:
         report = _run_suites(cfg, start, end)
     if ti is not None:  # the run's "Quality report" tab opens it, passed or failed
-        reports.record(cfg.warehouse, ti.dag_id, ti.run_id, report.run)
+        reports.record(settings.quality(cfg), ti.dag_id, ti.run_id, report.run)
     text = report.text()
     for line in text.splitlines():
         log.info("%s", line)
@@ -216,7 +255,8 @@ def _run_suites(cfg: settings.Settings, start: str, end: str):
     os.environ.update(resources.aws_environment(cfg))  # the manifest checks read the archive with boto3
     spark = session("local[*]", app="binlake-validate")
     config = Config.of(cfg.warn_only, cfg.allowed_severities, cfg.xa_max_age_seconds)
-    return run_suites(spark, cfg.warehouse, start, end, cfg.store, [s.name for s in cfg.sources], config)
+    return run_suites(spark, cfg.warehouse, start, end, store=cfg.store, sources=[s.name for s in cfg.sources],
+                      config=config, quality=str(settings.quality(cfg)))
 
 
 @task(outlets=[REPORT_ASSET], doc_md="""

@@ -2,7 +2,7 @@
 command of the venv; `airflow dags test` runs on SQLite, or, with `database="postgres"`, a running
 api-server + scheduler + dag-processor (LocalExecutor) on 127.0.0.1 for backfills and the browser,
 on a private PostgreSQL as `binlake airflow` runs them (SQLite's one write lock stalls a running
-api-server: binlake.postgres_local)."""
+api-server: binlake.local.postgres)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from binlake.airflow_local import AIRFLOW, SERVICES, Services
-from binlake.demo import airflow_env
-from binlake.postgres_local import Postgres
+from binlake.local.airflow import AIRFLOW, SERVICES, Services
+from binlake.local.demo import airflow_env
+from binlake.local.postgres import Postgres
 from tests.support.waiting import until
 
 
@@ -83,7 +83,7 @@ class Airflow:
 
     def start(self) -> str:
         """api-server, scheduler (no log server: logs are read from disk) and dag-processor on
-        loopback (binlake.airflow_local.Services); a restart keeps the address tests were given."""
+        loopback (binlake.local.airflow.Services); a restart keeps the address tests were given."""
         url = self.services.start(self.port)
         self.port = self.services.port
         return url

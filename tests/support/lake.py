@@ -1,8 +1,9 @@
-"""Test helpers for the warehouse: read its Parquet tables back, and compare them with scans.
+"""Test helpers for the warehouse: read its Delta tables back, and compare them with scans.
 
-Tables are read with pyarrow, not Spark, so the check does not share code with the job.
-Rows are compared as digests of their canonical JSON: exact, and small in memory even for
-hundreds of thousands of row changes.
+Tables are read with delta-rs (`deltalake`), not Spark, so the check shares no code with the job
+and is the second engine of the tables: local paths and s3a:// warehouses (the S3 endpoint of the
+AWS environment). Rows are compared as digests of their canonical JSON: exact, and small in memory
+even for hundreds of thousands of row changes.
 """
 
 from __future__ import annotations
@@ -10,12 +11,13 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import os
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-import pyarrow.dataset as ds
+from deltalake import DeltaTable
 
 from binlake.records import ANOMALY_FIELDS, ROW_CHANGE_FIELDS, TRANSACTION_FIELDS
 
@@ -47,12 +49,36 @@ def digest(table: str, rec: dict) -> str:
     return hashlib.sha1(json.dumps(canonical(table, rec), sort_keys=True).encode()).hexdigest()
 
 
-def rows(warehouse: Path, table: str) -> Iterator[dict]:
-    path = Path(warehouse) / table
-    if not path.exists():
+def storage_options() -> dict[str, str]:
+    """delta-rs's settings for the S3 endpoint the AWS environment names (moto's, in the tests)."""
+    env = os.environ
+    out = {"AWS_REGION": env.get("AWS_DEFAULT_REGION", "us-east-1"), "AWS_ALLOW_HTTP": "true"}
+    for key in ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        if key in env:
+            out[key] = env[key]
+    return out
+
+
+def table(warehouse: Path | str, name: str, version: int | None = None) -> DeltaTable | None:
+    """A table as delta-rs opens it (an s3a:// warehouse as s3://), or None when there is none."""
+    where = str(warehouse)
+    if where.startswith("s3a://"):
+        uri = "s3://" + where.removeprefix("s3a://").rstrip("/") + "/" + name
+        options = storage_options()
+    else:
+        uri, options = str(Path(where.removeprefix("file://")) / name), {}
+        if not Path(uri, "_delta_log").is_dir():
+            return None
+    if not DeltaTable.is_deltatable(uri, options):
+        return None
+    return DeltaTable(uri, version=version, storage_options=options)
+
+
+def rows(warehouse: Path | str, name: str, version: int | None = None) -> Iterator[dict]:
+    found = table(warehouse, name, version)
+    if found is None:
         return
-    dataset = ds.dataset(path, format="parquet", partitioning="hive")
-    for batch in dataset.to_batches():
+    for batch in found.to_pyarrow_dataset().to_batches():
         yield from batch.to_pylist()
 
 
@@ -60,7 +86,7 @@ def digests(records: Iterable[dict], table: str) -> Counter:
     return Counter(digest(table, r) for r in records)
 
 
-def lake(warehouse: Path) -> dict[str, Counter]:
+def lake(warehouse: Path | str) -> dict[str, Counter]:
     return {t: digests(rows(warehouse, t), t) for t in FIELDS}
 
 

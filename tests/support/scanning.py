@@ -10,10 +10,10 @@ from pathlib import Path
 
 import orjson
 
-from binlake.assemble import Options
-from binlake.records import record_line
-from binlake.scan import ScanSummary, scan_files
-from binlake.sinks import BlockSink, LineSink, RecordSink
+from binlake.assemble.outputs import Lines, Records
+from binlake.assemble.scan import ScanSummary, scan_files
+from binlake.assemble.sinks import BlockSink, LineSink, RecordSink
+from binlake.assemble.walk import Options
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -42,23 +42,23 @@ def scan(paths, **opts) -> dict[str, list[dict]]:
     """Records of an in-process scan, by kind."""
     out: dict[str, list[dict]] = {"transaction": [], "row_change": [], "anomaly": []}
     paths = [paths] if isinstance(paths, str | Path) else paths
-    scan_files(paths, Options(**opts), lambda kind, rec: out[kind].append(rec))
+    scan_files(paths, Options(**opts), Records(out["transaction"].append, out["anomaly"].append,
+                                               RecordSink(out["row_change"].extend)))
     return out
 
 
 def lines_path(paths, **opts) -> bytes:
     """The row changes as `binlake scan --rows` writes them."""
     chunks: list[bytes] = []
-    scan_files(paths, Options(**opts), lambda kind, rec: None, LineSink(chunks.extend))
+    scan_files(paths, Options(**opts), Records(rows=LineSink(chunks.extend)))
     return b"".join(chunks)
 
 
 def scan_lines(paths, **opts) -> tuple[bytes, ScanSummary]:
     """What `binlake scan --rows --anomalies` prints, made in-process the same way (the lane
-    included, binlake.lane), and its summary."""
+    included, binlake.assemble.lane), and its summary."""
     chunks: list[bytes] = []
-    summary = scan_files(paths, Options(**opts), lambda kind, rec: chunks.append(record_line(kind, rec)),
-                         LineSink(chunks.extend), chunks.append)
+    summary = scan_files(paths, Options(**opts), Lines(chunks.append))
     return b"".join(chunks), summary
 
 
@@ -74,22 +74,22 @@ def lines_records(lines: bytes) -> dict[str, list[dict]]:
 def blocks_path(paths, **opts) -> list:
     """The row changes as the Spark job's parse tasks take them: RowBlocks."""
     out: list = []
-    scan_files(paths, Options(**opts), lambda kind, rec: None, BlockSink(out.extend))
+    scan_files(paths, Options(**opts), Records(rows=BlockSink(out.extend)))
     return out
 
 
 def records_list(paths, **opts) -> list[dict]:
     """The row changes as records."""
     out: list[dict] = []
-    scan_files(paths, Options(**opts), lambda kind, rec: None, RecordSink(out.extend))
+    scan_files(paths, Options(**opts), Records(rows=RecordSink(out.extend)))
     return out
 
 
 def records_path(paths, **opts) -> bytes:
     """The row changes as records, each written by orjson."""
     out: list[bytes] = []
-    scan_files(paths, Options(**opts), lambda kind, rec: None,
-               RecordSink(lambda recs: out.extend(orjson.dumps(r, option=orjson.OPT_APPEND_NEWLINE) for r in recs)))
+    scan_files(paths, Options(**opts), Records(rows=RecordSink(
+        lambda recs: out.extend(orjson.dumps(r, option=orjson.OPT_APPEND_NEWLINE) for r in recs))))
     return b"".join(out)
 
 

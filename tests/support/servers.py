@@ -154,8 +154,8 @@ def _install_mariadb() -> Path:
 
 def install_postgres() -> Path:
     """The PostgreSQL server programs `binlake airflow` runs its metadata database with
-    (binlake.postgres_local), from Debian stable; nothing started here."""
-    from binlake.postgres_local import bindir
+    (binlake.local.postgres), from Debian stable; nothing started here."""
+    from binlake.local.postgres import bindir
 
     if (found := bindir()) is None:
         env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}

@@ -21,7 +21,8 @@ def url(server, user: str = "root", password: str = "") -> str:
 
 def take(server, store_url: str, name: str, tables: list[str] | None = None, observe=None, user: str = "root",
          **options) -> Result:
-    return snapshot(MySQLSource(url(server, user)), open_store(store_url), name, tables, Options(**options), observe)
+    return snapshot(MySQLSource(url(server, user)), open_store(store_url), name, tables, options=Options(**options),
+                    observe=observe)
 
 
 def chunk_rows(store, name: str, id: str, chunk: dict) -> list[dict]:

@@ -17,8 +17,8 @@ from binlake.archive import loop
 from binlake.binlog import constants as c
 from binlake.binlog import events as ev_codec
 from binlake.binlog.framing import BinlogReader, Frame
-from binlake.boundary import Boundary, BoundaryParser, Kind, event_kind
-from binlake.describe import describe
+from binlake.boundaries.describe import describe
+from binlake.boundaries.parser import Boundary, BoundaryParser, Kind, event_kind
 from binlake.errors import BinlogError
 from binlake.records import derived_txn_id, ts_from_micros, ts_from_seconds
 
@@ -58,7 +58,7 @@ class Indexer:
     `trust_lengths`, a transaction whose GTID gives its length is not walked: its events
     are only counted off to that length (a caller that sees every event, as the archive's
     copy does, skips decoding them). A statement is typed once the next frame comes: an XID
-    right after it ends its group (binlake.boundary, MySQL 5.0 autocommit).
+    right after it ends its group (binlake.boundaries.parser, MySQL 5.0 autocommit).
     """
 
     def __init__(self, binlog_file: str, fde, trust_lengths: bool = False) -> None:
@@ -109,7 +109,7 @@ class Indexer:
             self.parser.reset()
             out.append(self._close(frame.end, frame.timestamp, True))
             return
-        e = describe(self.parser, frame, -1, self.fde, next_type)
+        e = describe(self.parser, frame, -1, self.fde, next_type=next_type)
         b = e.boundary
         if b is Boundary.IGNORE:
             return

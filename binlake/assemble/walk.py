@@ -1,53 +1,48 @@
-"""Assemble whole transactions, their row changes and anomalies from one binlog file.
+"""The walk of one binlog file: whole transactions, their row changes and anomalies, to an output.
 
-Two passes per transaction, as the seeds' replicator "rewinds": when a transaction
-starts, a light pass walks its events (headers and small bodies only: GTID, QUERY
-text, XID, XA_PREPARE) to its end to learn the commit facts — commit timestamp, xid,
-outcome. The main pass then decodes its rows and streams them out already stamped,
-so a transaction is never held in memory whole: only the row changes of the current
-segment wait, to learn whether a later segment follows (`end_segment`). The transactions
-production writes most (a GTID, BEGIN, table maps and rows, XID) need neither the light pass
-nor the parser: the compiled walk (BinlogReader.skim) finds their ends and xids, runs at a time,
-and hands back their frames; the walk takes anything else event by event.
+Every event goes through the boundary parser (binlake.boundaries); when a transaction starts, its
+commit facts are learnt first (binlake.assemble.lookahead), then its rows are decoded and streamed
+out already stamped (binlake.assemble.rowsevents), so a transaction is never held in memory whole:
+only the row changes of the current segment wait, to learn whether a later segment follows
+(`end_segment`, binlake.assemble.segments). The transactions production writes most (a GTID,
+BEGIN, table maps and rows, XID) need neither the look-ahead nor the parser: the compiled walk
+(BinlogReader.skim) finds their ends and xids, runs at a time, and where the output takes them
+whole the lane (binlake.assemble.lane) writes them.
 
-This module is the walk and the transaction facts. Transactions and anomalies go to `emit`;
-row changes to a sink (binlake.sinks), numbered by binlake.segments. A walk may start inside
-a transaction (Resume: a big transaction's piece, binlake.pieces).
+Everything goes to one output (binlake.assemble.outputs.Output): transactions and anomalies as
+records, row changes through its row sink, the lane's runs in the form it takes. A walk may start
+inside a transaction (Resume: a big transaction's piece, binlake.assemble.pieces).
 """
 
 from __future__ import annotations
 
-import struct
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
+from binlake.assemble.lane import Lane
+from binlake.assemble.lookahead import lookahead
+from binlake.assemble.outputs import Output, Takes
+from binlake.assemble.rowsevents import DECODE_ERRORS, Placing, RowsEvents, rows_query
+from binlake.assemble.segments import Segmenter
+from binlake.assemble.stream import events, next_type
+from binlake.assemble.transactions import Facts, Txn, open_txn, transaction_record
 from binlake.binlog import constants as c
-from binlake.binlog import events as ev_codec
-from binlake.binlog import rows as rows_codec
 from binlake.binlog.framing import BinlogReader, Frame
-from binlake.binlog.payload import inner_frames
-from binlake.boundary import ORDINARY_INSIDE, Boundary, BoundaryParser, Kind, Opener, event_kind
-from binlake.describe import Event, describe, opening
+from binlake.binlog.tablemap import TableMap
+from binlake.boundaries.describe import Event, Memo, describe, opening
+from binlake.boundaries.parser import ORDINARY_INSIDE, Boundary, BoundaryParser, Kind, Opener, event_kind
 from binlake.errors import BinlogError, FatalBinlogError, RowDecodeError
-from binlake.lane import Lane, Lines, RecordRun
-from binlake.records import Facts, Txn, open_txn, transaction_record, ts_from_seconds
-from binlake.records import anomaly as make_anomaly
-from binlake.schema.check import unknown_table
-from binlake.segments import Segmenter
-from binlake.sinks import BlockSink, LineSink, RecordSink, RowsAt, RowSink
+from binlake.records import anomaly
 
 if TYPE_CHECKING:  # sqlglot, behind it, is imported only where a schema history is followed
     from binlake.schema.ddl import SchemaState
 
-Emit = Callable[[str, dict], None]  # ("transaction" | "row_change" | "anomaly", record)
-_DECODE_ERRORS = (RowDecodeError, ValueError, struct.error, IndexError, KeyError,
-                  UnicodeDecodeError)
 _BETWEEN = (Boundary.NOT_DEFINED, Boundary.SELF_CONTAINED, Boundary.END)  # parser states no transaction is open in
 _SKIM_RUN = 256  # ordinary transactions cut per call of the compiled walk
 
 
-@dataclass
+@dataclass(frozen=True)
 class Options:
     source: str = "local"
     segment_rows: int = 100_000
@@ -56,9 +51,6 @@ class Options:
     # Runs of ordinary transactions cut by the compiled walk (BinlogReader.skim); off, every event
     # goes through the boundary parser and each transaction's look-ahead (the reference walk).
     skim: bool = True
-    # The schema history's tables at the walk's start, advanced by the DDL the walk meets
-    # (binlake.schema): names and checks TABLE_MAPs. None: the binlog's own metadata only.
-    schema: SchemaState | None = None
 
 
 @dataclass
@@ -68,27 +60,7 @@ class Counts:
     row_changes: int = 0
     anomalies: int = 0
     ignored_unknown: int = 0  # unknown events flagged ignorable, skipped
-    laned: int = 0  # transactions written by the lane (binlake.lane), of `transactions`
-
-
-class Placing(Protocol):
-    """How a transaction's row changes are numbered and when its sink hands them on
-    (binlake.segments: Segmenter, Unplaced). Each call returns the row changes handed on."""
-
-    @property
-    def segment_id(self) -> int | None: ...
-    @property
-    def seq(self) -> int: ...
-    @property
-    def piece(self) -> int | None: ...
-    @property
-    def ordinal(self) -> int | None: ...
-
-    def before(self, sink: RowSink | None, presentable: bool) -> int: ...
-    def after(self, rows: int, size: int, sink: RowSink | None) -> int: ...
-    def close(self, sink: RowSink | None, presentable: bool) -> int: ...
-    def surely_last(self, size: int, end: int) -> bool: ...
-    def likely_last(self, rows: int, size: int, end: int) -> bool: ...
+    laned: int = 0  # transactions written by the lane (binlake.assemble.lane), of `transactions`
 
 
 @dataclass
@@ -101,82 +73,58 @@ class Resume:
     placing: Placing
     state: Boundary = Boundary.START
     opener: Opener = Opener.GTID
-    table_maps: list[rows_codec.TableMap] = field(default_factory=list)
+    table_maps: list[TableMap] = field(default_factory=list)
     continues: bool = False  # it goes on past the walk's range: no TRUNCATED at the range's end
     opening: bool = False  # the walk starts at its opening event: taken in as is, no look-ahead
     ended: bool = False  # set by the walk: its ending event was seen
 
 
 class FileAssembler:
-    """Runs the boundary parser over one file and emits its records."""
+    """Runs the boundary parser over one file and writes its records to an output."""
 
-    def __init__(self, reader: BinlogReader, opts: Options, emit: Emit, sink: RowSink | None = None,
-                 binlog_file: str | None = None, resume: Resume | None = None, lines: Lines | None = None,
-                 records: Callable[[RecordRun], None] | None = None) -> None:
-        """lines: where records may also be written as JSON lines (binlake.lane), the stream `emit`
-        and a LineSink write theirs to, for the transactions the lane takes (a BlockSink with
-        `emit_run` is handed their row changes as columns); records: where the lane's transactions'
-        records go as columns instead (binlake.lane.RecordRun)."""
+    def __init__(self, reader: BinlogReader, opts: Options, output: Output, *, binlog_file: str | None = None,
+                 resume: Resume | None = None, schema: SchemaState | None = None) -> None:
+        """schema: the schema history's tables where the walk starts, which the DDL it meets advances
+        (its owner's: `binlake scan` carries it from file to file); None: the binlog's metadata only."""
         self.reader = reader
         self.opts = opts
-        self.emit = emit
-        if opts.rows and sink is None:
-            sink = RecordSink(self._emit_each)
-        self.sink = sink if opts.rows else None
+        self.output = output
         self.file = binlog_file or reader.name.rsplit("/", 1)[-1]
         self.fde = reader.fde
         self.parser = BoundaryParser()
+        self.memo = Memo()
         self.txn: Txn | None = None
         self.placing: Placing = Segmenter(opts.segment_rows, opts.segment_bytes)
         self.orphans: list | None = None  # [start, end, detail] of events outside any transaction
-        self.table_maps: dict[int, rows_codec.TableMap] = {}
-        self.schema = opts.schema
-        if self.schema is not None:
-            self.schema.flavor = self.fde.flavor
-        self.mismatches: set[tuple[str, str, str]] = set()  # SCHEMA_MISMATCH said once per file
+        self.schema = schema
+        if schema is not None:
+            schema.flavor = self.fde.flavor
+        self.sink = output.rows if opts.rows else None
         self.counts = Counts()
         self.skims = opts.skim
         self.resume = resume
+        self.events = RowsEvents(fde=self.fde, binlog_file=self.file, sink=self.sink, schema=schema,
+                                 said=self._anomaly, table_maps=resume.table_maps if resume is not None else ())
         if resume is not None:
             self.txn, self.placing = resume.txn, resume.placing
             self.parser.state, self.parser.opener = resume.state, resume.opener
-            self.table_maps = {tm.table_id: tm for tm in resume.table_maps}
         self.lane: Lane | None = None
-        # The lane writes row changes as lines (a LineSink's) or hands them on as columns (a
-        # BlockSink's that takes runs)
-        runs = sink.laned if opts.rows and isinstance(sink, BlockSink) and sink.emit_run else None
-        lanes_rows = not opts.rows or isinstance(sink, LineSink) or runs is not None
-        if lines is not None and lanes_rows and opts.skim and resume is None and Lane.fits(reader):
-            self.lane = Lane(reader, lines, opts.source, self.file, opts.rows, opts.segment_rows,
-                             opts.segment_bytes, self.table_maps, self.schema, runs, records)
+        whole = output.takes & (Takes.LINES | Takes.COLUMNS)  # the output takes the lane's runs
+        if whole and opts.skim and resume is None and Lane.fits(reader):
+            self.lane = Lane(reader, output, columns=Takes.COLUMNS in output.takes, source=opts.source,
+                             binlog_file=self.file, rows=opts.rows, segment_rows=opts.segment_rows,
+                             segment_bytes=opts.segment_bytes, table_maps=self.events.table_maps,
+                             decoded=self.events.decoded, schema=schema)
 
     # -- output ------------------------------------------------------------------------
 
-    def _anomaly(self, start: int, end: int, code: str, detail: str, severity: str = "error"):
+    def _anomaly(self, start: int, end: int, code: str, detail: str, *, severity: str = "error") -> None:
         self.counts.anomalies += 1
-        self.emit("anomaly", make_anomaly(self.opts.source, self.file, start, end, code,
-                                          detail, severity))
-
-    def _emit_each(self, recs: list[dict]) -> None:
-        for rec in recs:
-            self.emit("row_change", rec)
+        self.output.anomaly(anomaly(self.opts.source, self.file, start, end, code=code, detail=detail,
+                                    severity=severity))
 
     def _where(self, pos: int) -> str:
         return f"{self.file}:{pos}"
-
-    # -- the event stream --------------------------------------------------------------
-
-    def _stream(self, start: int, on_bad_payload: Callable[[Frame, str], None] | None
-                ) -> Iterator[tuple[Frame, int]]:
-        for f in self.reader.frames(start):
-            yield f, -1
-            if f.type == c.TRANSACTION_PAYLOAD_EVENT and f.crc_ok:
-                try:
-                    for i, inner in enumerate(inner_frames(f, 19)):
-                        yield inner, i
-                except ValueError as exc:
-                    if on_bad_payload:
-                        on_bad_payload(f, f"corrupt TRANSACTION_PAYLOAD: {exc}")
 
     # -- the main pass -----------------------------------------------------------------
 
@@ -226,7 +174,7 @@ class FileAssembler:
     def _walk(self, start: int) -> Generator[None, None, int | None]:
         """Event by event through the boundary parser, until a transaction has ended (the offset
         after it); None at the end of the data."""
-        for frame, inner in self._stream(start, self._bad_payload):
+        for frame, inner in events(self.reader, start, self._bad_payload):
             self.counts.events += 1
             try:
                 self._on_frame(frame, inner)
@@ -255,7 +203,7 @@ class FileAssembler:
             for frames, xid in txns:
                 try:
                     start = opening(frames[0], self.fde)
-                except _DECODE_ERRORS:  # the reference walk says what is wrong with it
+                except DECODE_ERRORS:  # the reference walk says what is wrong with it
                     return pos
                 self._ordinary(start, frames, xid)
                 pos = frames[-1].end
@@ -268,14 +216,14 @@ class FileAssembler:
         """The run of transactions the lane writes from `pos`: the offset after them, and how many."""
         assert self.lane is not None
         try:
-            end, txns, events, rows = self.lane.run(pos)
+            end, txns, events_, rows = self.lane.run(pos)
         except Exception as exc:
             self._located(exc, pos)
             raise
         if txns:
             self.counts.transactions += txns
             self.counts.laned += txns
-            self.counts.events += events
+            self.counts.events += events_
             self.counts.row_changes += rows
             self.parser.state, self.parser.opener = Boundary.END, Opener.NONE  # as after an XID
         return end, txns
@@ -313,11 +261,11 @@ class FileAssembler:
     def _on_frame(self, frame: Frame, inner: int) -> None:
         if not frame.crc_ok:
             self._anomaly(frame.pos, frame.end, "CHECKSUM_MISMATCH",
-                          f"{self._where(frame.pos)}: CRC32 mismatch in "
-                          f"{c.event_name(frame.type)} event")
+                          f"{self._where(frame.pos)}: CRC32 mismatch in {c.event_name(frame.type)} event")
             if self.txn:
                 self.txn.broken = True
-        e = describe(self.parser, frame, inner, self.fde, self._next_type(frame, inner))
+        e = describe(self.parser, frame, inner, self.fde, next_type=next_type(self.reader, frame, inner),
+                     memo=self.memo)
         b = e.boundary
         if b is Boundary.NOT_DEFINED:  # a QUERY that cannot be read: where its transaction ends is not known
             self._cut_at(frame, "DECODE_ERROR", f"{self._where(frame.pos)}: {e.error}")
@@ -365,7 +313,7 @@ class FileAssembler:
             else:
                 self._anomaly(e.frame.pos, e.frame.end, "UNKNOWN_EVENT",
                               f"{self._where(e.frame.pos)}: unknown event type {t} "
-                              f"({e.frame.size} bytes) carried as opaque", "warning")
+                              f"({e.frame.size} bytes) carried as opaque", severity="warning")
         if self.txn:
             self.txn.event_count += 1
 
@@ -396,58 +344,10 @@ class FileAssembler:
     # -- transactions ------------------------------------------------------------------
 
     def _open(self, e: Event) -> None:
-        facts = self._lookahead(e)
+        facts = lookahead(self.reader, e, self.memo)
         self.txn = open_txn(e, facts, self.file)
         self.placing = Segmenter(self.opts.segment_rows, self.opts.segment_bytes, facts.end_pos)
         self._add(self.txn, e)
-
-    def _lookahead(self, start: Event) -> Facts:
-        """Walk the transaction's events without decoding rows, to its end."""
-        p = BoundaryParser()
-        p.feed(Boundary.START, start.opener)
-        facts = Facts(last_ts=start.frame.timestamp)
-        key = (start.frame.pos, start.inner)
-        outer = start.frame.pos
-        if start.inner >= 0:  # a START inside a payload: begin at the payload itself
-            outer = self._payload_pos(start.frame)
-        seen_start = False
-        try:
-            for frame, inner in self._stream(outer, None):
-                if not seen_start:
-                    seen_start = (frame.pos, inner) == key
-                    continue
-                if not frame.crc_ok:
-                    facts.broken = True
-                e = describe(p, frame, inner, self.fde, self._next_type(frame, inner))
-                if e.error:
-                    facts.broken = True
-                if e.boundary is Boundary.IGNORE:
-                    continue
-                facts.last_ts = frame.timestamp
-                if not p.feed(e.boundary, e.opener):
-                    facts.end_pos = frame.pos if inner < 0 else self._payload_pos(frame)
-                    return facts
-                if e.boundary is Boundary.END:
-                    facts.complete = True
-                    facts.end = e
-                    facts.end_pos = frame.end if inner < 0 else frame.pos
-                    return facts
-        except BinlogError as exc:
-            facts.end_pos = exc.offset
-            return facts
-        facts.end_pos = self.reader.end
-        return facts
-
-    def _next_type(self, frame: Frame, inner: int) -> int | None:
-        """The type of the event after a real one (an XID after a statement ends its group)."""
-        return self.reader.type_at(frame.end) if inner < 0 else None
-
-    def _payload_pos(self, inner_frame: Frame) -> int:
-        # Inner events sit at their payload's end; find that payload's start.
-        for f in self.reader.frames():
-            if f.end == inner_frame.pos and f.type == c.TRANSACTION_PAYLOAD_EVENT:
-                return f.pos
-        return inner_frame.pos
 
     def _add(self, txn: Txn, e: Event) -> None:
         self._add_frame(txn, e.frame, e.inner)
@@ -462,72 +362,11 @@ class FileAssembler:
         if inner >= 0 or t in c.MARIADB_COMPRESSED_EVENTS:
             txn.compressed = True
         if t == c.TABLE_MAP_EVENT:
-            try:
-                self._table_map(f)
-            except _DECODE_ERRORS as exc:
-                self._decode_failed(txn, f, exc)
+            self.events.table_map(txn, f)
         elif t in c.ROWS_EVENTS:
-            self._rows(txn, f)
+            self.counts.row_changes += self.events.rows(txn, f, self.placing)
         elif t in (c.ROWS_QUERY_LOG_EVENT, c.ANNOTATE_ROWS_EVENT):
             txn.rows_query = rows_query(f)
-
-    def _table_map(self, f: Frame) -> None:
-        phl = self.fde.post_header_len(f.type)
-        table = None
-        if self.schema is not None:
-            table = self.schema.table(*rows_codec.table_map_name(f.body, phl))
-        tm = rows_codec.decode_table_map(f.body, phl, self.fde.flavor, table)
-        self.table_maps[tm.table_id] = tm
-        said = (tm.schema, tm.table, tm.mismatch or "")
-        if tm.mismatch and said not in self.mismatches:
-            self.mismatches.add(said)
-            self._anomaly(f.pos, f.end, "SCHEMA_MISMATCH",
-                          f"{self._where(f.pos)}: TABLE_MAP of {tm.schema}.{tm.table} disagrees with the schema "
-                          f"history: {tm.mismatch}; its rows have positional names (said once per file)", "warning")
-        elif unknown_table(self.schema, table, tm) and said not in self.mismatches:
-            self.mismatches.add(said)
-            self._anomaly(f.pos, f.end, "SCHEMA_UNKNOWN",
-                          f"{self._where(f.pos)}: TABLE_MAP of {tm.schema}.{tm.table}: the schema history does not "
-                          "know the table (created before its snapshot and not in it, or changed by DDL it could not "
-                          "follow; docs/schema.md); its rows have positional names (said once per file)", "warning")
-
-    def _decode_failed(self, txn: Txn, f: Frame, exc: Exception) -> None:
-        txn.broken = True
-        self._anomaly(f.pos, f.end, "DECODE_ERROR",
-                      f"{self._where(f.pos)}: cannot decode {c.event_name(f.type)} event: {exc}")
-        if f.type == c.TABLE_MAP_EVENT:
-            self.table_maps.pop(rows_codec.rows_table_id(f.type, f.body, self.fde.post_header_len(f.type)), None)
-
-    def _rows(self, txn: Txn, f: Frame) -> None:
-        """Decode a rows event, count it, and give its row changes their place in the sink."""
-        phl = self.fde.post_header_len(f.type)
-        placing, sink = self.placing, self.sink
-        try:
-            op = rows_codec.ROWS_EVENT_TYPES[f.type]
-            table_id = rows_codec.rows_table_id(f.type, f.body, phl)
-            tm = self.table_maps.get(table_id)
-            if tm is None:
-                raise ValueError(f"no TABLE_MAP for table id {table_id}")
-            self.counts.row_changes += placing.before(sink, txn.presentable)
-            done: tuple[int, int] | None = None
-            if sink is not None:
-                at = RowsAt(txn.txn_id, placing.segment_id, placing.seq, self.file, f.pos, txn.commit_ts,
-                            ts_from_seconds(f.timestamp), tm.schema, tm.table, op, txn.rows_query, txn.xid,
-                            placing.piece, placing.ordinal)
-                done = sink.take(at, f, tm, phl, placing)
-            if done is None:
-                ev = rows_codec.decode_rows(f.type, f.body, phl, tm, self.fde.flavor)
-                if sink is not None:
-                    sink.hold(at, f, ev.rows, placing)
-                done = ev.flags, len(ev.rows)
-        except _DECODE_ERRORS as exc:
-            self._decode_failed(txn, f, exc)
-            return
-        flags, n = done
-        txn.count(tm.schema, tm.table, op, n)
-        self.counts.row_changes += placing.after(n, f.size, sink)
-        if flags & c.STMT_END_F:
-            txn.rows_query = None
 
     def _self_contained(self, e: Event) -> None:
         """A statement with no GTID around it: a transaction of its own, boundaries synthetic."""
@@ -559,19 +398,10 @@ class FileAssembler:
 
     def _emit_txn(self, txn: Txn, end_pos: int, cut_short: bool = False) -> None:
         txn.segment_count = self.placing.segment_id or 1
-        rec, mismatch = transaction_record(txn, end_pos, self.opts.source, self.file, cut_short)
+        rec, mismatch = transaction_record(txn, end_pos=end_pos, source=self.opts.source, binlog_file=self.file,
+                                           cut_short=cut_short)
         self.counts.transactions += 1
-        self.emit("transaction", rec)
+        self.output.transaction(rec)
         if mismatch:
-            self._anomaly(*mismatch)
-
-
-def rows_query(f: Frame) -> str | None:
-    """The statement text of a ROWS_QUERY (MySQL) or ANNOTATE_ROWS (MariaDB) event; None when
-    it cannot be read (the rows are still decoded)."""
-    try:
-        if f.type == c.ROWS_QUERY_LOG_EVENT:
-            return ev_codec.decode_rows_query(f.body)
-        return ev_codec.decode_annotate_rows(f.body)
-    except (ValueError, IndexError):
-        return None
+            self.counts.anomalies += 1
+            self.output.anomaly(mismatch)

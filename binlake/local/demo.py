@@ -20,13 +20,13 @@ from pathlib import Path
 
 from binlake.errors import BinlakeError
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]  # binlake/local/ -> the checkout
 
 
 def sample_files() -> list[str]:
     """The bundled binlogs (binlake/samples/, package data), one directory per server, each file
     in binlog order: the demo's sources."""
-    root = Path(__file__).parent / "samples"
+    root = Path(__file__).resolve().parents[1] / "samples"  # binlake/samples, package data
     return sorted(str(f) for d in root.iterdir() if d.is_dir() for f in d.iterdir() if f.name.startswith("binlog."))
 
 
@@ -41,7 +41,7 @@ def airflow_env(home: Path, users: bool = False) -> dict[str, str]:
     env.update({
         "AIRFLOW_HOME": str(home),
         # SQLite's 5 s lock wait is short for `airflow dags test` beside CLI commands on a busy
-        # machine. Running services get PostgreSQL (binlake.postgres_local): on SQLite the
+        # machine. Running services get PostgreSQL (binlake.local.postgres): on SQLite the
         # api-server waits for this lock on its event loop, and all of it stalls meanwhile.
         "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home}/airflow.db?timeout=60",
         "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
@@ -87,13 +87,49 @@ def commit_range(store: Path) -> tuple[str, str]:
     return first.strftime("%Y-%m-%dT%H:%M:%SZ"), last.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def run(home: str | None = None) -> int:
+def settings(home: Path) -> dict:
+    """The demo's `binlake` Variable (the DAGs' defaults): the bundled sample binlogs (one
+    directory per server) into a local archive and warehouse under the Airflow home."""
+    dirs = sorted({str(Path(f).parent) for f in sample_files()})
+    return {
+        "store": f"file://{home / 'binlake' / 'archive'}",
+        "warehouse": str(home / "binlake" / "warehouse"),
+        "sources": [{"name": f"sample-{Path(d).name}", "url": f"dir://{d}", "final": True} for d in dirs],
+    }
+
+
+def _elsewhere(home: Path, warehouse: str) -> dict[str, str]:
+    """The environment of a demo whose warehouse is given: the Variable with it, the reports under
+    the home, and for s3a:// the AWS connection made from the usual AWS environment (endpoint,
+    keys, region), which Airflow hands to Spark as environment: never printed."""
+    variable = {**settings(home), "warehouse": warehouse, "quality": str(home / "binlake" / "quality")}
+    env = {}
+    if warehouse.startswith("s3a://"):
+        aws = os.environ
+        if not aws.get("AWS_ACCESS_KEY_ID"):
+            raise BinlakeError(f"{warehouse}: the demo reads S3's keys from the AWS environment (AWS_ACCESS_KEY_ID, "
+                               "AWS_SECRET_ACCESS_KEY, AWS_ENDPOINT_URL for another S3 than AWS)")
+        extra = {"region_name": aws.get("AWS_DEFAULT_REGION") or aws.get("AWS_REGION") or "us-east-1"}
+        if aws.get("AWS_ENDPOINT_URL"):
+            extra["endpoint_url"] = aws["AWS_ENDPOINT_URL"]
+        env["AIRFLOW_CONN_BINLAKE_S3"] = json.dumps({"conn_type": "aws", "login": aws["AWS_ACCESS_KEY_ID"],
+                                                     "password": aws.get("AWS_SECRET_ACCESS_KEY", ""),
+                                                     "extra": extra})
+        variable["aws_conn_id"] = "binlake_s3"
+    env["AIRFLOW_VAR_BINLAKE"] = json.dumps(variable)
+    return env
+
+
+def run(home: str | None = None, warehouse: str | None = None) -> int:
     if not (REPO / "dags" / "binlake_transactions.py").exists():
         raise BinlakeError(f"binlake demo runs the DAGs of a source checkout; {REPO / 'dags'} is missing")
     root = Path(home) if home else Path(tempfile.mkdtemp(prefix="binlake-demo-"))
     root.mkdir(parents=True, exist_ok=True)
     env = airflow_env(root)
-    print(f"binlake demo: Airflow home {root} (SQLite), the bundled sample binlogs, Spark local[*]")
+    if warehouse:
+        env.update(_elsewhere(root, warehouse))
+    print(f"binlake demo: Airflow home {root} (SQLite), the bundled sample binlogs, Spark local[*]"
+          + (f", the warehouse {warehouse}" if warehouse else ""))
     _airflow(env, "db", "migrate", what="airflow db migrate")
     _airflow(env, "dags", "test", "binlake_archive", what="the binlake_archive run")
     if (state := _run_state(env, "binlake_archive")) != "success":
@@ -102,17 +138,28 @@ def run(home: str | None = None) -> int:
     conf = json.dumps({"start": start, "end": end})
     _airflow(env, "dags", "test", "binlake_transactions", "-c", conf, what="the binlake_transactions run")
     state = _run_state(env, "binlake_transactions")
-    print(summary(root / "binlake" / "warehouse", start, end, state))
+    quality = root / "binlake" / "quality" if warehouse else root / "binlake" / "warehouse" / "quality"
+    print(summary(warehouse or str(root / "binlake" / "warehouse"), quality, start, end, state=state))
     return 0 if state == "success" else 1
 
 
-def summary(warehouse: Path, start: str, end: str, state: str) -> str:
-    """What the run produced, read back from the Parquet tables and the validation results."""
-    import pyarrow.dataset as ds
+def summary(warehouse: str, quality: Path, start: str, end: str, *, state: str) -> str:
+    """What the run produced, read back from the Delta tables (with delta-rs: no JVM to start) and
+    the validation results."""
+    from deltalake import DeltaTable
+
+    options: dict[str, str] = {}
+    if warehouse.startswith("s3a://"):  # delta-rs names S3 s3://, with the AWS environment's endpoint and keys
+        warehouse = "s3://" + warehouse.removeprefix("s3a://")
+        options = {k: v for k, v in os.environ.items() if k in ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID",
+                                                                  "AWS_SECRET_ACCESS_KEY", "AWS_REGION")}
+        options.setdefault("AWS_REGION", os.environ.get("AWS_DEFAULT_REGION", "us-east-1"))
+        options["AWS_ALLOW_HTTP"] = "true"
 
     def table(name: str):
-        path = warehouse / name
-        return ds.dataset(path, format="parquet", partitioning="hive").to_table() if path.exists() else None
+        path = f"{warehouse.rstrip('/')}/{name}"
+        return DeltaTable(path, storage_options=options).to_pyarrow_table() \
+            if DeltaTable.is_deltatable(path, options) else None
 
     txns, rows, anomalies = table("transactions"), table("row_changes"), table("anomalies")
     lines = [f"binlake_transactions {start} .. {end}: {state}"]
@@ -121,12 +168,12 @@ def summary(warehouse: Path, start: str, end: str, state: str) -> str:
     lines += [f"    {k:12} {n}" for k, n in sorted(kinds.items())]
     lines.append(f"  row changes:  {rows.num_rows if rows is not None else 0}")
     lines.append(f"  anomalies:    {anomalies.num_rows if anomalies is not None else 0}")
-    runs = sorted((warehouse / "quality" / "runs").glob("*/results.json"))
+    runs = sorted((quality / "runs").glob("*/results.json"))
     if runs:
         report = json.loads(runs[-1].read_text())["report"]
         verdict = "PASSED" if report["success"] else "FAILED"
         lines.append(f"  validation:   {verdict} ({runs[-1].parent / 'summary.txt'})")
-    docs = warehouse / "quality" / "gx" / "uncommitted" / "data_docs" / "local_site" / "index.html"
+    docs = quality / "gx" / "uncommitted" / "data_docs" / "local_site" / "index.html"
     lines.append(f"  report:       {docs}")
     lines.append(f"  tables:       {warehouse}/{{transactions,row_changes,anomalies}}")
     return "\n".join(lines)

@@ -64,7 +64,8 @@ LOGOS = "https://great-expectations-web-assets.s3.us-east-2.amazonaws.com/"
 # Whole directories a file above refers to (Font Awesome's CSS loads ../webfonts/*).
 DIRECTORIES: dict[str, tuple[str, ...]] = {"@fortawesome/fontawesome-free@6.6.0": ("webfonts",)}
 
-HERE = Path(__file__).resolve().parent / "docs_assets"  # package data, filled by fetch()
+# Package data of binlake.spark, whose validation copies them into every site it writes; filled by fetch()
+HERE = Path(__file__).resolve().parents[1] / "spark" / "docs_assets"
 MANIFEST = "manifest.json"
 VENDOR = Path("static") / "vendor"  # in a site
 _TAG = re.compile(r"<(?:script|link|img)\b[^>]*>", re.I)
@@ -162,7 +163,7 @@ def localize(site: Path, assets: Path = HERE) -> list[str]:
             pages += 1
     log.info("data docs: %d page(s) pointed at the site's own assets", pages)
     if remote:
-        log.warning("data docs pages still load %s: not in binlake's list (binlake.spark.offline_docs.ASSETS)",
+        log.warning("data docs pages still load %s: not in binlake's list (binlake.local.offline_docs.ASSETS)",
                     ", ".join(sorted(remote)))
     return sorted(remote)
 

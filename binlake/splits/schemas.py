@@ -16,7 +16,7 @@ import json
 import logging
 from collections.abc import Callable, Sequence
 
-from binlake.archive.run import binlog_key, manifest_key
+from binlake.archive.keys import binlog_key, manifest_key
 from binlake.archive.stores import MissingObject, open_store
 from binlake.binlog.framing import BinlogReader
 from binlake.errors import BinlakeError
@@ -24,7 +24,7 @@ from binlake.schema.ddl import SchemaState
 from binlake.schema.history import choose, loaded, of_archived_file, snapshots
 from binlake.schema.model import Snapshot
 from binlake.schema.replay import Statement, between, moved, reader_ddl
-from binlake.splits import Plan, Split
+from binlake.splits.plan import Plan, Split
 
 log = logging.getLogger(__name__)
 

@@ -3,12 +3,12 @@
 The rule (docs/transactions.md, "Segments"): row changes are numbered 0..n-1 in binlog order;
 a new segment starts at a rows event when the current one already holds `segment_rows` row
 changes or `segment_bytes` of rows events. Segmenter applies it while a transaction streams,
-and binlake.pieces replays it over the counts of a big transaction's pieces; Unplaced numbers a
+and binlake.assemble.pieces replays it over the counts of a big transaction's pieces; Unplaced numbers a
 piece's rows without placing them, for that replay to place.
 
-Both speak to the assembler the same way (binlake.assemble.Placing): `before` a rows event,
+Both speak to the walk the same way (binlake.assemble.rowsevents.Placing): `before` a rows event,
 `after` it with its row count and size, and `close` at the transaction's end; and both tell
-the sink (binlake.sinks) when to hand on what it holds.
+the sink (binlake.assemble.sinks) when to hand on what it holds.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from binlake.sinks import RowSink
+    from binlake.assemble.sinks import RowSink
 
 
 class Segmenter:
@@ -69,7 +69,7 @@ class Segmenter:
     def likely_last(self, rows: int, size: int, end: int) -> bool:
         """Whether the segment that a rows event of `rows` rows and `size` bytes ending at `end`
         starts will be the transaction's last: the rest of the transaction, at this event's rows
-        per byte, fits in it with room to spare. A guess (binlake.sinks.LineSink mends it)."""
+        per byte, fits in it with room to spare. A guess (binlake.assemble.sinks.LineSink mends it)."""
         left = self.txn_end - end
         expected = self.rows + rows + rows / size * left
         return (left >= 0 and expected < 0.9 * self.max_rows
@@ -77,9 +77,9 @@ class Segmenter:
 
 
 class Unplaced:
-    """A big transaction's piece (binlake.pieces): its rows numbered from 0 and handed on at once,
+    """A big transaction's piece (binlake.assemble.pieces): its rows numbered from 0 and handed on at once,
     with no segment (segment_id None) and the ordinal of their rows event, for
-    binlake.pieces.finish to place; each rows event's (rows, size) is kept for that."""
+    binlake.assemble.pieces.finish to place; each rows event's (rows, size) is kept for that."""
 
     __slots__ = ("piece", "seq", "events")
     segment_id = None

@@ -161,7 +161,7 @@ class BoundaryParser:
     def classify(self, type_code: int, *, query_role: str | None = None, stmt_end: bool = False,
                  xid_next: bool = False) -> Boundary:
         """The boundary type of an event in the parser's current context (`query_role` of a QUERY:
-        binlake.boundary.query_role of its text, None when it cannot be read; `xid_next`: the
+        binlake.boundaries.parser.query_role of its text, None when it cannot be read; `xid_next`: the
         next event is an XID)."""
         key = (type_code, self.state, self.opener, query_role, stmt_end, xid_next)
         b = _CLASSIFIED.get(key)

@@ -5,7 +5,7 @@ facts and where it can be cut: between two row-carrying events, about every
 `split_bytes`. Each cut carries what a task starting there needs to decode on its own:
 the TABLE_MAP events in effect and the ROWS_QUERY of the statement under way. Tasks
 number their rows from 0 and report each rows event's row count and size (a PieceRecord);
-`finish` then replays the segment rule (binlake.segments.replay) over those counts, so
+`finish` then replays the segment rule (binlake.assemble.segments.replay) over those counts, so
 `seq`, `segment_id` and `end_segment` come out exactly as one reader would have numbered
 them, and `place_record` / `place_block` put each piece's rows there.
 """
@@ -15,18 +15,22 @@ from __future__ import annotations
 import base64
 import contextlib
 from dataclasses import dataclass, field
+from typing import cast
 
-from binlake.assemble import Emit, FileAssembler, Options, Resume, rows_query
+from binlake.assemble.outputs import Output
+from binlake.assemble.rowsevents import rows_query
+from binlake.assemble.segments import Unplaced, replay
+from binlake.assemble.sinks import RowBlock
+from binlake.assemble.transactions import Facts, Txn, open_txn, transaction_record
+from binlake.assemble.walk import FileAssembler, Options, Resume
 from binlake.binlog import constants as c
 from binlake.binlog import rows as rows_codec
 from binlake.binlog.framing import BinlogReader, FormatDescription, Frame
-from binlake.boundary import Boundary, BoundaryParser, Opener
-from binlake.describe import describe, stmt_ends
+from binlake.binlog.tablemap import TableMap, decode_table_map
+from binlake.boundaries.describe import describe, stmt_ends
+from binlake.boundaries.parser import Boundary, BoundaryParser, Opener
 from binlake.errors import BinlogError
-from binlake.records import Facts, Txn, open_txn, transaction_record
-from binlake.records import anomaly as make_anomaly
-from binlake.segments import Unplaced, replay
-from binlake.sinks import RowBlock, RowSink
+from binlake.records import DatedAnomaly, Int32, RowChangeRecord, TransactionRecord, UnplacedRowChange
 
 ROW_CARRIERS = frozenset({c.TABLE_MAP_EVENT, c.ROWS_QUERY_LOG_EVENT, c.ANNOTATE_ROWS_EVENT, *c.ROWS_EVENTS})
 
@@ -64,12 +68,12 @@ class Survey:
         return cls(**{**d, "cuts": [Cut(**cut) for cut in d["cuts"]]})
 
 
-@dataclass
+@dataclass(kw_only=True)
 class PieceRecord:
     """What a piece's task learnt, for finish(): its counts and each rows event's (rows, size)."""
 
     txn_id: str
-    piece: int
+    piece: Int32
     event_count: int
     rows_inserted: int
     rows_updated: int
@@ -106,7 +110,7 @@ def frame_at(raw_b64: str, pos: int, fde: FormatDescription) -> Frame:
     return next(BinlogReader(base64.b64decode(raw_b64), "event", base=pos, fde=fde).frames())
 
 
-def survey(reader: BinlogReader, start: int, end: int, split_bytes: int, txn_id: str) -> Survey | None:
+def survey(reader: BinlogReader, start: int, end: int, *, split_bytes: int, txn_id: str) -> Survey | None:
     """Commit facts and cut points of the transaction at [start, end).
 
     None when it cannot be cut: compressed (one TRANSACTION_PAYLOAD), fewer than two
@@ -169,21 +173,22 @@ def _opened(s: Survey, fde: FormatDescription, binlog_file: str) -> Txn:
     return open_txn(start, Facts(complete=True, end=end, end_pos=s.end_pos, last_ts=s.last_ts), binlog_file)
 
 
-def _table_maps(cut: Cut, fde: FormatDescription) -> list[rows_codec.TableMap]:
+def _table_maps(cut: Cut, fde: FormatDescription) -> list[TableMap]:
     out = []
     for raw in cut.table_maps:
         f = frame_at(raw, 4, fde)  # where it was does not matter here
         with contextlib.suppress(Exception):  # the piece holding the event reports it
-            out.append(rows_codec.decode_table_map(f.body, fde.post_header_len(f.type), fde.flavor))
+            out.append(decode_table_map(f.body, fde.post_header_len(f.type), fde.flavor))
     return out
 
 
 class Piece:
-    """Decodes one piece of a big transaction: a walk resumed inside it (binlake.assemble.Resume),
-    its rows numbered from 0 and handed on at once, unplaced (binlake.segments.Unplaced)."""
+    """Decodes one piece of a big transaction: a walk resumed inside it (binlake.assemble.walk.Resume),
+    its rows numbered from 0 and handed on at once, unplaced (binlake.assemble.segments.Unplaced)."""
 
-    def __init__(self, reader: BinlogReader, opts: Options, emit: Emit, binlog_file: str, s: Survey,
-                 piece: int, sink: RowSink | None = None) -> None:
+    def __init__(self, reader: BinlogReader, opts: Options, output: Output, *, binlog_file: str, survey: Survey,
+                 piece: int) -> None:
+        s = survey
         fde = reader.fde
         txn = _opened(s, fde, binlog_file)
         self.piece = piece
@@ -198,25 +203,26 @@ class Piece:
             self.resume.table_maps = _table_maps(cut, fde)
             if cut.rows_query:
                 txn.rows_query = rows_query(frame_at(cut.rows_query, 4, fde))
-        self.asm = FileAssembler(reader, opts, emit, sink, binlog_file, resume=self.resume)
+        self.asm = FileAssembler(reader, opts, output, binlog_file=binlog_file, resume=self.resume)
 
     def record(self) -> PieceRecord:
         """What finish() needs of this piece (after its walk)."""
         t = self.resume.txn
-        return PieceRecord(t.txn_id, self.piece, t.event_count, t.rows["insert"], t.rows["update"],
-                           t.rows["delete"], sorted(t.tables), t.compressed,
-                           t.broken or (self.last and not self.resume.ended),
-                           [list(e) for e in self.placing.events])
+        return PieceRecord(txn_id=t.txn_id, piece=self.piece, event_count=t.event_count,
+                           rows_inserted=t.rows["insert"], rows_updated=t.rows["update"],
+                           rows_deleted=t.rows["delete"], tables=sorted(t.tables), compressed=t.compressed,
+                           broken=t.broken or (self.last and not self.resume.ended),
+                           events=[list(e) for e in self.placing.events])
 
 
 @dataclass
 class Finished:
-    transaction: dict
-    anomaly: dict | None  # LENGTH_MISMATCH, dated by the transaction's commit_ts
+    transaction: TransactionRecord
+    anomaly: DatedAnomaly | None  # LENGTH_MISMATCH, dated by the transaction's commit_ts
     fixes: Fixes  # empty when the transaction is broken: none of its rows are presented
 
 
-def finish(s: Survey, pieces: list[PieceRecord], opts: Options, binlog_file: str,
+def finish(s: Survey, pieces: list[PieceRecord], *, opts: Options, binlog_file: str,
            fde: FormatDescription) -> Finished:
     """Put a big transaction's pieces together: its record, and where each piece's rows go."""
     txn = _opened(s, fde, binlog_file)
@@ -232,8 +238,8 @@ def finish(s: Survey, pieces: list[PieceRecord], opts: Options, binlog_file: str
         events += [(n, size) for n, size in p.events]
     txn.broken = broken
     places, txn.segment_count = replay(events, opts.segment_rows, opts.segment_bytes)
-    rec, mismatch = transaction_record(txn, s.end_pos, opts.source, binlog_file)
-    anomaly = {**make_anomaly(opts.source, binlog_file, *mismatch), "commit_ts": rec["commit_ts"]} if mismatch else None
+    rec, mismatch = transaction_record(txn, end_pos=s.end_pos, source=opts.source, binlog_file=binlog_file)
+    anomaly = DatedAnomaly(**mismatch, commit_ts=rec["commit_ts"]) if mismatch else None
     fixes: Fixes = {}
     if not broken:
         at = iter(places)
@@ -246,10 +252,11 @@ def finish(s: Survey, pieces: list[PieceRecord], opts: Options, binlog_file: str
     return Finished(rec, anomaly, fixes)
 
 
-def place_record(rec: dict, fixes: Fixes) -> bool:
+def place_record(rec: RowChangeRecord, fixes: Fixes) -> bool:
     """A row change record given its place in the whole transaction; False when finish() gave it
     none (its transaction is broken: not presented). Records of no piece are placed already."""
-    piece, ordinal = rec.pop("piece", None), rec.pop("ev_ord", None)
+    unplaced = cast("UnplacedRowChange", rec)  # a piece's (binlake.assemble.sinks.row_records)
+    piece, ordinal = unplaced.pop("piece", None), unplaced.pop("ev_ord", None)
     if piece is None:
         return True
     fix = fixes.get((rec["txn_id"], piece, ordinal))

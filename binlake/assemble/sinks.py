@@ -1,9 +1,9 @@
 """Where a transaction's row changes go, in the form each consumer wants them (RowSink).
 
-The assembler (binlake.assemble) hands a sink each rows event with its place (RowsAt): the sink
+The walk (binlake.assemble.rowsevents) hands a sink each rows event with its place (RowsAt): the sink
 may decode it itself by the compiled path (`take`), or be given its rows decoded (`hold`); it
 holds them until told to hand them on (`flush`, with the segment's `end_segment`) or to let
-them go (`drop`). When is decided by the numbering (binlake.segments). Three forms:
+them go (`drop`). When is decided by the numbering (binlake.assemble.segments). Three forms:
 
 - RecordSink: records (dicts with DESIGN.md's fields), for tests and in-process callers;
 - LineSink: the JSON lines `binlake scan --rows` prints, written by the compiled decoder
@@ -11,8 +11,8 @@ them go (`drop`). When is decided by the numbering (binlake.segments). Three for
 - BlockSink: RowBlocks, a rows event's row changes as columns, for the Spark job's Arrow
   batches (binlake.spark.schema.blocks_batch).
 
-The transactions the lane takes (binlake.lane) reach no sink one by one: their lines are written
-by the lane itself, or their row changes come as one RowRun per run (BlockSink.laned).
+Each output (binlake.assemble.outputs) has the sink of the form it takes. The transactions the
+lane takes (binlake.assemble.lane) reach no sink: the lane hands the output their lines or columns.
 """
 
 from __future__ import annotations
@@ -29,13 +29,14 @@ import orjson
 from binlake.binlog import fastrows
 from binlake.binlog import rows as rows_codec
 from binlake.binlog.framing import Frame
-from binlake.records import image_json, json_line
+from binlake.binlog.tablemap import TableMap
+from binlake.records import ROW_CHANGE_FIELDS, RowChangeRecord, UnplacedRowChange, image_json, json_line
 
 Rows = list[tuple[dict | None, dict | None]]  # (before, after) per row, as rows.decode_rows gives them
 
 
 class Numbering(Protocol):
-    """The side of binlake.segments a sink consults (for LineSink's guess)."""
+    """The side of binlake.assemble.segments a sink consults (for LineSink's guess)."""
 
     def surely_last(self, size: int, end: int) -> bool: ...
     def likely_last(self, rows: int, size: int, end: int) -> bool: ...
@@ -46,7 +47,7 @@ class RowsAt:
     """What every row change of one rows event shares: its transaction, its place, its table."""
 
     txn_id: str
-    segment_id: int | None  # None: a big transaction's piece, placed later (binlake.pieces)
+    segment_id: int | None  # None: a big transaction's piece, placed later (binlake.assemble.pieces)
     seq: int  # of the event's first row change
     binlog_file: str
     event_pos: int
@@ -75,34 +76,8 @@ class RowBlock:
     end_segment: bool = False
 
 
-@dataclass(slots=True)
-class RowRun:
-    """The row changes of a run of whole transactions the lane decoded (binlake.lane), as columns:
-    per rows event its fields (`blocks`: BLOCK_FIELDS int64s each, indexing `txn_ids`, `tables` and
-    `statements`), per row its images' JSON texts as Arrow string columns' (offsets, data) and
-    whether it has each (`valid`: a byte per row, 1 before, 2 after). Each transaction is its only
-    segment's (segment 1, end_segment true)."""
-
-    binlog_file: str
-    blocks: bytes
-    txn_ids: list[str]
-    tables: list  # TableMaps
-    statements: list[str]
-    before: tuple[bytes, bytes]
-    after: tuple[bytes, bytes]
-    valid: bytes
-
-    @property
-    def rows(self) -> int:
-        return len(self.valid)
-
-
-# A RowRun's fields per rows event, in `blocks` (_rowdecode.c's B_*)
-BLOCK_FIELDS = ("seq", "event_pos", "commit_us", "event_us", "xid", "rows", "op", "txn", "table", "statement")
-
-
 class RowSink(Protocol):
-    def take(self, at: RowsAt, f: Frame, tm: rows_codec.TableMap, post_header_len: int,
+    def take(self, at: RowsAt, f: Frame, tm: TableMap, post_header_len: int, *,
              numbering: Numbering) -> tuple[int, int] | None:
         """Decode and hold a rows event by the compiled path: (flags, rows), or None when that
         path does not take it (`hold` is then given its rows decoded)."""
@@ -115,11 +90,12 @@ class RowSink(Protocol):
     def drop(self) -> None: ...
 
 
-def row_records(at: RowsAt, rows: Rows) -> list[dict]:
-    """The row changes of one rows event as records, in DESIGN.md's field order."""
+def row_records(at: RowsAt, rows: Rows) -> list[RowChangeRecord]:
+    """The row changes of one rows event as records (binlake.records.RowChangeRecord); a big
+    transaction's piece's with their piece and rows event ordinal too (UnplacedRowChange)."""
     txn_id, segment_id, file, pos, commit_ts = at.txn_id, at.segment_id, at.binlog_file, at.event_pos, at.commit_ts
     event_ts, schema, table, rows_query, xid, op = at.event_ts, at.schema, at.table, at.rows_query, at.xid, at.op
-    recs = [{
+    recs: list[RowChangeRecord] = [{
         "record": "row_change", "txn_id": txn_id, "segment_id": segment_id,
         "end_segment": False, "seq": seq, "binlog_file": file,
         "event_pos": pos, "commit_ts": commit_ts,
@@ -128,8 +104,7 @@ def row_records(at: RowsAt, rows: Rows) -> list[dict]:
         "rows_query": rows_query, "xid": xid,
     } for seq, (before, after) in enumerate(rows, at.seq)]
     if at.piece is not None:
-        for rec in recs:
-            rec["piece"], rec["ev_ord"] = at.piece, at.ev_ord
+        return [UnplacedRowChange(**rec, piece=at.piece, ev_ord=at.ev_ord) for rec in recs]
     return recs
 
 
@@ -153,11 +128,11 @@ class _Holding:
 class RecordSink(_Holding):
     """Row changes as records, a segment's at once."""
 
-    def __init__(self, emit_rows: Callable[[list[dict]], None]) -> None:
+    def __init__(self, emit_rows: Callable[[list[RowChangeRecord]], None]) -> None:
         super().__init__()
         self.emit_rows = emit_rows
 
-    def take(self, at, f, tm, post_header_len, numbering) -> None:
+    def take(self, at, f, tm, post_header_len, *, numbering) -> None:
         return None
 
     def hold(self, at: RowsAt, f: Frame, rows: Rows, numbering: Numbering) -> None:
@@ -186,7 +161,7 @@ class LineSink(_Holding):
         self.ends = False  # the end_segment the held lines are written with
         self.at: RowsAt | None = None  # of the held lines' segment (for their heads)
 
-    def take(self, at: RowsAt, f: Frame, tm: rows_codec.TableMap, post_header_len: int,
+    def take(self, at: RowsAt, f: Frame, tm: TableMap, post_header_len: int, *,
              numbering: Numbering) -> tuple[int, int] | None:
         op = rows_codec.ROWS_EVENT_TYPES.get(f.type)
         if op is None or tm.json_keys is None or not self.fast:
@@ -194,11 +169,11 @@ class LineSink(_Holding):
         first = self._starts(at)
         if first and numbering.surely_last(f.size, f.end):  # written as the last at once: nothing to guess
             self.ends, first = True, False
-        done = rows_codec.render_rows(f.type, f.body, post_header_len, tm, op, self._parts(at), at.seq)
+        done = rows_codec.render_rows(f.type, f.body, post_header_len, tm, op=op, parts=self._parts(at), seq=at.seq)
         if done is None:
             return None
         flags, n, lines = done
-        self._keep(at, f, n, lines, first, numbering)
+        self._keep(at, f, lines, n=n, first=first, numbering=numbering)
         return flags, n
 
     def hold(self, at: RowsAt, f: Frame, rows: Rows, numbering: Numbering) -> None:
@@ -208,7 +183,7 @@ class LineSink(_Holding):
         first = self._starts(at)
         for rec in recs:
             rec["end_segment"] = self.ends
-        self._keep(at, f, len(recs), b"".join(map(json_line, recs)), first, numbering)
+        self._keep(at, f, b"".join(map(json_line, recs)), n=len(recs), first=first, numbering=numbering)
 
     def flush(self, end_segment: bool) -> int:
         held, rows = self._hand_on()
@@ -228,7 +203,7 @@ class LineSink(_Holding):
         self.at = at
         return True
 
-    def _keep(self, at: RowsAt, f: Frame, n: int, lines: bytes, first: bool, numbering: Numbering) -> None:
+    def _keep(self, at: RowsAt, f: Frame, lines: bytes, *, n: int, first: bool, numbering: Numbering) -> None:
         if not lines:
             return
         if first and numbering.likely_last(n, f.size, f.end):
@@ -238,12 +213,17 @@ class LineSink(_Holding):
         self.rows += n
 
     def _parts(self, at: RowsAt) -> tuple[bytes, bytes, bytes]:
-        """The JSON lines of one rows event around seq, before and after: row_records' fields in
-        their order, as orjson writes them (an object's members, its braces cut off)."""
-        mid = orjson.dumps({"binlog_file": at.binlog_file, "event_pos": at.event_pos, "commit_ts": at.commit_ts,
-                            "event_ts": at.event_ts, "schema": at.schema, "table": at.table, "op": at.op})
-        tail = orjson.dumps({"rows_query": at.rows_query, "xid": at.xid})
+        """The JSON lines of one rows event around seq, before and after: the row change's fields
+        (binlake.records.RowChangeRecord) in their order, as orjson writes them (an object's
+        members, its braces cut off)."""
+        mid = orjson.dumps({name: getattr(at, name) for name in _MID})
+        tail = orjson.dumps({name: getattr(at, name) for name in _TAIL})
         return _head(at, self.ends), b"," + mid[1:-1] + b',"before":', b"," + tail[1:-1] + b"}\n"
+
+
+# A line's fields between its seq and its images, and after them (what RowsAt says of them)
+_MID = ROW_CHANGE_FIELDS[ROW_CHANGE_FIELDS.index("seq") + 1:ROW_CHANGE_FIELDS.index("before")]
+_TAIL = ROW_CHANGE_FIELDS[ROW_CHANGE_FIELDS.index("after") + 1:]
 
 
 def _head(at: RowsAt, end_segment: bool) -> bytes:
@@ -265,18 +245,16 @@ def _swap_heads(chunks: list[bytes], head: bytes, new: bytes) -> Iterator[bytes]
 class BlockSink(_Holding):
     """Row changes as RowBlocks, one per rows event, a segment's at once."""
 
-    def __init__(self, emit_blocks: Callable[[list[RowBlock]], None],
-                 emit_run: Callable[[RowRun], None] | None = None) -> None:
+    def __init__(self, emit_blocks: Callable[[list[RowBlock]], None]) -> None:
         super().__init__()
         self.emit_blocks = emit_blocks
-        self.emit_run = emit_run  # where the lane's runs go (binlake.lane); None: the lane is not asked
 
-    def take(self, at: RowsAt, f: Frame, tm: rows_codec.TableMap, post_header_len: int,
+    def take(self, at: RowsAt, f: Frame, tm: TableMap, post_header_len: int, *,
              numbering: Numbering) -> tuple[int, int] | None:
         op = rows_codec.ROWS_EVENT_TYPES.get(f.type)
         if op is None or tm.json_keys is None or not self.fast:
             return None
-        done = rows_codec.render_columns(f.type, f.body, post_header_len, tm, op)
+        done = rows_codec.render_columns(f.type, f.body, post_header_len, tm, op=op)
         if done is None:
             return None
         flags, n, before, after = done
@@ -294,12 +272,6 @@ class BlockSink(_Holding):
         if held:
             self.emit_blocks(held)
         return rows
-
-    def laned(self, run: RowRun) -> None:
-        """The row changes of whole transactions the lane (binlake.lane) decoded, handed on at once
-        (nothing of a segment is held between transactions)."""
-        assert self.emit_run is not None
-        self.emit_run(run)
 
     def _keep(self, block: RowBlock) -> None:
         if block.rows:

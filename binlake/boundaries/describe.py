@@ -1,19 +1,19 @@
 """What boundaries need of one event: its few decoded fields and its boundary type.
 
-Kept apart from binlake.assemble so that the archive's transaction index (binlake.index) can
-type events without importing the row decoder and mysql-replication it never uses.
+Kept apart from the assembler (binlake.assemble) so that the archive's transaction index
+(binlake.archive.index) can type events without importing the row decoder and mysql-replication
+it never uses.
 """
 
 from __future__ import annotations
 
-import mmap
 import struct
 from dataclasses import dataclass
 
 from binlake.binlog import constants as c
 from binlake.binlog import events as ev_codec
 from binlake.binlog.framing import Frame
-from binlake.boundary import Boundary, BoundaryParser, Kind, Opener, event_kind, query_role
+from binlake.boundaries.parser import Boundary, BoundaryParser, Kind, Opener, event_kind, query_role
 
 
 @dataclass(slots=True)
@@ -33,16 +33,23 @@ class Event:
     error: str | None = None
 
 
-def describe(parser: BoundaryParser, frame: Frame, inner: int, fde, next_type: int | None = None) -> Event:
+def describe(parser: BoundaryParser, frame: Frame, inner: int, fde, *, next_type: int | None = None,
+             memo: Memo | None = None) -> Event:
     """Decode what boundaries need of an event and type it in the parser's context. `next_type`:
-    the type of the event right after it, where known (an XID after a statement ends its group)."""
+    the type of the event right after it, where known (an XID after a statement ends its group);
+    `memo`: the walk's, where it decoded the event before."""
     e = Event(frame, inner)
     t = frame.type
     kind = event_kind(t)
     stmt_end = False
     try:
         if kind in _DECODED:
-            e.gtid, e.query, e.role, e.xid, e.xa, e.incident, e.opener = _decoded(frame, inner, kind, fde, next_type)
+            d = memo.get(frame, inner, next_type) if memo is not None else None
+            if d is None:
+                d = _decode(frame, kind, fde, next_type)
+                if memo is not None:
+                    memo.put(frame, inner, next_type, d)
+            e.gtid, e.query, e.role, e.xid, e.xa, e.incident, e.opener = d
         elif kind is Kind.STATEMENT and next_type == c.XID_EVENT:
             e.opener = Opener.AUTOCOMMIT
         elif kind is Kind.PRE_STATEMENT:
@@ -67,25 +74,28 @@ def opening(frame: Frame, fde) -> Event:
 _DECODED = frozenset({Kind.GTID, Kind.MARIA_GTID, Kind.QUERY, Kind.END, Kind.INCIDENT})
 Decoded = tuple[ev_codec.GtidInfo | None, ev_codec.Query | None, str | None, int | None,
                 ev_codec.XaPrepare | None, ev_codec.Incident | None, Opener | None]
-# The last events decoded, by place: a transaction's look-ahead decodes its GTID, QUERY and XID
-# events, and the main pass right after it takes them from here instead of decoding them again.
-# Kept with the buffer they came from (immutable: a file's map or bytes), so a hit is the same bytes.
-# (Events inside a TRANSACTION_PAYLOAD are decoded again: each walk inflates the payload anew.)
-_MEMO: dict[tuple[int, int, int | None], tuple[object, int, Decoded]] = {}
-_MEMO_MOST = 256
 
 
-def _decoded(frame: Frame, inner: int, kind: Kind, fde, next_type: int | None) -> Decoded:
-    key = (frame.pos, inner, next_type)
-    hit = _MEMO.get(key)
-    if hit is not None and hit[0] is frame.buf and hit[1] == frame.body_start:
-        return hit[2]
-    d = _decode(frame, kind, fde, next_type)
-    if inner < 0 and isinstance(frame.buf, (bytes, mmap.mmap)):  # not a payload's: it goes with its walk
-        if len(_MEMO) >= _MEMO_MOST:
-            _MEMO.clear()
-        _MEMO[key] = (frame.buf, frame.body_start, d)
-    return d
+class Memo:
+    """The events a walk decoded last, by place: a transaction's look-ahead decodes its GTID, QUERY
+    and XID events, and the main pass right after it takes them from here instead of decoding them
+    again. Owned by one walk over one reader, whose bytes do not change under it. (Events inside a
+    TRANSACTION_PAYLOAD are decoded again: each pass inflates the payload anew.)"""
+
+    __slots__ = ("decoded", "most")
+
+    def __init__(self, most: int = 256) -> None:
+        self.decoded: dict[tuple[int, int | None], Decoded] = {}
+        self.most = most
+
+    def get(self, frame: Frame, inner: int, next_type: int | None) -> Decoded | None:
+        return self.decoded.get((frame.pos, next_type)) if inner < 0 else None
+
+    def put(self, frame: Frame, inner: int, next_type: int | None, d: Decoded) -> None:
+        if inner < 0:
+            if len(self.decoded) >= self.most:
+                self.decoded.clear()
+            self.decoded[frame.pos, next_type] = d
 
 
 def _decode(frame: Frame, kind: Kind, fde, next_type: int | None) -> Decoded:

@@ -1,7 +1,7 @@
 """`binlake airflow`: a local Airflow 3 for binlake on this machine, without Docker.
 
 The services a deployment runs (api-server, scheduler, dag-processor, triggerer; LocalExecutor)
-on a metadata database in one home directory (a private PostgreSQL cluster, binlake.postgres_local;
+on a metadata database in one home directory (a private PostgreSQL cluster, binlake.local.postgres;
 or SQLite on request), with this checkout's dags/ and plugins/, the
 `binlake` Variable from a JSON file (or the demo's embedded defaults), `spark_default` as a local
 master of this machine's cores, every listener on 127.0.0.1 (the log servers are off: logs are
@@ -25,9 +25,9 @@ import threading
 import time
 from pathlib import Path
 
-from binlake.demo import airflow_env
 from binlake.errors import BinlakeError
-from binlake.postgres_local import Postgres
+from binlake.local.demo import airflow_env
+from binlake.local.postgres import Postgres
 
 AIRFLOW = str(Path(sys.executable).parent / "airflow")
 SERVICES = (["api-server"], ["scheduler", "--skip-serve-logs"], ["dag-processor"], ["triggerer", "--skip-serve-logs"])
@@ -149,7 +149,7 @@ def local_env(home: Path, settings: dict | None, schedule: str, cores: int) -> d
     return env
 
 
-def run(home: Path, config: Path | None, port: int, schedule: str, stop: threading.Event | None = None,
+def run(home: Path, config: Path | None, *, port: int, schedule: str, stop: threading.Event | None = None,
         database: str = "postgres") -> int:
     """Start, unpause the DAGs, print where to look, run until interrupted (or `stop`), stop."""
     home = home.resolve()

@@ -1,0 +1,277 @@
+"""The warehouse: its Delta Lake tables, the rows a run replaces, their history and upkeep.
+
+Like delta.tables.DeltaTable, one object holds a table's data, its history and its maintenance:
+`Warehouse(spark, url)` for `transactions`, `row_changes` and `anomalies`, each a Delta table under
+`{warehouse}/{name}`, partitioned by `commit_date` (DESIGN.md, "Tables").
+
+A run replaces its range — the rows of its sources whose `commit_ts` is in `[start, end)`,
+`RunRange.condition()` — in one commit per table: Delta's `replaceWhere` writes the new files and
+commits them with the removal of every file that held rows of the range (the files that also hold
+kept rows are rewritten with those rows, in the same commit). A reader sees the range as it was or
+as it is, never both, never neither; a run that dies before its commit leaves only files no commit
+names (VACUUM removes them). Each commit's `userMetadata` names its run (`Note`): range, sources,
+status and counts, so `DESCRIBE HISTORY` lists what every run did. Validation reads the same
+condition, at the version the run wrote.
+
+Reading the directories' Parquet files directly would see files a commit removed: every reader
+goes through Delta (`read`, Spark's `delta` format, delta-rs).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import os
+from dataclasses import asdict, dataclass, field
+
+from pyspark.sql import DataFrame, SparkSession
+
+from binlake.errors import BinlakeError
+from binlake.spark import schema
+from binlake.spark.settings import RETAIN_DAYS, TABLES
+
+log = logging.getLogger(__name__)
+# Min/max statistics only where readers filter (Delta's default is the first 32 columns: the row
+# changes' JSON images too, a cost on every write for no query); range, file and transaction keys.
+STATS = {"transactions": "commit_ts,source,binlog_file,start_pos,txn_id,gtid,kind",
+         "row_changes": "commit_ts,source,binlog_file,txn_id,schema,table",
+         "anomalies": "commit_ts,source,binlog_file,code,severity"}
+FORMAT_NOTE = "binlake"  # the key of a binlake commit's userMetadata (others' commits lack it)
+
+
+def warehouse_uri(url: str) -> str:
+    """A warehouse location as Hadoop names it: a plain path becomes file:///abs/path."""
+    return (url if "://" in url else "file://" + os.path.abspath(url)).rstrip("/")
+
+
+def _instant(ts: str) -> dt.datetime:
+    return dt.datetime.fromisoformat(ts).astimezone(dt.UTC)
+
+
+def _sql_text(value: str) -> str:
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+@dataclass(frozen=True)
+class RunRange:
+    """The rows a run replaces: of `sources` (every source when None), committed in [start, end)."""
+
+    start: str  # ISO 8601 instants (binlake.splits.times.parse_time's form)
+    end: str
+    sources: tuple[str, ...] | None = None
+
+    def bounds(self) -> tuple[dt.datetime, dt.datetime]:
+        return _instant(self.start), _instant(self.end)
+
+    def dates(self) -> list[dt.date]:
+        """The commit_date partitions the range touches."""
+        first, last = _instant(self.start).date(), (_instant(self.end) - dt.timedelta(microseconds=1)).date()
+        return [first + dt.timedelta(days=i) for i in range((last - first).days + 1)]
+
+    def condition(self) -> str:
+        """The range as a Spark SQL predicate: replaceWhere's, and validation's selection. Its
+        commit_date bounds let Delta prune to the touched days before it reads a statistic."""
+        days = self.dates()
+        parts = [f"commit_date >= DATE'{days[0].isoformat()}'", f"commit_date <= DATE'{days[-1].isoformat()}'",
+                 f"commit_ts >= TIMESTAMP'{_instant(self.start).isoformat()}'",
+                 f"commit_ts < TIMESTAMP'{_instant(self.end).isoformat()}'"]
+        if self.sources is not None:
+            parts.append(f"source IN ({', '.join(_sql_text(s) for s in self.sources)})" if self.sources else "FALSE")
+        return " AND ".join(parts)
+
+
+@dataclass
+class Note:
+    """What a run's commit says of it (its userMetadata, as JSON under FORMAT_NOTE)."""
+
+    run: str
+    start: str
+    end: str
+    sources: list[str]
+    store: str
+    status: str = "ok"  # "failed": the range's data is not whole (failed_because says why)
+    failed_because: list[str] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def text(self) -> str:
+        return json.dumps({FORMAT_NOTE: asdict(self)}, separators=(",", ":"), sort_keys=True)
+
+    @classmethod
+    def of(cls, user_metadata: str | None) -> Note | None:
+        """A commit's note, or None for a commit binlake did not make (OPTIMIZE, a user's)."""
+        try:
+            body = json.loads(user_metadata or "")[FORMAT_NOTE]
+        except (ValueError, KeyError, TypeError):
+            return None
+        return cls(**body)
+
+
+@dataclass(frozen=True)
+class Commit:
+    """One entry of a table's history."""
+
+    version: int
+    timestamp: dt.datetime
+    operation: str
+    note: Note | None
+    metrics: dict[str, str]
+
+
+class Warehouse:
+    def __init__(self, spark: SparkSession, url: str) -> None:
+        self.spark = spark
+        self.url = warehouse_uri(url)
+
+    def path(self, name: str) -> str:
+        if name not in TABLES:
+            raise BinlakeError(f"no table {name!r} in a binlake warehouse ({', '.join(TABLES)})")
+        return f"{self.url}/{name}"
+
+    def _delta(self, name: str):
+        from delta.tables import DeltaTable
+
+        return DeltaTable.forPath(self.spark, self.path(name))
+
+    def exists(self, name: str) -> bool:
+        from delta.tables import DeltaTable
+
+        return DeltaTable.isDeltaTable(self.spark, self.path(name))
+
+    def create(self, name: str) -> None:
+        """The table, empty, if there is none: its schema, partitioning and properties."""
+        self.spark.sql(
+            f"CREATE TABLE IF NOT EXISTS delta.`{self.path(name)}` ({schema.STORED[name].toDDL()}) USING delta "
+            f"PARTITIONED BY (commit_date) TBLPROPERTIES ('delta.dataSkippingStatsColumns' = '{STATS[name]}', "
+            f"'delta.deletedFileRetentionDuration' = 'interval {RETAIN_DAYS} days', "
+            f"'delta.logRetentionDuration' = 'interval {max(RETAIN_DAYS, 30)} days')")
+
+    def _check(self, name: str) -> None:
+        if not self.exists(name):
+            raise BinlakeError(f"{self.path(name)}: no such Delta table (run binlake assemble first; a warehouse "
+                               "of plain Parquet from an earlier release: binlake upgrade)")
+
+    def version(self, name: str) -> int:
+        """A table's newest version."""
+        self._check(name)
+        return self.history(name, 1)[0].version
+
+    def read(self, name: str, version: int | None = None, timestamp: str | None = None) -> DataFrame:
+        """A table through Delta: its current version, or as of a version or a time (time travel)."""
+        self._check(name)
+        reader = self.spark.read.format("delta")
+        if version is not None:
+            reader = reader.option("versionAsOf", version)
+        elif timestamp is not None:
+            reader = reader.option("timestampAsOf", timestamp)
+        return reader.load(self.path(name))
+
+    def replace(self, name: str, rows: DataFrame, rng: RunRange, *, note: Note,
+                options: dict[str, str] | None = None) -> Commit:
+        """The range's rows of a table replaced by `rows` (which must all be in the range: Delta
+        refuses the commit otherwise) in one commit, which `note` names; that commit, or the table's
+        last when nothing changed (no rows before or now: Delta makes no commit)."""
+        if not self.exists(name):
+            self.create(name)
+        self.spark.sparkContext.setJobDescription(f"binlake: write {name}")
+        (rows.write.format("delta").mode("overwrite").options(**(options or {}))
+         .option("partitionOverwriteMode", "static").option("replaceWhere", rng.condition())
+         .option("userMetadata", note.text()).save(self.path(name)))
+        commit = self.history(name, 1)[0]
+        if commit.note is None or commit.note.run != note.run:
+            log.info("%s: nothing in the range, before or now: unchanged at version %d", name, commit.version)
+            return commit
+        log.info("%s: version %d, %s", name, commit.version,
+                 ", ".join(f"{k} {commit.metrics[k]}" for k in ("numOutputRows", "numRemovedFiles", "numFiles")
+                           if k in commit.metrics))
+        return commit
+
+    def history(self, name: str, limit: int | None = None) -> list[Commit]:
+        """A table's commits, newest first (DESCRIBE HISTORY)."""
+        table = self._delta(name)
+        rows = (table.history(limit) if limit else table.history()).select(
+            "version", "timestamp", "operation", "userMetadata", "operationMetrics").collect()
+        return [Commit(r["version"], r["timestamp"], r["operation"], Note.of(r["userMetadata"]),
+                       dict(r["operationMetrics"] or {})) for r in rows]
+
+    def runs(self, name: str = "transactions") -> list[Commit]:
+        """The commits binlake's runs made, newest first: what each run did."""
+        return [c for c in self.history(name) if c.note is not None]
+
+    def upkeep(self, retain_days: int = RETAIN_DAYS) -> dict[str, dict[str, int]]:
+        """Each table's small files compacted (OPTIMIZE: the files hourly runs leave in a day, into
+        few) and the files no version of the last `retain_days` days needs removed (VACUUM), so that
+        time travel reaches that far back and no further (0: the current version only); per table,
+        the files compacted, written and removed. The caller holds the writer lease
+        (binlake.spark.writer): no run's files in progress can be taken for garbage."""
+        if retain_days < 0:
+            raise BinlakeError(f"--retain-days {retain_days}: a number of days, 0 or more")
+        out = {}
+        check = "spark.databricks.delta.retentionDurationCheck.enabled"
+        before = self.spark.conf.get(check, None)
+        # Delta refuses a retention under its tables' default (7 days) unless told it is meant.
+        self.spark.conf.set(check, "false")
+        try:
+            for name in TABLES:
+                if self.exists(name):
+                    out[name] = self._upkeep(name, retain_days)
+        finally:
+            if before is None:
+                self.spark.conf.unset(check)
+            else:
+                self.spark.conf.set(check, before)
+        return out
+
+    def _upkeep(self, name: str, retain_days: int) -> dict[str, int]:
+        path = self.path(name)
+        self.spark.sparkContext.setJobDescription(f"binlake: upkeep of {name}")
+        self.spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ("
+                       f"'delta.deletedFileRetentionDuration' = 'interval {retain_days} days', "
+                       f"'delta.logRetentionDuration' = 'interval {max(retain_days, 30)} days')")
+        metrics = self._delta(name).optimize().executeCompaction().select("metrics.*").collect()[0]
+        vacuum = f"VACUUM delta.`{path}` RETAIN {retain_days * 24} HOURS"
+        removed = self.spark.sql(vacuum + " DRY RUN").count()  # the files it removes (VACUUM itself says none)
+        self.spark.sql(vacuum)
+        done = {"compacted": int(metrics["numFilesRemoved"]), "written": int(metrics["numFilesAdded"]),
+                "vacuumed": removed}
+        log.info("%s: %d files compacted into %d, %d removed (%d days retained)", name, done["compacted"],
+                 done["written"], removed, retain_days)
+        return done
+
+    def upgrade(self) -> dict[str, int]:
+        """A warehouse an earlier release wrote (plain Parquet, the same layout) made Delta in place:
+        each table's files listed in a first commit, none rewritten (CONVERT TO DELTA); rows per table."""
+        from delta.tables import DeltaTable
+
+        out = {}
+        for name in TABLES:
+            if self.exists(name):
+                log.info("%s: a Delta table already", name)
+                continue
+            files = self._parquet_files(name)
+            if files is None:
+                continue  # no such table: the next run makes it
+            self.spark.sparkContext.setJobDescription(f"binlake: convert {name} to Delta")
+            if files:
+                DeltaTable.convertToDelta(self.spark, f"parquet.`{self.path(name)}`", "commit_date DATE")
+            else:  # no rows yet, no file to list (a _SUCCESS marker at most): an empty Delta table written there
+                (self.spark.createDataFrame([], schema.STORED[name]).write.format("delta")
+                 .partitionBy("commit_date").mode("overwrite").save(self.path(name)))
+            self.spark.sql(f"ALTER TABLE delta.`{self.path(name)}` SET TBLPROPERTIES ("
+                           f"'delta.dataSkippingStatsColumns' = '{STATS[name]}')")
+            out[name] = self.read(name).count()
+            log.info("%s: converted to Delta, %d rows", name, out[name])
+        return out
+
+    def _parquet_files(self, name: str) -> int | None:
+        """How many Parquet files a table's directory holds, or None when there is no directory."""
+        jvm = self.spark._jvm  # noqa: SLF001 - Hadoop's FileSystem has no Python API
+        assert jvm is not None
+        p = jvm.org.apache.hadoop.fs.Path(self.path(name))
+        fs = p.getFileSystem(self.spark.sparkContext._jsc.hadoopConfiguration())  # noqa: SLF001
+        if not fs.exists(p):
+            return None
+        found, listing = 0, fs.listFiles(p, True)
+        while listing.hasNext():
+            found += listing.next().getPath().getName().endswith(".parquet")
+        return found

@@ -1,0 +1,32 @@
+"""The warehouse's upkeep as an Airflow task: `binlake upkeep` through spark-submit."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from binlake_airflow import resources, settings
+from binlake_airflow.spark_submit import BinlakeSubmitOperator
+from binlake_airflow.transactions_tasks import TABLE_ASSETS
+
+log = logging.getLogger(__name__)
+JOB = Path(__file__).resolve().parents[2] / "spark_jobs" / "warehouse_upkeep.py"
+
+
+class UpkeepOperator(BinlakeSubmitOperator):
+    """`spark_jobs/warehouse_upkeep.py`: each table's small files compacted (OPTIMIZE) and the files
+    no version of the last `upkeep_retain_days` days needs removed (VACUUM). It takes the
+    warehouse's writer lease: beside a running assemble job it fails, and its retry comes after."""
+
+    def __init__(self, **kwargs) -> None:
+        kwargs.setdefault("application", str(JOB))
+        kwargs.setdefault("name", "binlake-upkeep")
+        kwargs.setdefault("inlets", list(TABLE_ASSETS.values()))
+        super().__init__(**kwargs)
+
+    def execute(self, context):
+        cfg = settings.load()
+        self.application_args = ["--warehouse", cfg.warehouse, "--retain-days", str(cfg.upkeep_retain_days)]
+        self.prepare(cfg, resources.connection(self._conn_id, "the upkeep job's Spark"))
+        log.info("upkeep of %s: OPTIMIZE, then VACUUM keeping %d days", cfg.warehouse, cfg.upkeep_retain_days)
+        return super().execute(context)
