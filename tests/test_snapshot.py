@@ -21,6 +21,7 @@ import uuid
 import boto3
 import pytest
 
+from binlake.archive import keys
 from binlake.archive.stores import open_store
 from binlake.baseline import layout
 from tests.support.scanning import ndjson, run_cli
@@ -163,7 +164,7 @@ def test_tables_in_key_order_across_chunks(server, request, tmp_path):
     schema = record["schema"]
     assert schema["kind"] == "snapshot" and schema["point"]["before"] == at
     assert {t["name"] for t in schema["tables"]} == set(STATIC)
-    assert not open_store(store).exists(layout.progress_key("static", result.id))
+    assert not open_store(store).exists(keys.baseline_progress_key("static", result.id))
 
 
 # -- own servers: a primary under concurrent writes, and its replica as the oracle -------------
@@ -205,15 +206,15 @@ def _check_sessions(record: dict, chunks: dict, replica, db: str) -> None:
                 got = [r for i in here for r in chunks[name][i]]
                 assert sorted(map(json.dumps, got)) == sorted(map(json.dumps, held)), name
                 continue
-            keys = [tuple(r[c] for c in key) for r in held]
-            assert keys == sorted(keys)  # the server's key order is Python's for these values
+            held_keys = [tuple(r[c] for c in key) for r in held]
+            assert held_keys == sorted(held_keys)  # the server's key order is Python's for these values
             for i in here:
                 lo = tuple(table["chunks"][i - 1]["last"]) if i else None
                 hi = tuple(table["chunks"][i]["last"])
-                want = [r for r, kv in zip(held, keys, strict=True) if (lo is None or kv > lo) and kv <= hi]
+                want = [r for r, kv in zip(held, held_keys, strict=True) if (lo is None or kv > lo) and kv <= hi]
                 assert chunks[name][i] == want, f"{name} chunk {i} (session {k})"
             if here[-1] == len(table["chunks"]) - 1:  # its last chunk: nothing after it at that point
-                assert not [kv for kv in keys if kv > tuple(table["chunks"][-1]["last"])], name
+                assert not [kv for kv in held_keys if kv > tuple(table["chunks"][-1]["last"])], name
 
 
 @pytest.mark.parametrize("flavor", ["mysql", "mariadb"])
@@ -253,7 +254,7 @@ def _kill_when(proc: subprocess.Popen, store, name: str, ready, timeout: float =
         if found and ready(found[-1]):
             proc.send_signal(signal.SIGKILL)
             proc.wait()
-            return layout.read_json(store, layout.progress_key(name, found[-1].id))
+            return layout.read_json(store, keys.baseline_progress_key(name, found[-1].id))
         time.sleep(0.005)
     raise AssertionError("the snapshot never got that far")
 
@@ -306,7 +307,7 @@ def test_a_killed_snapshot_resumes_where_it_died(flavor, kind, pair, tmp_path, r
     assert len(_chunks_of(second, "bag")) >= 3
     assert len({c["session"] for c in tables["bag"]["chunks"]}) == 1
     assert min(c["session"] for c in tables["bag"]["chunks"]) >= len(second["sessions"])
-    listed = {layout.chunk_key("k", summary["id"], c["file"]) for t in record["tables"] for c in t["chunks"]}
+    listed = {keys.baseline_chunk_key("k", summary["id"], c["file"]) for t in record["tables"] for c in t["chunks"]}
     assert {k for k in store.keys(f"k/snapshots/{summary['id']}/") if k.endswith(".zst")} == listed
     # no unfinished chunk write, no dead run's lease (a lease's own write a kill interrupted is
     # discarded once stale, as the archive's are: binlake.archive.leases)

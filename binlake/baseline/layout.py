@@ -1,8 +1,7 @@
-"""A snapshot's objects in the archive store, and the state of one under way (docs/snapshots.md):
-
-    {source}/snapshots/{id}/snapshot.json                  written last: its presence = complete
-    {source}/snapshots/{id}/progress.json                  state of a snapshot under way (never the record)
-    {source}/snapshots/{id}/{db}/{table}/{n:06d}.jsonl.zst chunk n of a table, rows in key order
+"""A snapshot's objects in the archive store, and the state of one under way (docs/snapshots.md;
+their keys: binlake.archive.keys): `snapshot.json`, written last, its presence = complete;
+`progress.json`, the state of a snapshot under way (never the record); chunk n of a table,
+`{db}/{table}/{n:06d}.jsonl.zst`, rows in key order.
 
 A chunk object is whole or absent (the store's writer: a temporary file renamed, an S3 multipart
 upload completed at the end), and is listed in progress.json only once it is committed; a chunk
@@ -22,6 +21,7 @@ from typing import Any
 import orjson
 import zstandard
 
+from binlake.archive.keys import baseline_chunk_key, baseline_progress_key, baseline_record_key, baselines_prefix
 from binlake.archive.leases import Lease
 from binlake.errors import BinlakeError
 from binlake.schema.model import Table
@@ -30,25 +30,9 @@ FORMAT = 1  # snapshot.json's and progress.json's: readers refuse another
 LINES_BUFFER = 256 << 10  # JSON lines compressed at once: one call per line costs more than the compression
 
 
-def snapshots_prefix(source: str) -> str:
-    return f"{source}/snapshots"
-
-
-def record_key(source: str, id: str) -> str:
-    return f"{snapshots_prefix(source)}/{id}/snapshot.json"
-
-
-def progress_key(source: str, id: str) -> str:
-    return f"{snapshots_prefix(source)}/{id}/progress.json"
-
-
 def chunk_file(table: tuple[str, str], n: int) -> str:
     """A chunk's name inside its snapshot, as the record's `file` gives it."""
     return f"{table[0]}/{table[1]}/{n:06d}.jsonl.zst"
-
-
-def chunk_key(source: str, id: str, file: str) -> str:
-    return f"{snapshots_prefix(source)}/{id}/{file}"
 
 
 def new_id(now: dt.datetime) -> str:
@@ -211,17 +195,18 @@ def read_json(store, key: str) -> dict[str, Any] | None:
 
 def ids(store, source: str) -> list[str]:
     """The source's snapshots, complete or not, oldest first."""
-    return sorted(store.names(snapshots_prefix(source)))
+    return sorted(store.names(baselines_prefix(source)))
 
 
 def baselines(store, source: str) -> list[dict[str, Any]]:
     """The source's complete snapshots (their snapshot.json), oldest first."""
     out = []
     for id in ids(store, source):
-        doc = read_json(store, record_key(source, id))
+        doc = read_json(store, baseline_record_key(source, id))
         if doc is not None:
             if doc.get("format") != FORMAT or doc.get("kind") != "baseline":
-                raise BinlakeError(f"{store.url}/{record_key(source, id)}: not a binlake baseline of format {FORMAT}")
+                raise BinlakeError(f"{store.url}/{baseline_record_key(source, id)}: "
+                                   f"not a binlake baseline of format {FORMAT}")
             out.append(doc)
     return out
 
@@ -230,21 +215,21 @@ def unfinished(store, source: str) -> list[Progress]:
     """The source's snapshots under way or left by a run that died: a progress.json, no record."""
     out = []
     for id in ids(store, source):
-        if store.exists(record_key(source, id)):
+        if store.exists(baseline_record_key(source, id)):
             continue
-        doc = read_json(store, progress_key(source, id))
+        doc = read_json(store, baseline_progress_key(source, id))
         if doc is not None:
             try:
                 out.append(Progress.from_json(doc))
             except (ValueError, KeyError, TypeError) as e:
-                raise BinlakeError(f"{store.url}/{progress_key(source, id)}: {e}") from None
+                raise BinlakeError(f"{store.url}/{baseline_progress_key(source, id)}: {e}") from None
     return out
 
 
 def remove_strays(store, source: str, id: str, keep: set[str]) -> int:
     """Remove the chunk objects of a snapshot that its record does not list (written by a run
     that died before listing them, or by a session whose table was read again)."""
-    base = f"{snapshots_prefix(source)}/{id}/"
+    base = baseline_chunk_key(source, id, "")
     strays = [k for k in store.keys(base) if k.endswith(".jsonl.zst") and k[len(base):] not in keep]
     for k in strays:
         store.delete(k)

@@ -30,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from binlake.archive.keys import baseline_chunk_key, baseline_progress_key, baseline_record_key
 from binlake.archive.leases import Lease, alive, clean, lease_key
 from binlake.archive.sources import MySQLSource
 from binlake.baseline import layout
@@ -189,7 +190,7 @@ class _Run:
 
     def _save(self) -> None:
         assert self.progress is not None
-        layout.put_json(self.store, layout.progress_key(self.name, self.progress.id), self.progress.to_json())
+        layout.put_json(self.store, baseline_progress_key(self.name, self.progress.id), self.progress.to_json())
 
     def _table(self, session: Session, k: int, table: TableState) -> None:
         """Read what this session can of a table: all of it, or nothing when it must wait for a
@@ -244,7 +245,7 @@ class _Run:
 
         def writer() -> ChunkWriter:
             file = layout.chunk_file(table.name, len(table.chunks))
-            return ChunkWriter(self.store, layout.chunk_key(self.name, id, file), file, session=k, lease=self.lease)
+            return ChunkWriter(self.store, baseline_chunk_key(self.name, id, file), file, session=k, lease=self.lease)
 
         w = writer()
         try:
@@ -289,8 +290,8 @@ class _Run:
                   "tables": [{"schema": t.schema, "table": t.table, "key": t.key, "rows": t.rows,
                               "chunks": [c.to_json() for c in t.chunks]} for t in p.tables],
                   "sessions": p.sessions, "skipped": p.skipped}
-        layout.put_json(self.store, layout.record_key(self.name, p.id), record)
-        self.store.delete(layout.progress_key(self.name, p.id))
+        layout.put_json(self.store, baseline_record_key(self.name, p.id), record)
+        self.store.delete(baseline_progress_key(self.name, p.id))
         result = Result(p.id, resumed, len(p.tables), sum(t.rows for t in p.tables),
                         sum(len(t.chunks) for t in p.tables), len(p.sessions), p.skipped)
         log.info("%s: snapshot %s complete: %d tables, %d rows in %d chunks, %d sessions", self.name, p.id,

@@ -9,6 +9,7 @@ import hashlib
 import orjson
 import zstandard
 
+from binlake.archive import keys
 from binlake.archive.sources import MySQLSource
 from binlake.archive.stores import open_store
 from binlake.baseline import layout
@@ -26,7 +27,7 @@ def take(server, store_url: str, name: str, tables: list[str] | None = None, obs
 
 
 def chunk_rows(store, name: str, id: str, chunk: dict) -> list[dict]:
-    data = store.get(layout.chunk_key(name, id, chunk["file"]))
+    data = store.get(keys.baseline_chunk_key(name, id, chunk["file"]))
     assert len(data) == chunk["bytes"] and hashlib.sha256(data).hexdigest() == chunk["sha256"], chunk["file"]
     rows = [orjson.loads(line) for line in zstandard.ZstdDecompressor().decompressobj().decompress(data).splitlines()]
     assert len(rows) == chunk["rows"], chunk["file"]
@@ -36,7 +37,7 @@ def chunk_rows(store, name: str, id: str, chunk: dict) -> list[dict]:
 def baseline(store_url: str, name: str, id: str) -> tuple[dict, dict[tuple[str, str], list[dict]]]:
     """A complete snapshot's record and each table's rows, chunk after chunk."""
     store = open_store(store_url)
-    record = layout.read_json(store, layout.record_key(name, id))
+    record = layout.read_json(store, keys.baseline_record_key(name, id))
     assert record is not None, f"{id}: no snapshot.json"
     rows = {(t["schema"], t["table"]): [r for c in t["chunks"] for r in chunk_rows(store, name, id, c)]
             for t in record["tables"]}
