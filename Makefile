@@ -70,6 +70,7 @@ bench: install servers java
 	$(BIN)/python bench/manifests.py
 	$(BIN)/python bench/hourly.py
 	$(BIN)/python bench/delta.py
+	$(BIN)/python bench/snapshot.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -168,6 +168,37 @@ def cmd_archive(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_snapshot(args: argparse.Namespace) -> int:
+    from binlake.archive.sources import MySQLSource
+    from binlake.archive.stores import open_store
+    from binlake.baseline.run import Options, snapshot
+
+    if not args.source.startswith("mysql://"):
+        raise BinlakeError(f"--source {args.source}: a snapshot reads a live server (mysql://user@host:port)")
+    if args.missing and args.table:
+        raise BinlakeError("--missing and --table: give one")
+    name = args.source_name or _default_source_name(args.source)
+    store = open_store(args.store)
+    tables = args.table
+    if args.missing:
+        from binlake.baseline.coverage import missing
+
+        store.check()
+        tables = missing(store, name)
+        if not tables:
+            print(_dump({"record": "snapshot", "source": name, "id": None, "missing": []}))
+            return 0
+    result = snapshot(MySQLSource(args.source), store, name, tables,
+                      options=Options(args.chunk_rows, args.chunk_bytes))
+    for skipped in result.skipped:
+        print(f"binlake: notice: {skipped['schema']}.{skipped['table']} not in the snapshot: {skipped['reason']}",
+              file=sys.stderr)
+    print(_dump({"record": "snapshot", "source": name, "id": result.id, "resumed": result.resumed,
+                 "tables": result.tables, "rows": result.rows, "chunks": result.chunks, "sessions": result.sessions,
+                 "skipped": [f"{s['schema']}.{s['table']}" for s in result.skipped]}))
+    return 0
+
+
 def cmd_assemble(args: argparse.Namespace) -> int:
     try:
         from binlake.spark import run
@@ -255,6 +286,21 @@ def build_parser() -> argparse.ArgumentParser:
                    help="exit 0 even when files were purged before they were archived (GTID_GAP) "
                         "or the server refused to send some (see docs/archive.md)")
     a.set_defaults(func=cmd_archive)
+
+    n = sub.add_parser("snapshot", help="a consistent snapshot of a live server's tables into the archive store "
+                                        "(the baseline of the source tables)")
+    n.add_argument("--source", required=True, help="mysql://user[:password]@host:port")
+    n.add_argument("--store", required=True, help="file:///path or s3://bucket/prefix")
+    n.add_argument("--source-name", help="name of the source in the store (default: host_port)")
+    n.add_argument("--table", action="append", metavar="DB.TABLE",
+                   help="a table to snapshot (repeatable; default: every table the user may read)")
+    n.add_argument("--missing", action="store_true",
+                   help="only the tables the store's schema history of the source has and no baseline holds, "
+                        "created before archiving began (docs/snapshots.md)")
+    n.add_argument("--chunk-rows", type=int, default=100_000, help="rows per chunk (default 100000)")
+    n.add_argument("--chunk-bytes", type=int, default=64 << 20,
+                   help="bytes of JSON lines per chunk, before compression (default 64 MiB)")
+    n.set_defaults(func=cmd_snapshot)
 
     from binlake.spark import add_arguments as add_assemble_arguments
 

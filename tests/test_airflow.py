@@ -41,10 +41,14 @@ def test_dags_import_cleanly_with_docs_retries_and_the_spark_operator(airflow):
                            str(REPO / "dags")], env=af.env, capture_output=True, text=True, timeout=300, check=True)
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     assert got["errors"] == {}
-    archive, txns, upkeep = (got["dags"][d] for d in ("binlake_archive", "binlake_transactions", "binlake_upkeep"))
-    assert archive["doc"] and txns["doc"] and upkeep["doc"]
+    archive, txns, upkeep, snapshot = (got["dags"][d] for d in ("binlake_archive", "binlake_transactions",
+                                                                 "binlake_upkeep", "binlake_snapshot"))
+    assert archive["doc"] and txns["doc"] and upkeep["doc"] and snapshot["doc"]
     assert archive["max_active_runs"] == 1 and not archive["catchup"]
-    assert set(archive["tasks"]) == {"list_new_files", "archive_file", "summarize", "all_archived"}
+    assert set(archive["tasks"]) == {"list_new_files", "archive_file", "summarize", "all_archived",
+                                     "find_missing_baselines"}
+    assert archive["tasks"]["summarize"]["downstream"] == ["find_missing_baselines"]
+    assert snapshot["timetable"] == "AssetTriggeredTimetable" and set(snapshot["tasks"]) == {"take_snapshots"}
     assert archive["tasks"]["archive_file"]["mapped"]
     assert txns["timetable"] == "CronDataIntervalTimetable" and txns["summary"] == "0 * * * *"
     assert txns["tasks"]["wait_for_archive"]["downstream"] == ["assemble"]
@@ -53,7 +57,7 @@ def test_dags_import_cleanly_with_docs_retries_and_the_spark_operator(airflow):
     assert "SparkSubmitOperator" in txns["tasks"]["assemble"]["type"]
     assert txns["tasks"]["assemble"]["max_active_tis_per_dag"] == 1  # one writer of the warehouse at a time
     assert "SparkSubmitOperator" in upkeep["tasks"]["upkeep"]["type"] and upkeep["max_active_runs"] == 1
-    for dag in (archive, txns, upkeep):
+    for dag in (archive, txns, upkeep, snapshot):
         for task_id, task in dag["tasks"].items():
             assert task["doc"], f"{task_id} has no doc_md"
             assert task["retries"] >= 1 or task_id == "publish_report", task_id

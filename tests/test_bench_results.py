@@ -24,6 +24,7 @@ SECTIONS = [
     "bench/manifests.py",
     "bench/hourly.py",
     "bench/delta.py",
+    "bench/snapshot.py",
 ]
 
 

@@ -8,11 +8,15 @@ nowhere else (DESIGN.md, "Object storage layout"; docs/archive.md, docs/schema.m
     {source}/leases/{run}.json              an archive run's lease
     {source}/schema/snapshots/{name}.json   the schema history's snapshots (their names: binlake.schema.history)
     {source}/schema/latest.json             the newest whole snapshot and its tables' digest (derived)
+    {source}/snapshots/{id}/snapshot.json   a table baseline's record, written last (docs/snapshots.md)
+    {source}/snapshots/{id}/progress.json   the state of a baseline under way
+    {source}/snapshots/{id}/{file}          its chunks ({db}/{table}/{n:06d}.jsonl.zst: binlake.baseline.layout)
 """
 
 from __future__ import annotations
 
-_BINLOGS, _MANIFESTS, _REFUSED, _LEASES, _SCHEMA = "binlogs", "manifests", "refused", "leases", "schema"
+_BINLOGS, _MANIFESTS, _REFUSED, _LEASES, _SCHEMA, _BASELINES = \
+    "binlogs", "manifests", "refused", "leases", "schema", "snapshots"
 
 
 def source_prefix(source: str) -> str:
@@ -62,3 +66,20 @@ def snapshots_prefix(source: str) -> str:
 
 def latest_key(source: str) -> str:
     return f"{prefix(source, _SCHEMA)}/latest.json"
+
+
+def baselines_prefix(source: str) -> str:
+    """The folder of a source's table baselines (`binlake snapshot`), one folder an id."""
+    return prefix(source, _BASELINES)
+
+
+def baseline_record_key(source: str, id: str) -> str:
+    return f"{baselines_prefix(source)}/{id}/snapshot.json"
+
+
+def baseline_progress_key(source: str, id: str) -> str:
+    return f"{baselines_prefix(source)}/{id}/progress.json"
+
+
+def baseline_chunk_key(source: str, id: str, file: str) -> str:
+    return f"{baselines_prefix(source)}/{id}/{file}"

@@ -94,6 +94,13 @@ class Lease:
         self.keys[write] = key
         self._record()
 
+    def finished(self, write: str) -> None:
+        """A write this run committed or aborted: no longer listed from the next renewal on (a run
+        of many writes, a snapshot's chunks, does not carry them all in its lease)."""
+        with self._lock:
+            self.writes.discard(write)
+            self.keys.pop(write, None)
+
     def _renew(self) -> None:
         while not self._stop.wait(RENEW.total_seconds()):
             try:

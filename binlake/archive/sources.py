@@ -149,12 +149,14 @@ class MySQLSource:
         self.binlog_basename: str | None = None  # their name before the number
         self.url = f"mysql://{self.user}@{self.host}:{self.port}"  # never the password
 
-    def connect(self):
+    def connect(self, **options):
+        """A PyMySQL connection to the server; `options` are PyMySQL's, over the defaults."""
         import pymysql
 
         try:
-            return pymysql.connect(host=self.host, port=self.port, user=self.user, password=self.password,
-                                   autocommit=True, connect_timeout=10, read_timeout=600)
+            return pymysql.connect(**{"host": self.host, "port": self.port, "user": self.user,
+                                      "password": self.password, "autocommit": True, "connect_timeout": 10,
+                                      "read_timeout": 600, **options})
         except pymysql.err.OperationalError as e:
             code = e.args[0] if e.args else 0
             if code == 1045:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import codecs
 
+from pymysql.charset import charset_by_name
+
 LATIN1 = "binlake-mysql-latin1"
 # the codec mysql-replication names (pymysql's `encoding`) -> the one that reads the server's bytes
 _CODECS = {"ucs2": "utf-16-be", "utf16": "utf-16-be", "utf16le": "utf-16-le", "utf32": "utf-32-be",
@@ -34,3 +36,12 @@ codecs.register(_latin1)
 def codec(name: str | None) -> str | None:
     """The Python codec that reads a column whose codec mysql-replication calls `name`."""
     return _CODECS.get(name, name) if name else name
+
+
+def of_charset(charset: str) -> str | None:
+    """The Python codec that reads a column of a MySQL charset (`latin1`, `ucs2`, as
+    information_schema names it); None for `binary`."""
+    if charset == "binary":
+        return None
+    found = charset_by_name(charset)
+    return codec(found.encoding if found else charset)

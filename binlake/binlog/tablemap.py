@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from pymysql.charset import charset_by_name
 from pymysqlreplication.constants import FIELD_TYPE
 
 from binlake.binlog import charsets, fastrows
@@ -190,8 +189,7 @@ def _name_by(columns, known: tuple[KnownColumn, ...], named: bool) -> None:
         col.name = mine.name
         col.unsigned = col.unsigned or mine.unsigned
         if col.character_set_name is None and mine.charset:
-            cs = charset_by_name(mine.charset)
-            col.character_set_name = cs.encoding if cs else mine.charset
+            col.character_set_name = mine.charset if mine.charset == "binary" else charsets.of_charset(mine.charset)
         if col.enum_values is UNNAMED:
             col.enum_values = ["", *mine.members]
         if col.set_values is UNNAMED:

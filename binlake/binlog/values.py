@@ -107,8 +107,7 @@ class Converter:
     def value(self, i: int, col, v, before_value=None):
         t = col.type
         if i in self.vectors:  # presented to the package as BLOB (tablemap.decode_table_map)
-            n = len(v) // 4
-            return list(struct.unpack(f"<{n}f", v[:4 * n]))
+            return vector_values(v)
         if i in self.compressed:
             raw = uncompress_column(v.encode("latin-1") if isinstance(v, str) else bytes(v))
             codec = self.compressed[i]
@@ -119,7 +118,7 @@ class Converter:
                     return raw.decode("utf-8")
                 except UnicodeDecodeError:
                     pass
-            return _b64(raw)
+            return base64_text(raw)
         if isinstance(v, JsonDiffs):
             return partial_json.apply(before_value, [(d.op, _jsonable(d.path), _jsonable(d.value)) for d in v])
         convert = CONVERSIONS.get(t)
@@ -138,10 +137,16 @@ class Converter:
                     pass
             elif t == FIELD_TYPE.STRING and len(v) < col.max_length <= 255:
                 v = bytes(v).ljust(col.max_length, b"\0")  # BINARY(n): the server logs it without its trailing zeros
-            return _b64(bytes(v))
+            return base64_text(bytes(v))
         if isinstance(v, float | int | str):
             return v
         return _jsonable(v)
+
+
+def vector_values(v: bytes) -> list[float]:
+    """A VECTOR's stored bytes (little-endian float32s) as its list of numbers."""
+    n = len(v) // 4
+    return list(struct.unpack(f"<{n}f", v[:4 * n]))
 
 
 def _datetime(col, v) -> str:
@@ -200,7 +205,7 @@ CONVERSIONS: dict[int, Callable] = {
     FIELD_TYPE.NEWDECIMAL: lambda col, v: _fmt_decimal(v, col.decimals),
     FIELD_TYPE.BIT: lambda col, v: int(v, 2) if isinstance(v, str) else int(v),
     FIELD_TYPE.SET: _set,
-    FIELD_TYPE.GEOMETRY: lambda col, v: geometry_text(bytes(v)) if len(v) > 4 else _b64(bytes(v)),
+    FIELD_TYPE.GEOMETRY: lambda col, v: geometry_text(bytes(v)) if len(v) > 4 else base64_text(bytes(v)),
     FIELD_TYPE.JSON: lambda col, v: _jsonable(v),
 }
 AS_IS = frozenset({
@@ -211,7 +216,8 @@ AS_IS = frozenset({
 })
 
 
-def _b64(b: bytes) -> str:
+def base64_text(b: bytes) -> str:
+    """Bytes as docs/row-values.md writes them: `base64:` and the standard base64."""
     return "base64:" + base64.b64encode(b).decode("ascii")
 
 
@@ -251,7 +257,7 @@ def _jsonable(v):
         try:
             return bytes(v).decode("utf-8")
         except UnicodeDecodeError:
-            return _b64(bytes(v))
+            return base64_text(bytes(v))
     if isinstance(v, Decimal):
         return str(v)
     if isinstance(v, dt.datetime | dt.date | dt.time):

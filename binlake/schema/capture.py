@@ -22,7 +22,7 @@ SELECT c.TABLE_SCHEMA, c.TABLE_NAME, c.COLUMN_NAME, c.COLUMN_TYPE, c.CHARACTER_S
        c.EXTRA, t.TABLE_COLLATION
 FROM information_schema.COLUMNS c
 JOIN information_schema.TABLES t ON t.TABLE_SCHEMA = c.TABLE_SCHEMA AND t.TABLE_NAME = c.TABLE_NAME
-WHERE t.TABLE_TYPE IN ('BASE TABLE', 'SYSTEM VERSIONED') AND c.TABLE_SCHEMA NOT IN %s
+WHERE t.TABLE_TYPE IN ('BASE TABLE', 'SYSTEM VERSIONED') AND c.TABLE_SCHEMA NOT IN %s {only}
 ORDER BY c.TABLE_SCHEMA, c.TABLE_NAME, c.ORDINAL_POSITION
 """
 
@@ -59,12 +59,30 @@ def capture(conn, source: str | None = None) -> Snapshot:
         cur.execute("SHOW VARIABLES LIKE 'server_uuid'")
         found = cur.fetchone()
         before = binlog_point(cur, flavor)
-        cur.execute("SELECT SCHEMA_NAME, DEFAULT_CHARACTER_SET_NAME FROM information_schema.SCHEMATA "
-                    "WHERE SCHEMA_NAME NOT IN %s", (SYSTEM_SCHEMAS,))
-        databases = {_text(r[0]): _maybe(r[1]) for r in cur.fetchall()}
-        cur.execute(_COLUMNS, (SYSTEM_SCHEMAS,))
-        rows = cur.fetchall()
+        databases, tables = read_tables(cur)
         after = binlog_point(cur, flavor)
+    if not tables:  # information_schema shows a user only the tables it may read
+        log.warning("schema snapshot holds no table: the user may lack SELECT on the schemas (docs/schema.md)")
+    log.info("schema snapshot: %d tables of %d databases, binlog %s:%d .. %s:%d", len(tables), len(databases),
+             before["file"], before["position"], after["file"], after["position"])
+    point = {"server_uuid": _maybe(found[1]) if found else None, "server_id": int(server_id), "flavor": flavor,
+             "before": before, "after": after}
+    return Snapshot(tables, databases, point, source, stamp(dt.datetime.now(dt.UTC)))
+
+
+def read_tables(cur, only: tuple[str, str] | None = None) -> tuple[dict[str, str | None],
+                                                                   dict[tuple[str, str], Table]]:
+    """Every user database's default charset and every user table's columns (or only the one
+    table `(schema, name)`), as information_schema shows them now: the user's, only the tables
+    it may read."""
+    cur.execute("SELECT SCHEMA_NAME, DEFAULT_CHARACTER_SET_NAME FROM information_schema.SCHEMATA "
+                "WHERE SCHEMA_NAME NOT IN %s", (SYSTEM_SCHEMAS,))
+    databases = {_text(r[0]): _maybe(r[1]) for r in cur.fetchall()}
+    if only is None:
+        cur.execute(_COLUMNS.format(only=""), (SYSTEM_SCHEMAS,))
+    else:
+        cur.execute(_COLUMNS.format(only="AND c.TABLE_SCHEMA = %s AND c.TABLE_NAME = %s"), (SYSTEM_SCHEMAS, *only))
+    rows = cur.fetchall()
     columns: dict[tuple[str, str], list[Column]] = {}
     charsets: dict[tuple[str, str], str | None] = {}
     for schema, table, name, ctype, charset, collation, extra, table_collation in rows:
@@ -77,13 +95,7 @@ def capture(conn, source: str | None = None) -> Snapshot:
             "INVISIBLE" in extra))
         charsets[key] = charset_of(_maybe(table_collation))
     tables = {k: Table(k[0], k[1], tuple(cols), charsets[k]) for k, cols in columns.items()}
-    if not tables:  # information_schema shows a user only the tables it may read
-        log.warning("schema snapshot holds no table: the user may lack SELECT on the schemas (docs/schema.md)")
-    log.info("schema snapshot: %d tables of %d databases, binlog %s:%d .. %s:%d", len(tables), len(databases),
-             before["file"], before["position"], after["file"], after["position"])
-    point = {"server_uuid": _maybe(found[1]) if found else None, "server_id": int(server_id), "flavor": flavor,
-             "before": before, "after": after}
-    return Snapshot(tables, databases, point, source, stamp(dt.datetime.now(dt.UTC)))
+    return databases, tables
 
 
 def into_history(conn, store, source: str) -> str:

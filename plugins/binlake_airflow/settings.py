@@ -7,7 +7,7 @@
       "quality": "/opt/binlake/quality",        # the quality reports (default: {warehouse}/quality)
       "spark_conn_id": "spark_default",
       "sources": [
-        {"name": "db1", "mysql_conn_id": "binlake_db1", "flush_binary_logs": true},
+        {"name": "db1", "mysql_conn_id": "binlake_db1", "flush_binary_logs": true, "baselines": true},
         {"name": "old", "url": "dir:///srv/binlogs", "final": true}
       ],
       "split_bytes": 67108864, "warn_only": [], "allowed_severities": [],
@@ -36,6 +36,7 @@ class SourceSpec:
     url: str | None = None  # or a binlake source URL (dir:///path; mysql:// without a password)
     flush_binary_logs: bool = False  # rotate the active file at every archive run (needs RELOAD)
     final: bool = False  # no more files will come (a directory of old binlogs): always complete
+    baselines: bool = True  # a live source: snapshot the tables that need a baseline (binlake_snapshot)
 
     def __post_init__(self) -> None:
         if bool(self.mysql_conn_id) == bool(self.url):
