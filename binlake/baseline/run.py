@@ -72,7 +72,7 @@ def parse_tables(names: list[str] | None) -> list[str] | None:
         return None
     for n in names:
         if "." not in n.strip("."):
-            raise SnapshotError(f"--table {n}: expected DATABASE.TABLE")
+            raise SnapshotError(f"--table {n}: expected DATABASE.TABLE", lasting=True)
     return sorted(set(names))
 
 
@@ -173,7 +173,8 @@ class _Run:
             return p, True
         catalog = session.catalog
         for name in [n for n in (request or []) if _split(n) not in catalog.tables]:
-            raise SnapshotError(f"{self.source.url}: table {name}: no such table, or no SELECT privilege on it")
+            raise SnapshotError(f"{self.source.url}: table {name}: no such table, or no SELECT privilege on it",
+                                lasting=True)
         p = Progress(layout.new_id(dt.datetime.now(dt.UTC)), self.name, request, layout.now_text(), server,
                      self.lease.run, databases=dict(catalog.databases))
         for t in sorted(k for k in catalog.tables if wanted(k)):

@@ -117,7 +117,8 @@ def server_of(cur) -> Server:
     comment, version, server_id, log_bin = (v.decode() if isinstance(v, bytes) else v for v in cur.fetchone())
     flavor = "mariadb" if "mariadb" in f"{comment} {version}".lower() else "mysql"
     if not int(log_bin):
-        raise SnapshotError("binary logging is off (log_bin): a snapshot's point is a place in the binlog")
+        raise SnapshotError("binary logging is off (log_bin): a snapshot's point is a place in the binlog",
+                            lasting=True)
     cur.execute("SHOW VARIABLES LIKE 'server_uuid'")  # MariaDB has none
     found = cur.fetchone()
     return Server(flavor, version, int(server_id), found[1].decode() if found else None)
@@ -136,7 +137,7 @@ def _needs(url: str, privilege: str) -> Iterator[None]:
         yield
     except pymysql.err.MySQLError as e:
         if _code(e) == ER_SPECIFIC_ACCESS_DENIED:
-            raise SnapshotError(f"{url}: missing privilege {privilege}") from None
+            raise SnapshotError(f"{url}: missing privilege {privilege}", lasting=True) from None
         raise
 
 
@@ -250,7 +251,7 @@ class Session:
             yield
         except pymysql.err.MySQLError as e:
             if _code(e) in (ER_TABLEACCESS_DENIED, ER_COLUMNACCESS_DENIED):
-                raise SnapshotError(f"{self.url}: missing privilege SELECT on {name_of(table)}") from None
+                raise SnapshotError(f"{self.url}: missing privilege SELECT on {name_of(table)}", lasting=True) from None
             if _code(e) == ER_TABLE_DEF_CHANGED:
                 raise DefinitionChanged(str(e.args[-1])) from None
             raise
