@@ -33,7 +33,7 @@ from typing import Any
 from binlake.archive.keys import baseline_chunk_key, baseline_progress_key, baseline_record_key
 from binlake.archive.leases import Lease, alive, clean, lease_key
 from binlake.archive.sources import MySQLSource
-from binlake.baseline import layout
+from binlake.baseline import CHUNK_BYTES, CHUNK_ROWS, layout
 from binlake.baseline.keys import choose
 from binlake.baseline.layout import ChunkWriter, Progress, TableState
 from binlake.baseline.reading import TableRead
@@ -48,8 +48,8 @@ MAX_RETRIES = 10  # a table whose reading began again this often (DDL on it agai
 
 @dataclass(frozen=True)
 class Options:
-    chunk_rows: int = 100_000
-    chunk_bytes: int = 64 << 20  # of JSON lines, before compression
+    chunk_rows: int = CHUNK_ROWS
+    chunk_bytes: int = CHUNK_BYTES
 
 
 @dataclass
