@@ -26,5 +26,5 @@ def publish(title: str, lines: list[str]) -> None:
     """Print a benchmark's report and write it as its section, saying which script made it and when."""
     text = "\n".join(lines)
     print(text)
-    script = Path(sys.argv[0]).resolve().relative_to(REPO)
-    write_section(title, f"Made by `.venv/bin/python {script}` ({time.strftime('%Y-%m-%d')}).\n\n{text}")
+    command = " ".join([str(Path(sys.argv[0]).resolve().relative_to(REPO)), *sys.argv[1:]])
+    write_section(title, f"Made by `.venv/bin/python {command}` ({time.strftime('%Y-%m-%d')}).\n\n{text}")

@@ -310,9 +310,11 @@ def build_parser() -> argparse.ArgumentParser:
     n.add_argument("--missing", action="store_true",
                    help="only the tables the store's schema history of the source has and no baseline holds, "
                         "created before archiving began (docs/snapshots.md)")
-    n.add_argument("--chunk-rows", type=int, default=100_000, help="rows per chunk (default 100000)")
-    n.add_argument("--chunk-bytes", type=int, default=64 << 20,
-                   help="bytes of JSON lines per chunk, before compression (default 64 MiB)")
+    from binlake.baseline import CHUNK_BYTES, CHUNK_ROWS
+
+    n.add_argument("--chunk-rows", type=int, default=CHUNK_ROWS, help=f"rows per chunk (default {CHUNK_ROWS})")
+    n.add_argument("--chunk-bytes", type=int, default=CHUNK_BYTES,
+                   help=f"bytes of JSON lines per chunk, before compression (default {CHUNK_BYTES >> 20} MiB)")
     n.set_defaults(func=cmd_snapshot)
 
     from binlake.spark import add_arguments as add_assemble_arguments

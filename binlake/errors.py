@@ -4,7 +4,13 @@ from __future__ import annotations
 
 
 class BinlakeError(Exception):
-    """Base of every error binlake reports to a user."""
+    """Base of every error binlake reports to a user. `lasting`: the same call would fail the
+    same way (wrong credentials, a missing privilege or table, binary logging off): a retry
+    cannot mend it, so a scheduler's task fails at once (plugins/binlake_airflow)."""
+
+    def __init__(self, *args: object, lasting: bool = False) -> None:
+        super().__init__(*args)
+        self.lasting = lasting
 
 
 class BinlogError(BinlakeError):

@@ -48,71 +48,52 @@ def _events(af) -> list[dict]:
     return [json.loads(extra) for (extra,) in found]
 
 
-def test_a_snapshot_on_demand_into_s3(mysql_factory, s3_endpoint, airflow):
-    """Triggered with a source and a table: the table's rows are the server's, in the S3 store
-    reached through the AWS connection; a table that is not there fails the task at once (no
-    retry), naming it."""
+def test_the_archive_finds_tables_without_a_baseline_and_the_snapshot_takes_them(mysql_factory, s3_endpoint,
+                                                                                   airflow):
+    """One deployment, its store on S3 through the AWS connection. Archive runs capture the
+    tables; the first names those archiving began with in an event of binlake_baselines_needed;
+    binlake_snapshot (as its asset schedule runs it: no params) takes them. On demand, the table
+    the params name is read: one that is not there fails the task at once (no retry), naming it.
+    A table created after the first capture (its CREATE is in the archive)
+    needs no baseline: the last archive run finds nothing missing and adds no event."""
     server = mysql_factory()
-    _run(server, "CREATE DATABASE shop", "CREATE TABLE shop.a (id INT PRIMARY KEY, v VARCHAR(10))",
-         "INSERT INTO shop.a VALUES (1, 'x'), (2, 'y'), (3, NULL)", "CREATE TABLE shop.b (id INT PRIMARY KEY)")
+    _run(server, "CREATE DATABASE shop", "CREATE TABLE shop.t1 (id INT PRIMARY KEY, v VARCHAR(10))",
+         "INSERT INTO shop.t1 VALUES (1, 'one'), (2, 'two'), (3, NULL)",
+         "CREATE TABLE shop.heap (id INT PRIMARY KEY) ENGINE=MyISAM")
     boto3.client("s3").create_bucket(Bucket="airflow-snapshot")
-    settings = {"store": "s3://airflow-snapshot/archive", "aws_conn_id": "binlake_s3", "warehouse": "/nonexistent",
-                "sources": [{"name": "db1", "mysql_conn_id": "binlake_db1"}]}
+    store_url = "s3://airflow-snapshot/archive"
+    settings = {"store": store_url, "aws_conn_id": "binlake_s3", "warehouse": "/nonexistent",
+                "sources": [{"name": "db1", "mysql_conn_id": "binlake_db1", "flush_binary_logs": True}]}
     af = airflow({"AIRFLOW_VAR_BINLAKE": json.dumps(settings), "AIRFLOW_CONN_BINLAKE_DB1": _connection(server),
                   "AIRFLOW_CONN_BINLAKE_S3": json.dumps({"conn_type": "aws", "login": "testing",
                                                          "password": "testing",
                                                          "extra": {"endpoint_url": s3_endpoint,
                                                                    "region_name": "us-east-1"}})})
-    run = af.dags_test("binlake_snapshot", {"source": "db1", "tables": ["shop.a"]})
-    assert run["state"] == "success", run["output"][-3000:]
-    assert run["tasks"] == {"take_snapshots": "success"}
-    store = open_store("s3://airflow-snapshot/archive")
-    (id,) = layout.ids(store, "db1")
-    record, got = baseline("s3://airflow-snapshot/archive", "db1", id)
-    assert got == {("shop", "a"): _rows(server, "SELECT id, v FROM shop.a ORDER BY id")}
-
-    run = af.dags_test("binlake_snapshot", {"source": "db1", "tables": ["shop.nothere"]})
-    assert run["state"] == "failed" and run["tasks"] == {"take_snapshots": "failed"}
-    assert "table shop.nothere: no such table, or no SELECT privilege on it" in run["output"]
-    assert layout.ids(store, "db1") == [id]
-
-
-def test_the_archive_finds_tables_without_a_baseline_and_the_snapshot_takes_them(mysql_factory, airflow,
-                                                                                   tmp_path):
-    """Archive runs capture the tables; a table created after the first (its CREATE is in the
-    archive) needs no baseline; the others do: the archive run adds an event of
-    binlake_baselines_needed naming them, binlake_snapshot (as its asset schedule runs it: no
-    params) takes them, and the next archive run finds nothing missing and adds no event."""
-    server = mysql_factory()
-    _run(server, "CREATE DATABASE shop", "CREATE TABLE shop.t1 (id INT PRIMARY KEY, v VARCHAR(10))",
-         "INSERT INTO shop.t1 VALUES (1, 'one'), (2, 'two')",
-         "CREATE TABLE shop.heap (id INT PRIMARY KEY) ENGINE=MyISAM")
-    store_url = f"file://{tmp_path / 'store'}"
-    settings = {"store": store_url, "warehouse": str(tmp_path / "warehouse"),
-                "sources": [{"name": "db1", "mysql_conn_id": "binlake_db1", "flush_binary_logs": True}]}
-    af = airflow({"AIRFLOW_VAR_BINLAKE": json.dumps(settings), "AIRFLOW_CONN_BINLAKE_DB1": _connection(server)})
     af.cli("dags", "reserialize")  # binlake_snapshot known to Airflow as the asset's consumer
+    store = open_store(store_url)
 
     run = af.dags_test("binlake_archive")
     assert run["state"] == "success", run["output"][-3000:]
     assert run["tasks"]["find_missing_baselines"] == "success"
     # the first capture is where archiving began: its tables need baselines
     assert _events(af) == [{"missing": {"db1": ["shop.heap", "shop.t1"]}}]
-    # complete from its CREATE in the archive
+    # created after it: complete from its CREATE in the archive
     _run(server, "CREATE TABLE shop.t2 (id INT PRIMARY KEY)", "INSERT INTO shop.t2 VALUES (5)")
-    run = af.dags_test("binlake_archive")
-    assert run["state"] == "success", run["output"][-3000:]
-    assert _events(af)[-1] == {"missing": {"db1": ["shop.heap", "shop.t1"]}}
 
     run = af.dags_test("binlake_snapshot")
     assert run["state"] == "success", run["output"][-3000:]
-    store = open_store(store_url)
-    (id,) = layout.ids(store, "db1")
-    record, got = baseline(store_url, "db1", id)
+    (scheduled,) = layout.ids(store, "db1")
+    record, got = baseline(store_url, "db1", scheduled)
     assert got == {("shop", "t1"): _rows(server, "SELECT id, v FROM shop.t1 ORDER BY id")}
     assert [(s["table"], s["kind"]) for s in record["skipped"]] == [("heap", "engine")]
+
+    # on demand: the table asked for, read from the run's params (one not there: no retry)
+    run = af.dags_test("binlake_snapshot", {"source": "db1", "tables": ["shop.nothere"]})
+    assert run["state"] == "failed" and run["tasks"] == {"take_snapshots": "failed"}
+    assert "table shop.nothere: no such table, or no SELECT privilege on it" in run["output"]
+    assert layout.ids(store, "db1") == [scheduled]
 
     before = len(_events(af))
     run = af.dags_test("binlake_archive")
     assert run["state"] == "success" and run["tasks"]["find_missing_baselines"] == "success"
-    assert len(_events(af)) == before  # nothing missing: no event, no snapshot scheduled
+    assert len(_events(af)) == before  # nothing missing (shop.t2 included): no event, no snapshot scheduled

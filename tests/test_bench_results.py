@@ -24,6 +24,7 @@ SECTIONS = [
     "bench/manifests.py",
     "bench/hourly.py",
     "bench/delta.py",
+    "bench/delta.py --fixed (Delta's fixed costs per commit)",
     "bench/snapshot.py",
 ]
 

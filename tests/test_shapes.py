@@ -8,6 +8,7 @@ import pytest
 from binlake.assemble import lane
 from binlake.binlog import fastrows
 from binlake.records import ANOMALY_FIELDS, ROW_CHANGE_FIELDS, TRANSACTION_FIELDS
+from tests.conftest import require
 
 # DESIGN.md, "Records", as written there: the oracle of every shape below
 DESIGN_TRANSACTION = """txn_id, gtid, source, server_id, binlog_file, start_pos, end_pos, transaction_length,
@@ -45,8 +46,13 @@ def test_the_tables_schemas_are_the_records_and_their_two_additions():
     assert schema.ROW_CHANGES["event_pos"].dataType == LongType()
 
 
-@pytest.mark.skipif(not fastrows.lane_built(), reason="the lane is not compiled")
-def test_the_compiled_lane_writes_the_records_shapes():
+@pytest.fixture
+def built_lane() -> None:
+    """The install compiles the lane: a checkout without it skips here, CI fails (conftest.require)."""
+    require(fastrows.lane_built(), "the compiled lane (binlake.binlog._rowdecode: pip install -e .)")
+
+
+def test_the_compiled_lane_writes_the_records_shapes(built_lane):
     import orjson
 
     record, row, record_columns, block_columns = fastrows.lane_layouts(b'"schema":"d","table":"t",')
@@ -55,8 +61,7 @@ def test_the_compiled_lane_writes_the_records_shapes():
     assert (record_columns, block_columns) == (lane.RECORD_FIELDS, lane.BLOCK_FIELDS)
 
 
-@pytest.mark.skipif(not fastrows.lane_built(), reason="the lane is not compiled")
-def test_a_lane_out_of_step_with_the_shapes_is_refused(monkeypatch):
+def test_a_lane_out_of_step_with_the_shapes_is_refused(built_lane, monkeypatch):
     record, row, record_columns, block_columns = fastrows.lane_layouts(b'"schema":"","table":"",')
     swapped = record.replace(b'"gtid"', b'"GTID"')
     monkeypatch.setattr(fastrows, "lane_layouts", lambda members: (swapped, row, record_columns, block_columns))

@@ -272,7 +272,7 @@ def test_a_killed_snapshot_resumes_where_it_died(flavor, kind, pair, tmp_path, r
     writes the kills left are gone; each session's chunks are the replica's rows at its point."""
     primary, replica = pair(flavor)
     db = _db()
-    create_workload(primary, db, rows=6000, bag=6000)
+    create_workload(primary, db, rows=2000, bag=2000)
     if kind == "s3":
         request.getfixturevalue("s3_endpoint")
         bucket = f"snap-{uuid.uuid4().hex[:8]}"
@@ -283,7 +283,7 @@ def test_a_killed_snapshot_resumes_where_it_died(flavor, kind, pair, tmp_path, r
     store = open_store(store_url)
     args = ["--source", url(primary), "--store", store_url, "--source-name", "k", "--chunk-rows", "50",
             *[a for t in KEYS for a in ("--table", f"{db}.{t}")]]
-    with Writers(primary, db, rows=6000):
+    with Writers(primary, db, rows=2000):
         first = _kill_when(_cli(*args), store, "k", lambda p: sum(len(t.chunks) for t in p.tables) >= 3)
         begun = len(first["sessions"])  # the first run's sessions: the second run's come after them
         second = _kill_when(_cli(*args), store, "k", lambda p: len(p.sessions) > begun and any(

@@ -18,8 +18,7 @@ import uuid
 import pytest
 
 from tests.support.snapshots import baseline, take
-from tests.support.type_matrix import CASES
-from tests.test_type_matrix import _typed_document
+from tests.support.type_matrix import CASES, server_text, typed_document
 
 SERVERS = ("mysql_server", "mariadb_server")
 PARAMS = [pytest.param(s, case.name, id=f"{s.removesuffix('_server')}-{case.name}")
@@ -60,7 +59,7 @@ class Held:
                     self.errors[case.name] = f"the server took no row: {e}"
                     continue
                 cur.execute(f"SELECT id, {', '.join(case.oracle)} FROM {self.db}.{case.name} ORDER BY id")
-                self.rows[case.name] = [{"id": r[0], "v": None if r[1] is None else case.form(*map(_text, r[1:]))}
+                self.rows[case.name] = [{"id": r[0], "v": None if r[1] is None else case.form(*map(server_text, r[1:]))}
                                         for r in cur.fetchall()]
             cur.execute(EXTRAS.format(db=self.db))
             cur.execute(f"INSERT INTO {self.db}.extras (id, zi, zd, zf, a, gs, gv, inv, c) VALUES "
@@ -68,7 +67,7 @@ class Held:
             cur.execute(f"SELECT {EXTRAS_ORACLE} FROM {self.db}.extras ORDER BY id")
             names = ("id", "zi", "zd", "zf", "a", "gs", "gv", "inv", "c")
             self.rows["extras"] = [
-                {n: float(v) if n == "zf" and v is not None else _text(v) for n, v in zip(names, r, strict=True)}
+                {n: float(v) if n == "zf" and v is not None else server_text(v) for n, v in zip(names, r, strict=True)}
                 for r in cur.fetchall()]
             if flavor == "mysql":
                 self._json(cur)
@@ -84,12 +83,8 @@ class Held:
                 cur.execute(f"INSERT INTO {self.db}.{table} VALUES ({i}, {doc})")
             cur.execute(f"SELECT id, CAST(v AS CHAR) FROM {self.db}.{table} ORDER BY id")
             # each number typed by the server's JSON_TYPE at its path
-            self.rows[table] = [{"id": i, "v": _typed_document(cur, f"{self.db}.{table}", i, text), "text": text}
+            self.rows[table] = [{"id": i, "v": typed_document(cur, f"{self.db}.{table}", i, text), "text": text}
                                 for i, text in cur.fetchall()]
-
-
-def _text(v):
-    return v.decode() if isinstance(v, bytes) else v
 
 
 def _json(v) -> str:

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.scanning import lines_path, lines_records, records_path, scan, scan_lines
-from tests.support.type_matrix import CASES, Case, b64
+from tests.support.type_matrix import CASES, Case, b64, server_text, typed_document
 from tests.test_rowdecode import _position, _range_copies, logged
 
 SERVERS = ("mysql_server", "mariadb_server")  # as parameters, they mark each test with what it needs
@@ -74,7 +74,7 @@ class Matrix:
                         continue
                     cur.execute(f"SELECT id, {', '.join(case.oracle)} FROM {db}.{case.name} ORDER BY id")
                     self.held[case.name] = [
-                        {"id": r[0], "v": None if r[1] is None else case.form(*map(_text, r[1:]))}
+                        {"id": r[0], "v": None if r[1] is None else case.form(*map(server_text, r[1:]))}
                         for r in cur.fetchall()]
                     cur.execute(f"DELETE FROM {db}.{case.name}")
                 end = _position(cur, flavor)
@@ -84,10 +84,6 @@ class Matrix:
                 cur.execute(f"DROP DATABASE {db}")
         self.files = _range_copies(server.binlog_dir, names, start, end, into)
         self.records, self.laned = _scan_both(self.files)
-
-
-def _text(v):
-    return v.decode() if isinstance(v, bytes) else v
 
 
 @pytest.fixture(scope="module")
@@ -297,44 +293,6 @@ NESTED_DECIMALS = [  # documents with opaque DECIMALs in objects and arrays, at 
 ]
 
 
-class _Number(str):
-    """A number's text in the server's JSON text, as the server wrote it."""
-
-
-def _numbers(v, path: str = "$"):
-    """(path, text) of every number in a document read with _Number leaves."""
-    if isinstance(v, dict):
-        for k, x in v.items():
-            yield from _numbers(x, f"{path}.{json.dumps(k)}")
-    elif isinstance(v, list):
-        for i, x in enumerate(v):
-            yield from _numbers(x, f"{path}[{i}]")
-    elif isinstance(v, _Number):
-        yield path, v
-
-
-def _typed_document(cur, table: str, row: int, text: str):
-    """The server's JSON text of a document as binlake documents it: each number typed by the
-    server's JSON_TYPE at its path, a DECIMAL the string of the digits the server wrote, an
-    INTEGER the integer, a DOUBLE the float."""
-    doc = json.loads(text, parse_float=_Number, parse_int=_Number)
-    kinds = {}
-    for path, _ in _numbers(doc):
-        cur.execute(f"SELECT JSON_TYPE(JSON_EXTRACT(v, %s)) FROM {table} WHERE id = %s", (path, row))
-        kinds[path] = cur.fetchone()[0]
-
-    def typed(v, path: str = "$"):
-        if isinstance(v, dict):
-            return {k: typed(x, f"{path}.{json.dumps(k)}") for k, x in v.items()}
-        if isinstance(v, list):
-            return [typed(x, f"{path}[{i}]") for i, x in enumerate(v)]
-        if isinstance(v, _Number):
-            return {"DECIMAL": str, "INTEGER": int, "UNSIGNED INTEGER": int, "DOUBLE": float}[kinds[path]](v)
-        return v
-
-    return typed(doc)
-
-
 def test_decimals_inside_json_documents_are_the_servers_text(mysql_server, tmp_path):
     """An opaque DECIMAL inside a document, in objects and arrays, 30 levels down, in a large
     document, at DECIMAL(65,30)'s limits, negative and negative zero: each the digits the server's
@@ -346,7 +304,7 @@ def test_decimals_inside_json_documents_are_the_servers_text(mysql_server, tmp_p
         for i, doc in enumerate(NESTED_DECIMALS):
             cur.execute(f"INSERT INTO {db}.t VALUES ({i}, {doc})")
         cur.execute(f"SELECT id, CAST(v AS CHAR) FROM {db}.t ORDER BY id")
-        held.extend({"id": i, "v": _typed_document(cur, f"{db}.t", i, text)} for i, text in cur.fetchall())
+        held.extend({"id": i, "v": typed_document(cur, f"{db}.t", i, text)} for i, text in cur.fetchall())
         cur.execute(f"DELETE FROM {db}.t")
 
     files, _ = _logged(mysql_server, "CREATE TABLE {db}.t (id INT PRIMARY KEY, v JSON)", write, tmp_path)
@@ -400,7 +358,7 @@ def server_diffs(text: str, after) -> list[dict]:
     value (a string as quoted, `CAST('…' AS JSON)` its JSON text, true, false, null, an integer);
     a number with a fraction, which mysqlbinlog writes alike for a DOUBLE and a DECIMAL, is the
     one at its path in the document the server held after the statement (`after`, typed by
-    _typed_document)."""
+    typed_document)."""
     tokens = [(m.lastgroup, m[m.lastgroup]) for m in _TOKEN.finditer(text.strip())]
     pos = 0
 
@@ -453,7 +411,7 @@ def test_partial_json_updates_without_a_before_image_keep_every_diff(mysql_serve
         for update in PARTIAL_CHAINS:
             cur.execute(f"UPDATE {db}.t SET v = {update} WHERE id = 1")
             cur.execute(f"SELECT CAST(v AS CHAR) FROM {db}.t WHERE id = 1")
-            after.append(_typed_document(cur, f"{db}.t", 1, cur.fetchone()[0]))
+            after.append(typed_document(cur, f"{db}.t", 1, cur.fetchone()[0]))
 
     files, shown = _logged(mysql_server, "CREATE TABLE {db}.t (id INT PRIMARY KEY, v JSON)", write, tmp_path)
     # each update's @2, its lines joined, up to mysqlbinlog's type comment

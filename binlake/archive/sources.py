@@ -160,7 +160,7 @@ class MySQLSource:
         except pymysql.err.OperationalError as e:
             code = e.args[0] if e.args else 0
             if code == 1045:
-                raise SourceError(f"{self.url}: access denied (wrong user or password)") from None
+                raise SourceError(f"{self.url}: access denied (wrong user or password)", lasting=True) from None
             raise SourceError(f"{self.url}: cannot connect: {e.args[-1] if e.args else e}") from None
 
     def files(self) -> list[BinlogFile]:
@@ -171,7 +171,7 @@ class MySQLSource:
             with conn.cursor() as cur:
                 cur.execute("SELECT @@log_bin")
                 if not cur.fetchone()[0]:
-                    raise SourceError(f"{self.url}: binary logging is off (log_bin)")
+                    raise SourceError(f"{self.url}: binary logging is off (log_bin)", lasting=True)
                 cur.execute("SHOW BINARY LOGS")
                 rows = cur.fetchall()
                 cur.execute("SHOW VARIABLES LIKE 'server_uuid'")  # MariaDB has none
@@ -184,7 +184,7 @@ class MySQLSource:
         except pymysql.err.OperationalError as e:
             if e.args and e.args[0] in (1227, 1142):
                 raise SourceError(f"{self.url}: missing privilege: grant REPLICATION CLIENT and "
-                                  "REPLICATION SLAVE") from None
+                                  "REPLICATION SLAVE", lasting=True) from None
             raise SourceError(f"{self.url}: {e.args[-1] if e.args else e}") from None
         finally:
             conn.close()
@@ -237,7 +237,7 @@ class MySQLSource:
                     return  # the end of this file; the server would go on with the next
         except pymysql.err.MySQLError as e:
             if e.args and e.args[0] in (1227, 1045):
-                raise SourceError(f"{self.url}: missing privilege REPLICATION SLAVE") from None
+                raise SourceError(f"{self.url}: missing privilege REPLICATION SLAVE", lasting=True) from None
             reason = str(e.args[-1] if e.args else e)
             if e.args and e.args[0] == ER_SOURCE_FATAL_ERROR_READING_BINLOG and _displaced(reason):
                 raise SourceError(f"{self.url}: dump of {f.name} ended: another replica connected with this run's "

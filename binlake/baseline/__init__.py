@@ -10,3 +10,8 @@ tables at an exact point of its binlog, chunked by key, resumable, into the arch
 - `run`: the sessions, tables and chunks of one `binlake snapshot`, resumed where a run died;
 - `coverage`: which tables of a source need a baseline and have none.
 """
+
+# A chunk's size unless told otherwise (here, so that the command line shows them without the
+# package's imports).
+CHUNK_ROWS = 100_000
+CHUNK_BYTES = 64 << 20  # of JSON lines, before compression

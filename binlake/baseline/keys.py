@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pymysql.converters import escape_string
 
 from binlake.baseline.values import INTEGERS, TEMPORALS, quote
-from binlake.schema.capture import SYSTEM_SCHEMAS
+from binlake.schema.capture import over_user_tables
 from binlake.schema.check import MARIADB_BINARY_TYPES
 from binlake.schema.model import Column, Table
 
@@ -48,10 +48,7 @@ class Index:
 def read_indexes(cur, only: tuple[str, str] | None = None) -> dict[tuple[str, str], list[Index]]:
     """Every user table's unique indexes (or the one table's), as information_schema shows them
     (read as the session reads: bytes)."""
-    if only is None:
-        cur.execute(_INDEXES.format(only=""), (SYSTEM_SCHEMAS,))
-    else:
-        cur.execute(_INDEXES.format(only="AND TABLE_SCHEMA = %s AND TABLE_NAME = %s"), (SYSTEM_SCHEMAS, *only))
+    over_user_tables(cur, _INDEXES, only)
     parts: dict[tuple[str, str, str], list[tuple]] = {}
     for schema, table, index, column, sub_part, non_unique, nullable, kind in cur.fetchall():
         if int(non_unique):

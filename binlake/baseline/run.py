@@ -33,7 +33,7 @@ from typing import Any
 from binlake.archive.keys import baseline_chunk_key, baseline_progress_key, baseline_record_key
 from binlake.archive.leases import Lease, alive, clean, lease_key
 from binlake.archive.sources import MySQLSource
-from binlake.baseline import layout
+from binlake.baseline import CHUNK_BYTES, CHUNK_ROWS, layout
 from binlake.baseline.keys import choose
 from binlake.baseline.layout import ChunkWriter, Progress, TableState
 from binlake.baseline.reading import TableRead
@@ -48,8 +48,8 @@ MAX_RETRIES = 10  # a table whose reading began again this often (DDL on it agai
 
 @dataclass(frozen=True)
 class Options:
-    chunk_rows: int = 100_000
-    chunk_bytes: int = 64 << 20  # of JSON lines, before compression
+    chunk_rows: int = CHUNK_ROWS
+    chunk_bytes: int = CHUNK_BYTES
 
 
 @dataclass
@@ -72,7 +72,7 @@ def parse_tables(names: list[str] | None) -> list[str] | None:
         return None
     for n in names:
         if "." not in n.strip("."):
-            raise SnapshotError(f"--table {n}: expected DATABASE.TABLE")
+            raise SnapshotError(f"--table {n}: expected DATABASE.TABLE", lasting=True)
     return sorted(set(names))
 
 
@@ -173,7 +173,8 @@ class _Run:
             return p, True
         catalog = session.catalog
         for name in [n for n in (request or []) if _split(n) not in catalog.tables]:
-            raise SnapshotError(f"{self.source.url}: table {name}: no such table, or no SELECT privilege on it")
+            raise SnapshotError(f"{self.source.url}: table {name}: no such table, or no SELECT privilege on it",
+                                lasting=True)
         p = Progress(layout.new_id(dt.datetime.now(dt.UTC)), self.name, request, layout.now_text(), server,
                      self.lease.run, databases=dict(catalog.databases))
         for t in sorted(k for k in catalog.tables if wanted(k)):

@@ -23,7 +23,6 @@ ER_TABLE_DEF_CHANGED; either way the table is read in a later session (binlake.b
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -31,9 +30,10 @@ from typing import Any
 
 from binlake.archive.sources import MySQLSource
 from binlake.baseline.keys import Index, read_indexes
+from binlake.baseline.layout import now_text
 from binlake.baseline.values import quote
 from binlake.errors import BinlakeError
-from binlake.schema.capture import SYSTEM_SCHEMAS, binlog_point, read_tables
+from binlake.schema.capture import binlog_point, over_user_tables, read_tables
 from binlake.schema.model import Table
 
 log = logging.getLogger(__name__)
@@ -85,10 +85,7 @@ class Catalog:
 def read_catalog(cur, only: tuple[str, str] | None = None) -> Catalog:
     """The user tables (or the one table `only`) as information_schema shows them now."""
     databases, tables = read_tables(cur, only)
-    if only is None:
-        cur.execute(_ENGINES.format(only=""), (SYSTEM_SCHEMAS,))
-    else:
-        cur.execute(_ENGINES.format(only="AND TABLE_SCHEMA = %s AND TABLE_NAME = %s"), (SYSTEM_SCHEMAS, *only))
+    over_user_tables(cur, _ENGINES, only)
     engines = {(s.decode(), t.decode()): e.decode() if e is not None else None for s, t, e in cur.fetchall()}
     return Catalog(databases, tables, read_indexes(cur, only), engines)
 
@@ -117,7 +114,8 @@ def server_of(cur) -> Server:
     comment, version, server_id, log_bin = (v.decode() if isinstance(v, bytes) else v for v in cur.fetchone())
     flavor = "mariadb" if "mariadb" in f"{comment} {version}".lower() else "mysql"
     if not int(log_bin):
-        raise SnapshotError("binary logging is off (log_bin): a snapshot's point is a place in the binlog")
+        raise SnapshotError("binary logging is off (log_bin): a snapshot's point is a place in the binlog",
+                            lasting=True)
     cur.execute("SHOW VARIABLES LIKE 'server_uuid'")  # MariaDB has none
     found = cur.fetchone()
     return Server(flavor, version, int(server_id), found[1].decode() if found else None)
@@ -136,7 +134,7 @@ def _needs(url: str, privilege: str) -> Iterator[None]:
         yield
     except pymysql.err.MySQLError as e:
         if _code(e) == ER_SPECIFIC_ACCESS_DENIED:
-            raise SnapshotError(f"{url}: missing privilege {privilege}") from None
+            raise SnapshotError(f"{url}: missing privilege {privilege}", lasting=True) from None
         raise
 
 
@@ -194,7 +192,7 @@ class Session:
                 start = _start_mysql if server.flavor == "mysql" else _start_mariadb
                 for attempt in range(1, ATTEMPTS + 1):
                     before = read_catalog(cur, only)
-                    started = dt.datetime.now(dt.UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+                    started = now_text()
                     point = start(cur, source.url)
                     catalog = read_catalog(cur, only)
                     if _of(before, wanted) == _of(catalog, wanted):
@@ -250,7 +248,7 @@ class Session:
             yield
         except pymysql.err.MySQLError as e:
             if _code(e) in (ER_TABLEACCESS_DENIED, ER_COLUMNACCESS_DENIED):
-                raise SnapshotError(f"{self.url}: missing privilege SELECT on {name_of(table)}") from None
+                raise SnapshotError(f"{self.url}: missing privilege SELECT on {name_of(table)}", lasting=True) from None
             if _code(e) == ER_TABLE_DEF_CHANGED:
                 raise DefinitionChanged(str(e.args[-1])) from None
             raise

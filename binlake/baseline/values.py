@@ -94,18 +94,6 @@ def _number(text: str) -> int | float:
     return float(text) if "." in text or "e" in text or "E" in text else int(text)
 
 
-def _paths(doc: Any, path: str = "$"):
-    """(path, text) of every number of a document read with _Number leaves, in MySQL's path syntax."""
-    if isinstance(doc, dict):
-        for k, v in doc.items():
-            yield from _paths(v, f"{path}.{json.dumps(k, ensure_ascii=False)}")
-    elif isinstance(doc, list):
-        for i, v in enumerate(doc):
-            yield from _paths(v, f"{path}[{i}]")
-    elif isinstance(doc, _Number):
-        yield path, doc
-
-
 def _typed(doc: Any, number: Callable[[str, str], Any], path: str = "$") -> Any:
     """A document read with _Number leaves, each number `number(path, text)`."""
     if isinstance(doc, dict):
@@ -136,7 +124,9 @@ def json_value(column: str, text: str, decimals: list[str] | None) -> Any:
     if all(seen[t] == n for t, n in found.items()):  # each text of a DECIMAL is only ever a DECIMAL's
         return doc
     doc = json.loads(text, parse_int=_Number, parse_float=_Number)
-    ambiguous = [path for path, t in _paths(doc) if 0 < found[t] < seen[t]]
+    numbers: list[tuple[str, str]] = []  # (path, text) of every number, in MySQL's path syntax
+    _typed(doc, lambda path, t: numbers.append((path, t)))
+    ambiguous = [path for path, t in numbers if 0 < found[t] < seen[t]]
     return Pending(column, text, doc, ambiguous, known)
 
 

@@ -70,6 +70,16 @@ def capture(conn, source: str | None = None) -> Snapshot:
     return Snapshot(tables, databases, point, source, stamp(dt.datetime.now(dt.UTC)))
 
 
+def over_user_tables(cur, query: str, only: tuple[str, str] | None, alias: str = "") -> None:
+    """Run an information_schema `query` over the user tables: its `{only}` narrowed to the one
+    table `(schema, name)`, or to none; its first parameter the system schemas left out."""
+    if only is None:
+        cur.execute(query.format(only=""), (SYSTEM_SCHEMAS,))
+    else:
+        cur.execute(query.format(only=f"AND {alias}TABLE_SCHEMA = %s AND {alias}TABLE_NAME = %s"),
+                    (SYSTEM_SCHEMAS, *only))
+
+
 def read_tables(cur, only: tuple[str, str] | None = None) -> tuple[dict[str, str | None],
                                                                    dict[tuple[str, str], Table]]:
     """Every user database's default charset and every user table's columns (or only the one
@@ -78,10 +88,7 @@ def read_tables(cur, only: tuple[str, str] | None = None) -> tuple[dict[str, str
     cur.execute("SELECT SCHEMA_NAME, DEFAULT_CHARACTER_SET_NAME FROM information_schema.SCHEMATA "
                 "WHERE SCHEMA_NAME NOT IN %s", (SYSTEM_SCHEMAS,))
     databases = {_text(r[0]): _maybe(r[1]) for r in cur.fetchall()}
-    if only is None:
-        cur.execute(_COLUMNS.format(only=""), (SYSTEM_SCHEMAS,))
-    else:
-        cur.execute(_COLUMNS.format(only="AND c.TABLE_SCHEMA = %s AND c.TABLE_NAME = %s"), (SYSTEM_SCHEMAS, *only))
+    over_user_tables(cur, _COLUMNS, only, alias="c.")
     rows = cur.fetchall()
     columns: dict[tuple[str, str], list[Column]] = {}
     charsets: dict[tuple[str, str], str | None] = {}

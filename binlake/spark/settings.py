@@ -108,7 +108,9 @@ def local(conf: dict | None = None) -> dict[str, str]:
     """A local master's settings under `conf` (which wins): the driver listens on loopback only,
     its JVM, which holds the executors too, gets more than Spark's 1g heap, and its Python workers
     (the driver's interpreter) import pyspark as installed, not from Spark's zips
-    (binlake.spark.daemon)."""
+    (binlake.spark.daemon). Delta rebuilds a table's state from its log in 50 partitions unless
+    told otherwise: on one machine, for logs of a commit per run, that is some 150 tasks of
+    nothing at every write and read (bench/RESULTS.md, "Delta's fixed costs")."""
     return {"spark.driver.bindAddress": "127.0.0.1", "spark.driver.host": "127.0.0.1",
             "spark.driver.memory": LOCAL_MEMORY, "spark.python.daemon.module": "binlake.spark.daemon",
-            **(conf or {})}
+            "spark.databricks.delta.snapshotPartitions": "2", **(conf or {})}

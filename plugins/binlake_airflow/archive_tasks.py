@@ -12,10 +12,6 @@ from binlake_airflow import resources, settings
 
 log = logging.getLogger(__name__)
 
-# Source errors no retry can mend: the task fails at once, with the reason.
-FATAL = ("access denied", "missing privilege", "binary logging is off")
-
-
 @contextlib.contextmanager
 def _source_errors(source: str):
     """Errors no retry can mend fail the task at once, naming the source: a refused file, wrong
@@ -33,7 +29,7 @@ def _source_errors(source: str):
         raise AirflowFailException(f"source {source}: {e} (the file is damaged: it is not archived, and a "
                                    "retry would read the same bytes)") from None
     except SourceError as e:
-        if any(reason in str(e) for reason in FATAL):
+        if e.lasting:  # wrong credentials, a missing privilege, binary logging off
             raise AirflowFailException(str(e)) from None
         raise
 

@@ -16,8 +16,6 @@ log = logging.getLogger(__name__)
 # An event when an archive run found tables without a baseline: binlake_snapshot is scheduled on it.
 BASELINES_NEEDED = Asset(name="binlake_baselines_needed", uri="binlake://baselines/needed", group="binlake")
 BASELINES_ALIAS = AssetAlias("binlake_baselines")
-# Snapshot errors no retry can mend: the task fails at once, with the reason.
-FATAL = ("missing privilege", "no such table", "access denied", "binary logging is off")
 
 
 def live(cfg: settings.Settings) -> list[settings.SourceSpec]:
@@ -34,7 +32,7 @@ def _snapshot_errors():
     try:
         yield
     except BinlakeError as e:
-        if any(reason in str(e) for reason in FATAL):
+        if e.lasting:  # a missing privilege or table, wrong credentials, binary logging off
             raise AirflowFailException(str(e)) from None
         raise  # a lost connection, a store down: the retry resumes the snapshot
 

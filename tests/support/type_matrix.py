@@ -251,3 +251,46 @@ MARIADB_ONLY = [  # COMPRESSED columns: logged compressed, their value the serve
 
 CASES: list[Case] = [*_ints(), *DECIMALS, *FLOATS, *BITS, *TEMPORALS, *_texts(), *BINARIES, *MEMBERS, *JSONS,
                      *_geometries(), *VECTORS, *MARIADB_ONLY]
+
+
+def server_text(v):
+    """A value as a cursor without conversions hands it over: bytes as their text."""
+    return v.decode() if isinstance(v, bytes) else v
+
+
+class _Number(str):
+    """A number's text in the server's JSON text, as the server wrote it."""
+
+
+def _numbers(v, path: str = "$"):
+    """(path, text) of every number in a document read with _Number leaves."""
+    if isinstance(v, dict):
+        for k, x in v.items():
+            yield from _numbers(x, f"{path}.{json.dumps(k)}")
+    elif isinstance(v, list):
+        for i, x in enumerate(v):
+            yield from _numbers(x, f"{path}[{i}]")
+    elif isinstance(v, _Number):
+        yield path, v
+
+
+def typed_document(cur, table: str, row: int, text: str):
+    """The server's JSON text of a document as binlake documents it: each number typed by the
+    server's JSON_TYPE at its path, a DECIMAL the string of the digits the server wrote, an
+    INTEGER the integer, a DOUBLE the float."""
+    doc = json.loads(text, parse_float=_Number, parse_int=_Number)
+    kinds = {}
+    for path, _ in _numbers(doc):
+        cur.execute(f"SELECT JSON_TYPE(JSON_EXTRACT(v, %s)) FROM {table} WHERE id = %s", (path, row))
+        kinds[path] = cur.fetchone()[0]
+
+    def typed(v, path: str = "$"):
+        if isinstance(v, dict):
+            return {k: typed(x, f"{path}.{json.dumps(k)}") for k, x in v.items()}
+        if isinstance(v, list):
+            return [typed(x, f"{path}[{i}]") for i, x in enumerate(v)]
+        if isinstance(v, _Number):
+            return {"DECIMAL": str, "INTEGER": int, "UNSIGNED INTEGER": int, "DOUBLE": float}[kinds[path]](v)
+        return v
+
+    return typed(doc)
