@@ -1,15 +1,18 @@
 """The row versions of a real MySQL server's tables (`binlake tables`), read back with `binlake
 asof`, held to the server's own SELECT at recorded checkpoints, by GTID and by time.
 
-One server of this module's own (its binary log is this module's alone) runs a recorded workload:
+One server of this module's own per flavor, MySQL 9 and MariaDB 10.11 (its binary log is this
+module's alone), runs a recorded workload:
 typed columns (BIGINT UNSIGNED, DECIMAL(65,30), TIME(6) over 24 hours and negative, JSON), a
 primary-key update, a table without a key holding equal rows (a multiset), partial row images
 (the session's binlog_row_image MINIMAL and NOBLOB: values completed from the previous version,
 a value never logged left out until a FULL image shows it), ADD/RENAME/DROP COLUMN, an XA
 transaction prepared at a checkpoint and committed after it, an XA rollback, TRUNCATE, DROP TABLE
 and CREATE again under the same name. At each checkpoint the test records every table with SELECT
-(each value as the server's text), the last GTID of gtid_executed and the server's UTC time.
-Then: archive, assemble, validate, apply; `binlake asof` at each checkpoint equals the SELECT. A
+(each value as the server's text), its last GTID (MySQL's gtid_executed, MariaDB's
+gtid_binlog_pos) and the server's UTC time.
+Then: archive, assemble, validate, apply; `binlake asof` at each checkpoint equals the SELECT, on
+both flavors. On MySQL's lake (the rules below are the flavor's no more than the apply's): a
 rerun changes nothing; the range applied in pieces, and in pieces backwards (a backfill), gives
 the same versions as applied whole; a range after a gap is refused, naming the range to apply
 first.
@@ -29,7 +32,7 @@ from binlake.splits.times import parse_time
 from tests.support.scanning import ndjson, run_cli
 
 RANGE = ("2000-01-01", "2100-01-01")
-def _checkpoint(cur, columns: dict[str, list[str]]) -> dict:
+def _checkpoint(cur, columns: dict[str, list[str]], flavor: str) -> dict:
     """The server's tables, last GTID and time now: each row its [column, text] pairs in the
     table's order, less the columns of `part` the binlog never showed (MINIMAL, by id: what
     asof leaves out)."""
@@ -42,8 +45,11 @@ def _checkpoint(cur, columns: dict[str, list[str]]) -> dict:
             gone = MINIMAL.get(row[0], set()) if name == "part" else set()
             rows[json.dumps([p for p in pairs if p[0] not in gone])] += 1
         tables[name] = rows
-    cur.execute("SELECT @@global.gtid_executed, DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ')")
+    executed = "gtid_executed" if flavor == "mysql" else "gtid_binlog_pos"
+    cur.execute(f"SELECT @@global.{executed}, DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ')")
     executed, now = cur.fetchone()
+    if flavor == "mariadb":  # one domain, one server: `0-<server id>-<its last sequence number>`
+        return {"tables": tables, "gtid": executed, "time": now}
     uuid, ranges = executed.replace("\n", "").split(":", 1)
     return {"tables": tables, "gtid": f"{uuid}:{ranges.split('-')[-1]}", "time": now}
 
@@ -64,11 +70,12 @@ def _text(column: str, v):
     return str(v)
 
 
-def _asof_text(name: str, v):
+def _asof_text(name: str, v, flavor: str):
     if v is None:
         return None
     if name == "doc":  # the JSON column: the server's text is the document, compared parsed
-        return json.dumps(v, sort_keys=True)
+        # (MariaDB's JSON is LONGTEXT: its row images, and so asof, give the document's text)
+        return json.dumps(json.loads(v) if flavor == "mariadb" else v, sort_keys=True)
     if isinstance(v, str) and v.startswith("base64:"):  # BLOB: row-values' base64, the server's text
         return base64.b64decode(v.removeprefix("base64:")).decode()
     return str(v)
@@ -82,7 +89,7 @@ PART = ["id", "a", "b", "big", "c"]
 MINIMAL = {3: {"b", "big", "c"}}
 
 
-def _workload(server) -> list[dict]:
+def _workload(server, flavor: str) -> list[dict]:
     """The recorded workload; its checkpoints."""
     points = []
     with server.connect() as conn, conn.cursor() as cur:
@@ -107,7 +114,7 @@ def _workload(server) -> list[dict]:
         cur.execute("UPDATE shop.acct SET id = 10 WHERE id = 1")  # the key changes: the row moves
         cur.execute("DELETE FROM shop.bag WHERE x = 1 LIMIT 1")  # one of three equal rows
         cur.execute("UPDATE shop.bag SET y = 'c' WHERE x = 1 LIMIT 1")  # another of them
-        points.append(_checkpoint(cur, {"acct": ACCT + ["note"], "bag": ["x", "y"], "part": PART}))
+        points.append(_checkpoint(cur, {"acct": ACCT + ["note"], "bag": ["x", "y"], "part": PART}, flavor))
         cur.execute("UPDATE shop.part SET a = 4 WHERE id = 2")  # a FULL image: every value known again
         cur.execute("ALTER TABLE shop.acct ADD COLUMN extra INT NOT NULL DEFAULT 7")
         cur.execute("UPDATE shop.acct SET bal = bal + 1, extra = 8 WHERE id = 2")
@@ -116,40 +123,56 @@ def _workload(server) -> list[dict]:
         cur.execute("XA END 'x1'")
         cur.execute("XA PREPARE 'x1'")
         # x1 prepared only: not applied
-        points.append(_checkpoint(cur, {"acct": ACCT + ["note", "extra"], "bag": ["x", "y"], "part": PART}))
+        points.append(_checkpoint(cur, {"acct": ACCT + ["note", "extra"], "bag": ["x", "y"], "part": PART}, flavor))
         cur.execute("XA COMMIT 'x1'")
         cur.execute("XA START 'x2'")
         cur.execute("DELETE FROM shop.acct WHERE id = 4")
         cur.execute("XA END 'x2'")
         cur.execute("XA PREPARE 'x2'")
         cur.execute("XA ROLLBACK 'x2'")
-        points.append(_checkpoint(cur, {"acct": ACCT + ["note", "extra"], "bag": ["x", "y"], "part": PART}))
+        points.append(_checkpoint(cur, {"acct": ACCT + ["note", "extra"], "bag": ["x", "y"], "part": PART}, flavor))
         cur.execute("ALTER TABLE shop.acct RENAME COLUMN note TO memo")
         cur.execute("ALTER TABLE shop.acct DROP COLUMN extra")
         cur.execute("UPDATE shop.acct SET memo = 'renamed' WHERE id = 10")
         cur.execute("TRUNCATE TABLE shop.bag")
         cur.execute("INSERT INTO shop.bag VALUES (5, 'e')")
-        points.append(_checkpoint(cur, {"acct": ACCT + ["memo"], "bag": ["x", "y"], "part": PART}))
+        points.append(_checkpoint(cur, {"acct": ACCT + ["memo"], "bag": ["x", "y"], "part": PART}, flavor))
         cur.execute("DROP TABLE shop.acct")
         cur.execute("CREATE TABLE shop.acct (id INT PRIMARY KEY, memo VARCHAR(20))")
         cur.execute("INSERT INTO shop.acct VALUES (1, 'again')")
-        points.append(_checkpoint(cur, {"acct": ["id", "memo"], "bag": ["x", "y"], "part": PART}))
+        points.append(_checkpoint(cur, {"acct": ["id", "memo"], "bag": ["x", "y"], "part": PART}, flavor))
         cur.execute("FLUSH BINARY LOGS")  # every transaction in a closed file
     return points
 
 
 @pytest.fixture(scope="module")
-def applied(mysql_factory, spark, tmp_path_factory):
+def lakes(spark, tmp_path_factory):
+    """Each flavor's lake, built when a test first asks for it: `lakes(flavor, request)`."""
+    built: dict[str, dict] = {}
+
+    def get(flavor: str, request) -> dict:
+        if flavor not in built:
+            built[flavor] = _build(request.getfixturevalue(f"{flavor}_factory")(), flavor, spark, tmp_path_factory)
+        return built[flavor]
+
+    return get
+
+
+@pytest.fixture
+def applied(lakes, request):
+    return lakes("mysql", request)
+
+
+def _build(server, flavor: str, spark, tmp_path_factory) -> dict:
     """The workload archived, assembled, validated; the warehouse before and after the apply."""
     from binlake.spark.job import assemble
     from binlake.spark.validate import validate
 
-    server = mysql_factory()
-    root = tmp_path_factory.mktemp("tables")
+    root = tmp_path_factory.mktemp(f"tables-{flavor}")
     store = f"file://{root}/store"
     for step in ("before", "after"):  # the schema history captured before the workload, then its files
         if step == "after":
-            points = _workload(server)
+            points = _workload(server, flavor)
         proc = run_cli("archive", "--source", f"mysql://root@127.0.0.1:{server.port}", "--store", store,
                        "--source-name", "src")
         assert proc.returncode == 0, proc.stderr
@@ -163,7 +186,7 @@ def applied(mysql_factory, spark, tmp_path_factory):
     out = _apply(spark, store, warehouse, *RANGE)
     assert out.status == "applied", out.reason
     return {"store": store, "warehouse": warehouse, "points": points, "assembled": untouched, "summary": out,
-            "root": root}
+            "root": root, "flavor": flavor}
 
 
 def _apply(spark, store: str, warehouse: Path, start: str, end: str):
@@ -173,22 +196,24 @@ def _apply(spark, store: str, warehouse: Path, start: str, end: str):
     return summary
 
 
-def _asof(warehouse: Path, at: str, table: str) -> Counter:
+def _asof(warehouse: Path, at: str, table: str, flavor: str = "mysql") -> Counter:
     proc = run_cli("asof", "--warehouse", str(warehouse), "--source", "src", "--at", at, "--table", f"shop.{table}")
     assert proc.returncode == 0, proc.stderr
     out = Counter()
     for line in ndjson(proc.stdout):
         assert (line["schema"], line["table"]) == ("shop", table)
-        out[json.dumps([[k, _asof_text(k, v)] for k, v in line["row"].items()])] += 1
+        out[json.dumps([[k, _asof_text(k, v, flavor)] for k, v in line["row"].items()])] += 1
     return out
 
 
-def test_asof_each_checkpoint_by_gtid_and_by_time_is_the_servers_select(applied):
-    for i, point in enumerate(applied["points"]):
+@pytest.mark.parametrize("flavor", ["mysql", "mariadb"])
+def test_asof_each_checkpoint_by_gtid_and_by_time_is_the_servers_select(lakes, request, flavor):
+    lake = lakes(flavor, request)
+    for i, point in enumerate(lake["points"]):
         for at in (point["gtid"], point["time"]):
             for table, expected in point["tables"].items():
                 # the server's SELECT at that checkpoint, column for column in the table's order then
-                assert _asof(applied["warehouse"], at, table) == expected, (i, at, table)
+                assert _asof(lake["warehouse"], at, table, flavor) == expected, (i, at, table)
 
 
 def test_asof_past_the_watermark_is_refused_and_names_it(applied):
