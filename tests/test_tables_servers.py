@@ -21,6 +21,7 @@ first.
 from __future__ import annotations
 
 import base64
+import datetime as dt
 import json
 import shutil
 from collections import Counter
@@ -30,6 +31,7 @@ import pytest
 
 from binlake.splits.times import parse_time
 from tests.support.scanning import ndjson, run_cli
+from tests.support.waiting import until
 
 RANGE = ("2000-01-01", "2100-01-01")
 def _checkpoint(cur, columns: dict[str, list[str]], flavor: str) -> dict:
@@ -49,6 +51,15 @@ def _checkpoint(cur, columns: dict[str, list[str]], flavor: str) -> dict:
     cur.execute(f"SELECT @@global.{executed}, DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ')")
     executed, now = cur.fetchone()
     if flavor == "mariadb":  # one domain, one server: `0-<server id>-<its last sequence number>`
+        # Its binary log's commit times are whole seconds (docs/tables.md): the workload goes on in
+        # the server's next second, so that `now` is after the second of every write before it only.
+        second = int(dt.datetime.fromisoformat(now).timestamp())
+
+        def next_second() -> bool:
+            cur.execute("SELECT UNIX_TIMESTAMP()")
+            return int(cur.fetchone()[0]) > second
+
+        until(next_second, "the server's clock in the next second", 5, every=0.05)
         return {"tables": tables, "gtid": executed, "time": now}
     uuid, ranges = executed.replace("\n", "").split(":", 1)
     return {"tables": tables, "gtid": f"{uuid}:{ranges.split('-')[-1]}", "time": now}
@@ -92,7 +103,8 @@ MINIMAL = {3: {"b", "big", "c"}}
 def _workload(server, flavor: str) -> list[dict]:
     """The recorded workload; its checkpoints."""
     points = []
-    with server.connect() as conn, conn.cursor() as cur:
+    # checkpoints read in a session of their own: MariaDB's session of a prepared XA transaction can run no query
+    with server.connect() as conn, conn.cursor() as cur, server.connect() as other, other.cursor() as look:
         cur.execute("CREATE DATABASE shop")
         cur.execute("CREATE TABLE shop.acct (id INT PRIMARY KEY, bal BIGINT UNSIGNED, amt DECIMAL(65,30), "
                     "tm TIME(6), doc JSON, note VARCHAR(20))")
@@ -114,7 +126,7 @@ def _workload(server, flavor: str) -> list[dict]:
         cur.execute("UPDATE shop.acct SET id = 10 WHERE id = 1")  # the key changes: the row moves
         cur.execute("DELETE FROM shop.bag WHERE x = 1 LIMIT 1")  # one of three equal rows
         cur.execute("UPDATE shop.bag SET y = 'c' WHERE x = 1 LIMIT 1")  # another of them
-        points.append(_checkpoint(cur, {"acct": ACCT + ["note"], "bag": ["x", "y"], "part": PART}, flavor))
+        points.append(_checkpoint(look, {"acct": ACCT + ["note"], "bag": ["x", "y"], "part": PART}, flavor))
         cur.execute("UPDATE shop.part SET a = 4 WHERE id = 2")  # a FULL image: every value known again
         cur.execute("ALTER TABLE shop.acct ADD COLUMN extra INT NOT NULL DEFAULT 7")
         cur.execute("UPDATE shop.acct SET bal = bal + 1, extra = 8 WHERE id = 2")
@@ -123,24 +135,24 @@ def _workload(server, flavor: str) -> list[dict]:
         cur.execute("XA END 'x1'")
         cur.execute("XA PREPARE 'x1'")
         # x1 prepared only: not applied
-        points.append(_checkpoint(cur, {"acct": ACCT + ["note", "extra"], "bag": ["x", "y"], "part": PART}, flavor))
+        points.append(_checkpoint(look, {"acct": ACCT + ["note", "extra"], "bag": ["x", "y"], "part": PART}, flavor))
         cur.execute("XA COMMIT 'x1'")
         cur.execute("XA START 'x2'")
         cur.execute("DELETE FROM shop.acct WHERE id = 4")
         cur.execute("XA END 'x2'")
         cur.execute("XA PREPARE 'x2'")
         cur.execute("XA ROLLBACK 'x2'")
-        points.append(_checkpoint(cur, {"acct": ACCT + ["note", "extra"], "bag": ["x", "y"], "part": PART}, flavor))
+        points.append(_checkpoint(look, {"acct": ACCT + ["note", "extra"], "bag": ["x", "y"], "part": PART}, flavor))
         cur.execute("ALTER TABLE shop.acct RENAME COLUMN note TO memo")
         cur.execute("ALTER TABLE shop.acct DROP COLUMN extra")
         cur.execute("UPDATE shop.acct SET memo = 'renamed' WHERE id = 10")
         cur.execute("TRUNCATE TABLE shop.bag")
         cur.execute("INSERT INTO shop.bag VALUES (5, 'e')")
-        points.append(_checkpoint(cur, {"acct": ACCT + ["memo"], "bag": ["x", "y"], "part": PART}, flavor))
+        points.append(_checkpoint(look, {"acct": ACCT + ["memo"], "bag": ["x", "y"], "part": PART}, flavor))
         cur.execute("DROP TABLE shop.acct")
         cur.execute("CREATE TABLE shop.acct (id INT PRIMARY KEY, memo VARCHAR(20))")
         cur.execute("INSERT INTO shop.acct VALUES (1, 'again')")
-        points.append(_checkpoint(cur, {"acct": ["id", "memo"], "bag": ["x", "y"], "part": PART}, flavor))
+        points.append(_checkpoint(look, {"acct": ["id", "memo"], "bag": ["x", "y"], "part": PART}, flavor))
         cur.execute("FLUSH BINARY LOGS")  # every transaction in a closed file
     return points
 
@@ -320,3 +332,24 @@ def test_a_range_after_a_gap_is_refused_naming_the_range_to_apply_first(applied,
     refused = _apply(spark, applied["store"], gap, middle, RANGE[1])
     # the applied span ends at checkpoint 0's time: the range from there is named
     assert refused.status == "refused" and f"--start {parse_time(applied['points'][0]['time'])}" in refused.reason
+
+
+def test_spark_as_of_and_plain_sql_at_each_checkpoint_are_the_servers_select(applied, spark):
+    from binlake.spark.tables import as_of
+
+    bag = f"delta.`{applied['warehouse']}/tables/src/shop/bag`"
+    for i, point in enumerate(applied["points"]):
+        at = point["time"]
+        views = as_of(spark, str(applied["warehouse"]), "src", at)
+        # the multiset without a key, through the view as_of registers: the server's SELECT then
+        got = Counter(json.dumps([["x", str(r["x"])], ["y", r["y"]]]) for r in spark.sql("SELECT x, y FROM shop__bag")
+                      .collect())
+        assert got == point["tables"]["bag"], i
+        # acct: its columns as named then (ADD, RENAME, DROP, DROP and CREATE again), its keys
+        server = [dict(json.loads(t)) for t in point["tables"]["acct"]]
+        assert views["shop.acct"].columns == list(server[0]), i
+        assert sorted(r["id"] for r in views["shop.acct"].collect()) == sorted(int(r["id"]) for r in server), i
+        # the plain SQL of docs/tables.md on the Delta table, by time
+        plain = spark.sql(f"SELECT x, y FROM {bag} WHERE _valid_from <= TIMESTAMP'{at}' "
+                          f"AND (_valid_to IS NULL OR _valid_to > TIMESTAMP'{at}')").collect()
+        assert Counter(json.dumps([["x", str(r["x"])], ["y", r["y"]]]) for r in plain) == got, i
