@@ -353,3 +353,61 @@ def test_spark_as_of_and_plain_sql_at_each_checkpoint_are_the_servers_select(app
         plain = spark.sql(f"SELECT x, y FROM {bag} WHERE _valid_from <= TIMESTAMP'{at}' "
                           f"AND (_valid_to IS NULL OR _valid_to > TIMESTAMP'{at}')").collect()
         assert Counter(json.dumps([["x", str(r["x"])], ["y", r["y"]]]) for r in plain) == got, i
+
+
+def test_tables_from_a_baseline_taken_under_writes_then_the_changelog_are_the_servers_select(
+        mysql_factory, spark, tmp_path):
+    """Tables that existed before archiving began (their binary logs purged) reach the row versions
+    through a baseline, taken while three threads write (tests.support.snapshots.Writers, seeded),
+    then the changelog from the baseline's point on."""
+    from tests.support import snapshots
+
+    server = mysql_factory()
+    snapshots.create_workload(server, "shop", rows=300, bag=40)
+    with server.connect() as conn, conn.cursor() as cur:
+        cur.execute("FLUSH BINARY LOGS")
+        cur.execute("SHOW BINARY LOGS")
+        cur.execute(f"PURGE BINARY LOGS TO '{cur.fetchall()[-1][0]}'")  # the history before it: gone
+        cur.execute("SELECT DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ')")
+        (before,) = cur.fetchone()
+    store = f"file://{tmp_path}/store"
+
+    def archive() -> None:
+        proc = run_cli("archive", "--source", snapshots.url(server), "--store", store, "--source-name", "src")
+        assert proc.returncode == 0, proc.stderr
+
+    archive()
+    with snapshots.Writers(server, "shop", 300) as writers:
+        snapshots.take(server, store, "src")
+        taken = writers.committed
+        until(lambda: writers.committed >= taken + 60, "60 transactions after the snapshot", 60, every=0.05)
+    columns = {t: [n for n in names] for t, (_, names) in snapshots.WORKLOAD_SELECT.items()}
+    with server.connect() as conn, conn.cursor() as cur:
+        point = {"tables": {}}
+        for table in columns:  # the server's rows once the writers stopped, each value its text
+            rows = Counter()
+            for row in snapshots.rows_of(server, "shop", table):
+                rows[json.dumps([[n, None if v is None else str(v)] for n, v in row.items()])] += 1
+            point["tables"][table] = rows
+        cur.execute("SELECT @@global.gtid_executed, DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ')")
+        executed, point["time"] = cur.fetchone()
+        uuid, ranges = executed.replace("\n", "").split(":", 1)
+        point["gtid"] = f"{uuid}:{ranges.split('-')[-1]}"
+        cur.execute("FLUSH BINARY LOGS")
+    archive()
+
+    from binlake.spark.job import assemble
+    from binlake.spark.validate import validate
+
+    warehouse = tmp_path / "lake"
+    assert assemble(spark, store, str(warehouse), *RANGE).status == "ok"
+    assert validate(spark, str(warehouse), *RANGE, store=store).success
+    assert _apply(spark, store, warehouse, *RANGE).status == "applied"
+    for at in (point["gtid"], point["time"]):
+        for table, expected in point["tables"].items():
+            got = _asof(warehouse, at, table)
+            assert sum(got.values()) == sum(expected.values()) > 0, (at, table)
+            assert got == expected, (at, table)  # the server's SELECT once the writes stopped
+    # before the baseline's point the tables are partial: never presented as complete
+    proc = run_cli("asof", "--warehouse", str(warehouse), "--source", "src", "--at", before, "--table", "shop.acct")
+    assert proc.returncode == 1 and "partial" in proc.stderr and "shop.acct" in proc.stderr, proc.stderr

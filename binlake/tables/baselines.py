@@ -18,7 +18,7 @@ from typing import Any
 
 import zstandard
 
-from binlake.archive import summaries
+from binlake.archive import keys, summaries
 from binlake.archive.chain import generation_of, name_of
 from binlake.errors import BinlakeError
 from binlake.schema.model import Snapshot as SchemaSnapshot
@@ -65,15 +65,11 @@ class Baseline:
     at: str = ""  # the commit time of the transaction at its start (binlake.spark.tables sets it)
 
 
-def _prefix(source: str) -> str:
-    return f"{source}/snapshots"
-
-
 def complete(store, source: str) -> list[dict[str, Any]]:
     """The source's complete snapshots (their snapshot.json documents), oldest first."""
     out = []
-    for id in sorted(store.names(_prefix(source))):
-        key = f"{_prefix(source)}/{id}/snapshot.json"
+    for id in sorted(store.names(keys.baselines_prefix(source))):
+        key = keys.baseline_record_key(source, id)
         if not store.exists(key):
             continue
         doc = json.loads(store.get(key))
@@ -106,7 +102,7 @@ def placed(store, source: str, doc: dict[str, Any]) -> Baseline | None:
                            schema.tables.get(name) if schema else None)
         seq = 1
         for c in t.get("chunks") or []:
-            bt.chunks.append(Chunk(f"{_prefix(source)}/{doc['id']}/{c['file']}", int(c["rows"]),
+            bt.chunks.append(Chunk(keys.baseline_chunk_key(source, doc["id"], c["file"]), int(c["rows"]),
                                    points[int(c["session"])], seq))
             seq += int(c["rows"])
         if not bt.chunks:  # a table with no rows: complete from the first session's point
