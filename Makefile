@@ -69,7 +69,7 @@ bench: install servers java
 	$(BIN)/python bench/interval.py
 	$(BIN)/python bench/manifests.py
 	$(BIN)/python bench/hourly.py
-	$(BIN)/python bench/delta.py
+	$(BIN)/python bench/delta_cost.py
 	$(BIN)/python bench/snapshot.py
 
 clean:

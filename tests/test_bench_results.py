@@ -23,8 +23,8 @@ SECTIONS = [
     "bench/interval.py",
     "bench/manifests.py",
     "bench/hourly.py",
-    "bench/delta.py",
-    "bench/delta.py --fixed (Delta's fixed costs per commit)",
+    "bench/delta_cost.py",
+    "bench/delta_cost.py --fixed (Delta's fixed costs per commit)",
     "bench/snapshot.py",
 ]
 

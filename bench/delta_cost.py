@@ -18,8 +18,8 @@ of 1,000 rows into one day of a Delta table (replaceWhere, then the commit read 
 as binlake.spark.warehouse does), with Delta's default state partitions and with binlake's local
 settings (binlake.spark.settings.local); the Spark tasks each commit ran and its seconds.
 
-    .venv/bin/python bench/delta.py [--size-mib N] [--copies N] [--repeat N] [--before REV] [--workdir DIR]
-    .venv/bin/python bench/delta.py --fixed
+    .venv/bin/python bench/delta_cost.py [--size-mib N] [--copies N] [--repeat N] [--before REV] [--workdir DIR]
+    .venv/bin/python bench/delta_cost.py --fixed
 """
 
 from __future__ import annotations
@@ -150,7 +150,7 @@ def fixed(count: int) -> None:
         "2. Every run commits three tables and validation reads them. The task counts do not depend on the",
         "machine's load; the seconds do.",
     ]
-    publish("bench/delta.py --fixed (Delta's fixed costs per commit)", lines)
+    publish("bench/delta_cost.py --fixed (Delta's fixed costs per commit)", lines)
 
 
 def main() -> None:
@@ -228,7 +228,7 @@ def main() -> None:
         f"binlake code in its tasks (the JIT warm): {alone['delta']:.1f} s into Delta, {alone['parquet']:.1f} s "
         f"into plain Parquet ({alone['parquet'] / alone['delta']:.2f}×).",
     ]
-    publish("bench/delta.py", lines)
+    publish("bench/delta_cost.py", lines)
 
 
 if __name__ == "__main__":
