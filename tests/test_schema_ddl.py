@@ -31,8 +31,8 @@ def test_what_cannot_be_followed_makes_the_table_unknown():
     c.apply("d", "CREATE TABLE t (id INT PRIMARY KEY, a INT)")
     c.apply("d", "CREATE TABLE keep (id INT)")
     assert _names(c, "t") == ["id", "a"]
-    # a type sqlglot's MySQL dialect does not read (spatial subtypes): t unknown, keep untouched
-    c.apply("d", "ALTER TABLE t ADD COLUMN p POINT")
+    # what sqlglot's MySQL dialect does not read (MariaDB's PERSISTENT): t unknown, keep untouched
+    c.apply("d", "ALTER TABLE t ADD COLUMN p INT AS (id + 1) PERSISTENT")
     assert _names(c, "t") is None and _names(c, "keep") == ["id"]
     # an ALTER of an unknown table stays unknown; a RENAME carries the unknown along
     c.apply("d", "ALTER TABLE t ADD COLUMN b INT")
@@ -164,6 +164,52 @@ def test_mariadb_compressed_columns_replay_as_the_server_types_them(mariadb_serv
     assert ("c", "blob /*m!100301 compressed*/", None) in columns(server.tables[(db, "t")])
 
 
+SPATIAL_DDL = {  # the spatial subtypes, MySQL's SRID attribute, the words as names and as functions
+    "mysql": [
+        "CREATE TABLE t (id INT PRIMARY KEY, point POINT NOT NULL SRID 4326, l LINESTRING COMMENT 'LINESTRING', "
+        "g GEOMCOLLECTION, gc GEOMETRYCOLLECTION, h GEOMETRY SRID 0, `polygon` POLYGON NULL)",
+        "ALTER TABLE t ADD COLUMN q MULTIPOLYGON AFTER id, MODIFY point MULTIPOINT, CHANGE l l2 MULTILINESTRING",
+        "CREATE TABLE u (a INT, b POINT AS (POINT(a, a)) STORED, srid INT)",
+    ],
+    "mariadb": [  # MariaDB shows int(11)
+        "CREATE TABLE t (id INT(11) PRIMARY KEY, point POINT NOT NULL, l LINESTRING COMMENT 'LINESTRING', "
+        "gc GEOMETRYCOLLECTION, h GEOMETRY, `polygon` POLYGON NULL)",
+        "ALTER TABLE t ADD COLUMN q MULTIPOLYGON AFTER id, MODIFY point MULTIPOINT, CHANGE l l2 MULTILINESTRING",
+        "CREATE TABLE u (a INT(11), b POINT AS (POINT(a, a)) STORED, srid INT(11))",
+    ],
+}
+
+
+@pytest.mark.parametrize("server", ["mysql_server", "mariadb_server"])
+def test_spatial_columns_replay_as_the_server_types_them(server, request):
+    """Each statement run on the real server and replayed: every column's name and type as the
+    server's information_schema has them (`binlake schema capture`): `point`, `multipolygon`, and
+    a collection as the flavor names it (MySQL `geomcollection`, MariaDB `geometrycollection`)."""
+    import uuid
+
+    from binlake.schema.capture import capture
+
+    flavor = server.removesuffix("_server")
+    db = f"geoddl_{uuid.uuid4().hex[:12]}"
+    replayed = SchemaState(flavor=flavor)
+    with request.getfixturevalue(server).connect() as conn, conn.cursor() as cur:
+        create = f"CREATE DATABASE {db}"
+        cur.execute(create)
+        replayed.apply(db, create)
+        try:
+            cur.execute(f"USE {db}")
+            for sql in SPATIAL_DDL[flavor]:
+                cur.execute(sql)
+                replayed.apply(db, sql)
+            found = capture(conn)
+        finally:
+            cur.execute(f"DROP DATABASE {db}")
+    for table in ("t", "u"):
+        want = [(c.name, c.type) for c in found.tables[(db, table)].columns]
+        assert [(c.name, c.type) for c in replayed.table(db, table).columns] == want, table
+    assert ("point", "multipoint") in want or table == "u"
+
+
 def test_a_snapshot_is_chosen_from_the_historys_keys(tmp_path):
     """A history as the archive writes it (record(), times as capture() stamps them: whole
     seconds), several snapshots a second, each an hour's file apart, plus two keys written by older
@@ -234,3 +280,13 @@ def test_a_snapshot_is_chosen_from_the_historys_keys(tmp_path):
                 loaded(store, chosen)
         else:
             assert loaded(store, chosen) == made[chosen.key], n
+
+
+def test_a_state_from_a_mariadb_snapshot_reads_mariadb_ddl():
+    """A state made from a MariaDB server's snapshot (as the jobs move the history's snapshot to
+    their range) reads its DDL as MariaDB's: a COMPRESSED column (COMPRESSED_DDL's) is followed."""
+    from binlake.schema.model import Snapshot
+
+    state = SchemaState(Snapshot({}, point={"flavor": "mariadb", "before": {"file": "b.000001", "position": 4}}))
+    state.apply("d", "CREATE TABLE t (a TEXT COMPRESSED)")
+    assert [(c.name, c.type) for c in state.table("d", "t").columns] == [("a", "text /*m!100301 compressed*/")]

@@ -94,6 +94,35 @@ def mark_compressed(sql: str) -> str:
     return "".join(out) + sql[at:]
 
 
+# The spatial subtypes, which sqlglot does not read: replayed as GEOMETRY, each column's subtype
+# kept aside by its name for _column (information_schema's COLUMN_TYPE: `point`, `multipolygon`, ...).
+_SPATIAL = frozenset({"POINT", "LINESTRING", "POLYGON", "MULTIPOINT", "MULTILINESTRING", "MULTIPOLYGON",
+                      "GEOMETRYCOLLECTION", "GEOMCOLLECTION"})
+
+
+def spatial_as_geometry(sql: str) -> tuple[str, dict[str, str]]:
+    """A statement with each column's spatial subtype as GEOMETRY and without MySQL's `SRID n`
+    attribute (not part of the type); the subtypes by column name. A word is a column's type or
+    attribute after its name; after `(`, `,`, ADD and such it is the name."""
+    upper = sql.upper()
+    if not any(t in upper for t in _SPATIAL) and "SRID" not in upper:
+        return sql, {}
+    words = [(m.start(), m.end(), m[0].upper()) for m in _WORDS.finditer(sql)]
+    out, at, subtypes = [], 0, {}
+    for i, (start, end, word) in enumerate(words):
+        if i == 0 or words[i - 1][2] in _NAME_AFTER or i + 1 < len(words) and words[i + 1][2] == "(":
+            continue  # a name, or a function (POINT(x, y)): not a type
+        if word == "SRID" and i + 1 < len(words) and words[i + 1][2].isdigit():
+            out.append(sql[at:start].rstrip())
+            at = words[i + 1][1]
+        elif word in _SPATIAL:
+            name = sql[words[i - 1][0]:words[i - 1][1]]
+            subtypes[name[1:-1].replace("``", "`") if name.startswith("`") else name] = word.lower()
+            out.append(f"{sql[at:start]}GEOMETRY")
+            at = end
+    return "".join(out) + sql[at:], subtypes
+
+
 _NATIONAL = frozenset({"NCHAR", "NVARCHAR"})  # MySQL's national character set: utf8mb3
 _TEXT_BY_BYTES = ((255, "tiny"), (65535, ""), (16777215, "medium"))
 _TEXT_BYTES = {"tinytext": 255, "text": 65535, "mediumtext": 16777215, "longtext": 4294967295}
@@ -117,8 +146,10 @@ class Unfollowable(Exception):
 class SchemaState:
     """Tables by (database, name): a Table, or None for a table the DDL lost track of."""
 
-    def __init__(self, snapshot: Snapshot | None = None, flavor: str = "mysql") -> None:
-        self.flavor = flavor
+    def __init__(self, snapshot: Snapshot | None = None, flavor: str | None = None) -> None:
+        # the server's flavor: given, or the snapshot's (MariaDB's DDL is read otherwise: COMPRESSED, JSON)
+        self.flavor = flavor or (snapshot.point.get("flavor") if snapshot is not None else None) or "mysql"
+        self._subtypes: dict[str, str] = {}  # the statement being replayed: its spatial columns' subtypes
         self.tables: dict[tuple[str, str], Table | None] = dict(snapshot.tables) if snapshot else {}
         self.databases: dict[str, str | None] = dict(snapshot.databases) if snapshot else {}
         self.replayed = 0
@@ -174,7 +205,8 @@ class SchemaState:
             self.replayed += 1
             return
         try:
-            statement = _parse(mark_compressed(sql) if self.flavor == "mariadb" else sql)
+            text, self._subtypes = spatial_as_geometry(mark_compressed(sql) if self.flavor == "mariadb" else sql)
+            statement = _parse(text)
             self._statement(db, statement, server_charset)
             self.replayed += 1
         except Unfollowable as e:
@@ -363,6 +395,7 @@ class SchemaState:
         params = [p.this if isinstance(p, exp.DataTypeParam) else p for p in kind.expressions]
         charset = collation = generated = None
         invisible = zerofill = binary_attr = compressed = False
+        spatial = self._subtypes.get(d.name)
         for constraint in d.constraints:
             k = constraint.args.get("kind")
             if isinstance(k, exp.CommentColumnConstraint) and k.this.name == COMPRESSED_MARK:
@@ -379,6 +412,9 @@ class SchemaState:
                 invisible = True
             elif isinstance(k, exp.BinaryColumnConstraint):
                 binary_attr = True
+        if spatial is not None and dtype == "GEOMETRY":  # as the server's COLUMN_TYPE names it
+            collection = spatial in ("geometrycollection", "geomcollection")
+            base = ("geomcollection" if self.flavor == "mysql" else "geometrycollection") if collection else spatial
         name = base.split()[0]
         if dtype == "BOOLEAN":
             params = [exp.Literal.number(1)]
