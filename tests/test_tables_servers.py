@@ -182,12 +182,9 @@ def _build(server, flavor: str, spark, tmp_path_factory) -> dict:
 
     root = tmp_path_factory.mktemp(f"tables-{flavor}")
     store = f"file://{root}/store"
-    for step in ("before", "after"):  # the schema history captured before the workload, then its files
-        if step == "after":
-            points = _workload(server, flavor)
-        proc = run_cli("archive", "--source", f"mysql://root@127.0.0.1:{server.port}", "--store", store,
-                       "--source-name", "src")
-        assert proc.returncode == 0, proc.stderr
+    _archive(server, store)  # the schema history captured before the workload
+    points = _workload(server, flavor)
+    _archive(server, store)
     warehouse = root / "lake"
     summary = assemble(spark, store, str(warehouse), *RANGE)
     assert summary.status == "ok"
@@ -199,6 +196,24 @@ def _build(server, flavor: str, spark, tmp_path_factory) -> dict:
     assert out.status == "applied", out.reason
     return {"store": store, "warehouse": warehouse, "points": points, "assembled": untouched, "summary": out,
             "root": root, "flavor": flavor}
+
+
+def _archive(server, store: str) -> None:
+    proc = run_cli("archive", "--source", f"mysql://root@127.0.0.1:{server.port}", "--store", store,
+                   "--source-name", "src")
+    assert proc.returncode == 0, proc.stderr
+
+
+def _assemble_validate_apply(spark, store: str, warehouse: Path) -> None:
+    """The whole range of the archive through the DAG's three steps, each to succeed."""
+    from binlake.spark.job import assemble
+    from binlake.spark.validate import validate
+
+    assert assemble(spark, store, str(warehouse), *RANGE).status == "ok"
+    report = validate(spark, str(warehouse), *RANGE, store=store)
+    assert report.success, report.text()
+    out = _apply(spark, store, warehouse, *RANGE)
+    assert out.status == "applied", out.reason
 
 
 def _apply(spark, store: str, warehouse: Path, start: str, end: str):
@@ -372,11 +387,7 @@ def test_tables_from_a_baseline_taken_under_writes_then_the_changelog_are_the_se
         (before,) = cur.fetchone()
     store = f"file://{tmp_path}/store"
 
-    def archive() -> None:
-        proc = run_cli("archive", "--source", snapshots.url(server), "--store", store, "--source-name", "src")
-        assert proc.returncode == 0, proc.stderr
-
-    archive()
+    _archive(server, store)
     with snapshots.Writers(server, "shop", 300) as writers:
         snapshots.take(server, store, "src")
         taken = writers.committed
@@ -394,15 +405,10 @@ def test_tables_from_a_baseline_taken_under_writes_then_the_changelog_are_the_se
         uuid, ranges = executed.replace("\n", "").split(":", 1)
         point["gtid"] = f"{uuid}:{ranges.split('-')[-1]}"
         cur.execute("FLUSH BINARY LOGS")
-    archive()
-
-    from binlake.spark.job import assemble
-    from binlake.spark.validate import validate
+    _archive(server, store)
 
     warehouse = tmp_path / "lake"
-    assert assemble(spark, store, str(warehouse), *RANGE).status == "ok"
-    assert validate(spark, str(warehouse), *RANGE, store=store).success
-    assert _apply(spark, store, warehouse, *RANGE).status == "applied"
+    _assemble_validate_apply(spark, store, warehouse)
     for at in (point["gtid"], point["time"]):
         for table, expected in point["tables"].items():
             got = _asof(warehouse, at, table)
@@ -411,3 +417,51 @@ def test_tables_from_a_baseline_taken_under_writes_then_the_changelog_are_the_se
     # before the baseline's point the tables are partial: never presented as complete
     proc = run_cli("asof", "--warehouse", str(warehouse), "--source", "src", "--at", before, "--table", "shop.acct")
     assert proc.returncode == 1 and "partial" in proc.stderr and "shop.acct" in proc.stderr, proc.stderr
+
+
+def test_the_generations_after_a_reset_apply_in_commit_order(mysql_factory, spark, tmp_path):
+    """A reset in the middle (RESET BINARY LOGS AND GTIDS: file names and GTIDs start again, the
+    archive keeps the earlier files as a generation of their own): as of each checkpoint, before
+    and after it, the server's SELECT; a GTID written in both generations is refused by GTID and
+    answered by time."""
+    server = mysql_factory()  # the test's own: its binary logs are reset
+    store = f"file://{tmp_path}/store"
+    cols = {"acct": ["id", "note"]}
+
+    _archive(server, store)  # the schema history before the workload
+    points = []
+    with server.connect() as conn, conn.cursor() as cur, server.connect() as other, other.cursor() as look:
+        cur.execute("CREATE DATABASE shop")
+        cur.execute("CREATE TABLE shop.acct (id INT PRIMARY KEY, note VARCHAR(20))")
+        for i in range(1, 5):
+            cur.execute(f"INSERT INTO shop.acct VALUES ({i}, 'first {i}')")
+        points.append(_checkpoint(look, cols, "mysql"))
+        cur.execute("FLUSH BINARY LOGS")
+    _archive(server, store)
+    with server.connect() as conn, conn.cursor() as cur, server.connect() as other, other.cursor() as look:
+        cur.execute("RESET BINARY LOGS AND GTIDS")
+        cur.execute("UPDATE shop.acct SET note = 'second' WHERE id = 2")  # :1 again
+        cur.execute("DELETE FROM shop.acct WHERE id = 3")
+        cur.execute("INSERT INTO shop.acct VALUES (9, 'nine')")
+        points.append(_checkpoint(look, cols, "mysql"))
+        cur.execute("UPDATE shop.acct SET note = 'last' WHERE id = 9")
+        cur.execute("INSERT INTO shop.acct VALUES (10, 'ten')")
+        cur.execute("INSERT INTO shop.acct VALUES (11, 'eleven')")
+        points.append(_checkpoint(look, cols, "mysql"))
+        first = int(points[0]["gtid"].rsplit(":", 1)[1])  # the first generation's last GTID
+        for i in range(12, 12 + first):  # on past it: the last checkpoint's GTID is this generation's only
+            cur.execute(f"INSERT INTO shop.acct VALUES ({i}, 'more')")
+        points.append(_checkpoint(look, cols, "mysql"))
+        cur.execute("FLUSH BINARY LOGS")
+    _archive(server, store)
+
+    warehouse = tmp_path / "lake"
+    _assemble_validate_apply(spark, store, warehouse)
+    for i, point in enumerate(points):
+        # the server's SELECT at the checkpoint, by time; by GTID where no other transaction has it
+        assert _asof(warehouse, point["time"], "acct") == point["tables"]["acct"], (i, point["time"])
+        if i == 3:  # past the first generation's numbers: the others' GTIDs were issued in both
+            assert _asof(warehouse, point["gtid"], "acct") == point["tables"]["acct"], (i, point["gtid"])
+        else:
+            proc = run_cli("asof", "--warehouse", str(warehouse), "--source", "src", "--at", point["gtid"])
+            assert proc.returncode == 1 and "2 times" in proc.stderr and "give a time" in proc.stderr, proc.stderr
