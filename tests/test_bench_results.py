@@ -26,6 +26,7 @@ SECTIONS = [
     "bench/delta.py",
     "bench/delta.py --fixed (Delta's fixed costs per commit)",
     "bench/snapshot.py",
+    "bench/tables.py",
 ]
 
 
