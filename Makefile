@@ -71,6 +71,7 @@ bench: install servers java
 	$(BIN)/python bench/hourly.py
 	$(BIN)/python bench/delta_cost.py
 	$(BIN)/python bench/snapshot.py
+	$(BIN)/python bench/tables.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -26,6 +26,7 @@ SECTIONS = [
     "bench/delta_cost.py",
     "bench/delta_cost.py --fixed (Delta's fixed costs per commit)",
     "bench/snapshot.py",
+    "bench/tables.py",
 ]
 
 
