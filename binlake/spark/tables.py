@@ -351,7 +351,7 @@ class TablesJob:
 
     def _fold(self, state: SourceState, plan: RangePlan, changes: DataFrame) -> DataFrame:
         routes = plan.routes
-        routed = changes.mapInArrow(functools.partial(route, routes), _STREAM)
+        routed = changes.mapInArrow(functools.partial(route, routes), _STREAM).cache()  # read three times
         singles = [r["lineage"] for r in routed.where("key_changed").select("lineage").distinct().collect()]
         for lid in singles:
             routes.lineages[lid].single = True
@@ -362,8 +362,15 @@ class TablesJob:
             where = None
             if not whole and not lineage.single and lineage.key:
                 where = self._key_predicate(ts, routed.where(F.col("lineage") == lid), routes)
-            current = self.versions.current(ts, where)
-            parts.append(current.mapInArrow(functools.partial(held, routes, lid, table), _STREAM))
+            current = self.versions.current(ts, where).mapInArrow(functools.partial(held, routes, lid, table),
+                                                                   _STREAM)
+            if not whole and not lineage.single and lineage.key:
+                # Only the versions of the keys the range changes go on to the fold: the key ranges of
+                # `where` prune files, not rows, and random keys span nearly every file. Matched by
+                # the fold's own key text, so as the server matches keys (collations included).
+                changed = routed.where(F.col("lineage") == lid).select("lineage", "grp").distinct()
+                current = current.join(F.broadcast(changed), ["lineage", "grp"], "left_semi")
+            parts.append(current)
         for load in plan.loads:
             key = routes.lineages[load.lineage].key
             store = self.store
@@ -385,7 +392,9 @@ class TablesJob:
             stream = stream.withColumn("grp", F.when(F.col("lineage").isin(single), F.lit(b"")).otherwise(F.col("grp")))
         folded = (stream.repartition(PARTITIONS, "lineage", "grp").sortWithinPartitions(*SORT, "order", "seq")
                   .mapInArrow(functools.partial(fold, routes), _OUT))
-        return folded.localCheckpoint()
+        out = folded.localCheckpoint()
+        routed.unpersist()
+        return out
 
     def _key_predicate(self, ts, routed: DataFrame, routes: Routes) -> str | None:
         """A predicate on the first key column that keeps the current versions of the keys the range
