@@ -159,13 +159,19 @@ def test_live_server_through_both_dags(mysql_server, s3_endpoint, airflow, spark
     assert applied["tables_changed"] == len(tables)  # information_schema's tables of shop: each written
     # every version opened in a first range is current or closed in it: the current ones are the server's rows
     assert applied["versions_opened"] - applied["versions_closed"] == sum(sum(t.values()) for t in tables.values())
-    # OpenLineage: the assemble task's completion names the archive in and the three tables out
-    done = [e for e in map(json.loads, (tmp_path / "lineage").read_text().splitlines())
-            if e.get("job", {}).get("name") == "binlake_transactions.assemble" and e.get("eventType") == "COMPLETE"]
-    assert done, "no OpenLineage COMPLETE event of binlake_transactions.assemble"
-    assert [(d["namespace"], d["name"]) for d in done[0]["inputs"]] == [("s3://airflow-live", "archive/live")]
-    assert sorted((d["namespace"], d["name"]) for d in done[0]["outputs"]) == [
-        ("s3://airflow-live", f"warehouse/{name}") for name in ("anomalies", "row_changes", "transactions")]
+    # OpenLineage: the assemble task's completion names the archive in and the three tables out;
+    # apply_tables', the changelog in and the source's tables out
+    lineage = list(map(json.loads, (tmp_path / "lineage").read_text().splitlines()))
+    done = {task: [(sorted((d["namespace"], d["name"]) for d in e["inputs"]),
+                    sorted((d["namespace"], d["name"]) for d in e["outputs"])) for e in lineage
+                   if e.get("job", {}).get("name") == f"binlake_transactions.{task}"
+                   and e.get("eventType") == "COMPLETE"]
+            for task in ("assemble", "apply_tables")}
+    bucket = "s3://airflow-live"
+    assert done["assemble"][0] == ([(bucket, "archive/live")],
+                                   [(bucket, f"warehouse/{t}") for t in ("anomalies", "row_changes", "transactions")])
+    assert done["apply_tables"][0] == ([(bucket, f"warehouse/{t}") for t in ("row_changes", "transactions")],
+                                       [(bucket, "warehouse/tables/live")])
 
     # a rerun of the same interval changes nothing (it assembles the range again: the source tables
     # are rebuilt from its start, to the same rows); an archive rerun finds nothing new but the flushed file
