@@ -40,6 +40,8 @@ class Choice:
 def lines(warehouse: str, sources: list[str]) -> list[str]:
     """The printout: the table at both instants, its columns aligned; a line saying why when no
     table of the sources fits."""
+    if all(states.load(warehouse, source) is None for source in sources):
+        return ["  source tables: none applied (the run's apply_tables task says why)"]
     choice = choose(warehouse, sources)
     if choice is None:
         return ["  source tables: no table of a handful of rows changed in this range"]
