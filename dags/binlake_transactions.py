@@ -1,11 +1,13 @@
 """binlake_transactions: per data interval, assemble the archived binlogs into the warehouse's
-transactions, row_changes and anomalies tables with Spark, then prove them with the GX suites."""
+transactions, row_changes and anomalies tables with Spark, prove them with the GX suites, then
+apply them to the source tables' row versions."""
 
 import datetime as dt
 import os
 
 from airflow.sdk import Param, dag
 from airflow.timetables.interval import CronDataIntervalTimetable
+from binlake_airflow.tables_tasks import TablesOperator
 from binlake_airflow.transactions_tasks import END, START, AssembleOperator, publish_report, validate, wait_for_archive
 
 SCHEDULE = os.environ.get("BINLAKE_TRANSACTIONS_SCHEDULE", "0 * * * *")
@@ -41,8 +43,13 @@ params of a manual run:
    concurrent runs queue here); each table's Asset gets an event with the range, status and counts;
 3. **validate** with the Great Expectations suites (run by the assemble job in its own Spark
    session, at the versions it wrote, when its driver runs on the worker); a failing suite fails the run;
-4. **publish_report**: the data docs path, as an event of the `binlake_quality_report` Asset.
+4. **apply_tables**, once validated: `spark-submit spark_jobs/apply_tables.py` (`binlake tables`)
+   applies the range to each source table's row versions (`binlake asof` reads them); each source's
+   Asset `binlake_tables_<source>` gets an event with the range, status and counts. A range the
+   tables cannot take (after a hole no run applied) fails the task at once, naming the range to run first;
+5. **publish_report**: the data docs path, as an event of the `binlake_quality_report` Asset.
 
+Assemble and apply_tables write the warehouse: they queue in the one-slot pool `binlake_warehouse`.
 Backfill a range: `airflow backfill create --dag-id binlake_transactions --from-date 2026-11-01 --to-date 2026-11-08`.
 """,
 )
@@ -50,6 +57,7 @@ def binlake_transactions():
     assemble = AssembleOperator(task_id="assemble", doc_md=AssembleOperator.__doc__)
     checked = validate(start=START, end=END, assembled=assemble.output)
     wait_for_archive(end=END) >> assemble >> checked
+    checked >> TablesOperator(task_id="apply_tables", doc_md=TablesOperator.__doc__)
     publish_report(checked)
 
 

@@ -5,19 +5,10 @@
 """
 
 import argparse
-import logging
-import sys
 
-from binlake.errors import BinlakeError
-from binlake.spark import add_arguments, run
+from binlake.spark import add_arguments, run, submitted
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(prog="assemble_transactions", description=__doc__.splitlines()[0])
     add_arguments(parser)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-                        stream=sys.stderr, force=True)
-    try:
-        sys.exit(run(parser.parse_args()))
-    except BinlakeError as e:
-        print(f"binlake: {e}", file=sys.stderr)
-        sys.exit(1)
+    submitted(run, parser.parse_args())

@@ -4,23 +4,14 @@
 """
 
 import argparse
-import logging
-import sys
 
-from binlake.errors import BinlakeError
-from binlake.spark import run_upkeep
+from binlake.spark import run_upkeep, submitted
 from binlake.spark.settings import RETAIN_DAYS
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(prog="warehouse_upkeep", description=__doc__.splitlines()[0])
     parser.add_argument("--warehouse", required=True)
     parser.add_argument("--retain-days", type=int, default=RETAIN_DAYS)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-                        stream=sys.stderr, force=True)
     args = parser.parse_args()
     args.master, args.conf = None, None  # spark-submit's
-    try:
-        sys.exit(run_upkeep(args))
-    except BinlakeError as e:
-        print(f"binlake: {e}", file=sys.stderr)
-        sys.exit(1)
+    submitted(run_upkeep, args)

@@ -8,14 +8,16 @@ import json
 import os
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import boto3
 import pytest
 
+from binlake.local.airflow import POOL_COMMAND
 from binlake.splits.times import parse_time
 from tests.support.lake import differences, lake, scanned, table
-from tests.support.scanning import REPO, run_cli, scan
+from tests.support.scanning import REPO, ndjson, run_cli, scan
 
 ARTIFACTS = Path(os.environ.get("BINLAKE_TEST_ARTIFACTS", REPO / ".artifacts"))
 DAG_CHECK = """
@@ -29,7 +31,7 @@ for dag_id, dag in bag.dags.items():
         "timetable": type(dag.timetable).__name__, "summary": getattr(dag.timetable, "summary", None),
         "tasks": {t.task_id: {"type": [c.__name__ for c in type(t).__mro__], "doc": bool(t.doc_md),
                               "retries": t.retries, "downstream": sorted(t.downstream_task_ids),
-                              "max_active_tis_per_dag": t.max_active_tis_per_dag,
+                              "max_active_tis_per_dag": t.max_active_tis_per_dag, "pool": t.pool,
                               "mapped": "MappedOperator" in [c.__name__ for c in type(t).__mro__]} for t in dag.tasks}}
 print(json.dumps(out))
 """
@@ -53,10 +55,12 @@ def test_dags_import_cleanly_with_docs_retries_and_the_spark_operator(airflow):
     assert txns["timetable"] == "CronDataIntervalTimetable" and txns["summary"] == "0 * * * *"
     assert txns["tasks"]["wait_for_archive"]["downstream"] == ["assemble"]
     assert txns["tasks"]["assemble"]["downstream"] == ["validate"]
-    assert txns["tasks"]["validate"]["downstream"] == ["publish_report"]
-    assert "SparkSubmitOperator" in txns["tasks"]["assemble"]["type"]
-    assert txns["tasks"]["assemble"]["max_active_tis_per_dag"] == 1  # one writer of the warehouse at a time
-    assert "SparkSubmitOperator" in upkeep["tasks"]["upkeep"]["type"] and upkeep["max_active_runs"] == 1
+    assert txns["tasks"]["validate"]["downstream"] == ["apply_tables", "publish_report"]  # applied once validated
+    # the warehouse's writers: Spark jobs, one at a time, queued in the one-slot pool every deployment makes
+    writers = [txns["tasks"]["assemble"], txns["tasks"]["apply_tables"], upkeep["tasks"]["upkeep"]]
+    assert all("SparkSubmitOperator" in t["type"] and t["max_active_tis_per_dag"] == 1 for t in writers)
+    assert {t["pool"] for t in writers} == {POOL_COMMAND[2]} and POOL_COMMAND[3] == "1"
+    assert upkeep["max_active_runs"] == 1
     for dag in (archive, txns, upkeep, snapshot):
         for task_id, task in dag["tasks"].items():
             assert task["doc"], f"{task_id} has no doc_md"
@@ -87,6 +91,7 @@ def test_live_server_through_both_dags(mysql_server, s3_endpoint, airflow, spark
         compose_workload(server, transactions=150)
         with server.connect() as conn, conn.cursor() as cur:
             cur.execute("FLUSH BINARY LOGS")
+    tables, last_gtid, documents = _shop_tables(server)  # the server's SELECT at the workload's end, and its last GTID
     boto3.client("s3").create_bucket(Bucket="airflow-live")
     # the warehouse's Delta tables on the S3 endpoint too (s3a://), the reports in a local directory;
     # S3's endpoint and keys reach the tasks only through the AWS connection (the fixture drops AWS_*)
@@ -125,7 +130,7 @@ def test_live_server_through_both_dags(mysql_server, s3_endpoint, airflow, spark
     run = af.dags_test("binlake_transactions", conf)
     assert run["state"] == "success", run["output"][-3000:]
     assert run["tasks"] == {"wait_for_archive": "success", "assemble": "success", "validate": "success",
-                            "publish_report": "success"}
+                            "apply_tables": "success", "publish_report": "success"}
     got = lake(warehouse)  # delta-rs, on the S3 endpoint
     want = scan([server.binlog_dir / n for n in names], rows=True, source="live")
     assert got["transactions"] and differences(got, scanned(want)) == {}
@@ -144,24 +149,51 @@ def test_live_server_through_both_dags(mysql_server, s3_endpoint, airflow, spark
     assert events["binlake_archives"][-1] == {"live": {"files": len(names), "transactions":
                                                             len(want["transaction"])}}
     assert ("binlake_transactions", "assemble", "binlake_archives") in _inlets(af)
-    # OpenLineage: the assemble task's completion names the archive in and the three tables out
-    done = [e for e in map(json.loads, (tmp_path / "lineage").read_text().splitlines())
-            if e.get("job", {}).get("name") == "binlake_transactions.assemble" and e.get("eventType") == "COMPLETE"]
-    assert done, "no OpenLineage COMPLETE event of binlake_transactions.assemble"
-    assert [(d["namespace"], d["name"]) for d in done[0]["inputs"]] == [("s3://airflow-live", "archive/live")]
-    assert sorted((d["namespace"], d["name"]) for d in done[0]["outputs"]) == [
-        ("s3://airflow-live", f"warehouse/{name}") for name in ("anomalies", "row_changes", "transactions")]
+    # the source tables: as of the server's last GTID, every table equals the server's SELECT
+    assert _asof_tables(warehouse, last_gtid, documents) == tables
+    # the source's Asset: the range, applied, and counts the binlog and the server give
+    (applied,) = events["binlake_tables_live"]
+    assert (applied["status"], applied["start"], applied["end"], applied["rebuilt_from"]) == \
+        ("applied", parse_time(conf["start"]), parse_time(conf["end"]), None)
+    assert applied["row_changes"] == _applied_row_changes(want)  # the scan's committed rows (XA at its commit)
+    assert applied["tables_changed"] == len(tables)  # information_schema's tables of shop: each written
+    # every version opened in a first range is current or closed in it: the current ones are the server's rows
+    assert applied["versions_opened"] - applied["versions_closed"] == sum(sum(t.values()) for t in tables.values())
+    # OpenLineage: the assemble task's completion names the archive in and the three tables out;
+    # apply_tables', the changelog in and the source's tables out
+    lineage = list(map(json.loads, (tmp_path / "lineage").read_text().splitlines()))
+    done = {task: [(sorted((d["namespace"], d["name"]) for d in e["inputs"]),
+                    sorted((d["namespace"], d["name"]) for d in e["outputs"])) for e in lineage
+                   if e.get("job", {}).get("name") == f"binlake_transactions.{task}"
+                   and e.get("eventType") == "COMPLETE"]
+            for task in ("assemble", "apply_tables")}
+    bucket = "s3://airflow-live"
+    assert done["assemble"][0] == ([(bucket, "archive/live")],
+                                   [(bucket, f"warehouse/{t}") for t in ("anomalies", "row_changes", "transactions")])
+    assert done["apply_tables"][0] == ([(bucket, f"warehouse/{t}") for t in ("row_changes", "transactions")],
+                                       [(bucket, "warehouse/tables/live")])
 
-    # a rerun of the same interval changes nothing; an archive rerun finds nothing new but the flushed file
+    # a rerun of the same interval changes nothing (it assembles the range again: the source tables
+    # are rebuilt from its start, to the same rows); an archive rerun finds nothing new but the flushed file
     assert af.dags_test("binlake_transactions", conf)["state"] == "success"
     assert lake(warehouse) == got
+    rebuilt = _asset_events(af)["binlake_tables_live"][-1]
+    assert (rebuilt["status"], rebuilt["rebuilt_from"]) == ("applied", parse_time(conf["start"]))
+    assert _asof_tables(warehouse, last_gtid, documents) == tables
     # a quiet interval of this source (which has a schema history): before the server's first
-    # write (it was reset just before `start`), every task green, the tables as they were
+    # write (it was reset just before `start`), the changelog's tasks green, its tables as they
+    # were; a backfill before the applied range with a gap no run validated, which the source
+    # tables refuse: apply_tables fails at once (one try), naming the range to run first; no event
     quiet = {"start": (start - dt.timedelta(hours=2)).isoformat(), "end": (start - dt.timedelta(hours=1)).isoformat()}
     run = af.dags_test("binlake_transactions", quiet)
     assert run["tasks"] == {"wait_for_archive": "success", "assemble": "success", "validate": "success",
-                            "publish_report": "success"}, run["output"][-3000:]
-    assert lake(warehouse) == got
+                            "apply_tables": "failed", "publish_report": "success"}, run["output"][-3000:]
+    assert (f"tables of source live: {parse_time(quiet['start'])} .. {parse_time(quiet['end'])} refused: no "
+            f"validation of {parse_time(quiet['end'])}..{parse_time(conf['start'])} for source live") in run["output"]
+    assert af.metadata("SELECT try_number FROM task_instance WHERE dag_id = 'binlake_transactions' AND run_id = :run "
+                       "AND task_id = 'apply_tables'", run=run["run_id"]) == [(1,)]
+    assert len(_asset_events(af)["binlake_tables_live"]) == 2
+    assert lake(warehouse) == got and _asof_tables(warehouse, last_gtid, documents) == tables
     # the upkeep DAG compacts the day's files (two runs' worth) into one per table, the rows the same
     files = len(table(warehouse, "row_changes").file_uris())
     upkeep = af.dags_test("binlake_upkeep")
@@ -177,6 +209,62 @@ def test_live_server_through_both_dags(mysql_server, s3_endpoint, airflow, spark
     doc = json.loads(s3.get_object(Bucket="airflow-live", Key=second)["Body"].read())
     assert doc["kind"] == "unchanged" and "tables" not in doc and doc["tables_of"] == first.removeprefix("archive/")
     assert _snapshot_columns(s3, server) == _server_columns(server)
+
+
+def _shop_tables(server) -> tuple[dict[str, Counter], str, set[str]]:
+    """Each table of the workload's database as the server's SELECT gives it (each row its columns'
+    `CAST(… AS CHAR)` text, a JSON document parsed), the last GTID of gtid_executed, and the
+    JSON columns (`table.column`)."""
+    with server.connect() as conn, conn.cursor() as cur:
+        cur.execute("SELECT TABLE_NAME, COLUMN_NAME, DATA_TYPE FROM information_schema.COLUMNS "
+                    "WHERE TABLE_SCHEMA = 'shop' ORDER BY TABLE_NAME, ORDINAL_POSITION")
+        columns: dict[str, list[str]] = {}
+        documents = set()
+        for t, c, kind in cur.fetchall():
+            columns.setdefault(t, []).append(c)
+            if (kind.decode() if isinstance(kind, bytes) else kind) == "json":
+                documents.add(f"{t}.{c}")
+        tables = {}
+        for t, cols in columns.items():
+            cur.execute(f"SELECT {', '.join(f'CAST(`{c}` AS CHAR)' for c in cols)} FROM shop.`{t}`")
+            tables[t] = Counter(
+                json.dumps({c: _text(f"{t}.{c}" in documents, json.loads(v) if f"{t}.{c}" in documents and v else v)
+                            for c, v in zip(cols, row, strict=True)}, sort_keys=True) for row in cur.fetchall())
+        cur.execute("SELECT @@global.gtid_executed")
+        uuid, ranges = cur.fetchone()[0].replace("\n", "").split(":", 1)  # one server since the reset: one uuid
+    return tables, f"{uuid}:{ranges.split('-')[-1]}", documents
+
+
+def _text(document: bool, v):
+    """A value as both sides are compared: its text (the server's CAST, a row value's JSON text),
+    a JSON document written with sorted keys."""
+    if v is None:
+        return None
+    if document:
+        return json.dumps(v, sort_keys=True)
+    return v.decode() if isinstance(v, bytes) else v if isinstance(v, str) else str(v)
+
+
+def _asof_tables(warehouse: str, at: str, documents: set[str]) -> dict[str, Counter]:
+    """`binlake asof` of the live source's tables at a GTID, as _shop_tables gives the server's."""
+    proc = run_cli("asof", "--warehouse", warehouse, "--source", "live", "--at", at)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    tables: dict[str, Counter] = {}
+    for line in ndjson(proc.stdout):
+        assert line["schema"] == "shop"
+        row = {c: _text(f"{line['table']}.{c}" in documents, v) for c, v in line["row"].items()}
+        tables.setdefault(line["table"], Counter())[json.dumps(row, sort_keys=True)] += 1
+    return tables
+
+
+def _applied_row_changes(scanned_records: dict[str, list[dict]]) -> int:
+    """The row changes of committed transactions, an XA transaction's when its XA COMMIT is there
+    (the server applied those), as the binlog's own row events say (a scan)."""
+    txns = scanned_records["transaction"]
+    committed = {t["txn_id"] for t in txns if t["kind"] == "dml" and t["outcome"] == "committed"}
+    xids = {t["xa_xid"] for t in txns if t["kind"] == "xa_commit" and t["outcome"] == "committed"}
+    committed |= {t["txn_id"] for t in txns if t["kind"] == "xa_prepare" and t["xa_xid"] in xids}
+    return sum(1 for r in scanned_records["row_change"] if r["txn_id"] in committed)
 
 
 def _asset_events(af) -> dict[str, list[dict]]:

@@ -115,7 +115,8 @@ def test_a_failing_suite_fails_the_run_at_validate_with_the_jobs_report(airflow,
     this worker, a local warehouse) and the validate task reads their report. On the recorded
     MySQL binlogs with their third XID event made ignorable (tests/test_validate.py's damage: that
     transaction never ends), the run fails at validate after assemble succeeded; the report says
-    FAILED on the outcome, and it is the only validation made: the job's, named in its log."""
+    FAILED on the outcome, and it is the only validation made: the job's, named in its log. The
+    source tables are not applied: apply_tables does not run, and no source's state is written."""
     src, store, (start, end) = _damaged_archive(tmp_path)
     settings = {"store": f"file://{store}", "warehouse": str(tmp_path / "warehouse"),
                 "sources": [{"name": "db", "url": f"dir://{src}", "final": True}]}
@@ -123,7 +124,9 @@ def test_a_failing_suite_fails_the_run_at_validate_with_the_jobs_report(airflow,
     run = af.dags_test("binlake_transactions", conf={"start": start, "end": end})
     assert run["state"] == "failed", run["output"][-3000:]
     assert run["tasks"] == {"wait_for_archive": "success", "assemble": "success", "validate": "failed",
-                            "publish_report": "upstream_failed"}, run["output"][-3000:]
+                            "apply_tables": "upstream_failed", "publish_report": "upstream_failed"}, \
+        run["output"][-3000:]
+    assert not (tmp_path / "warehouse" / "tables").exists()
     (made,) = (tmp_path / "warehouse" / "quality" / "runs").iterdir()
     text = run["output"]
     assert f"then validating as {made.name}" in text and "the suites ran in the assemble job's Spark session" in text

@@ -61,6 +61,10 @@ def test_backfill_equals_one_run_and_reruns_change_nothing(stack, spark_submit, 
     assert sorted((r["start"][11:16], r["success"]) for r in reports) == [("11:46", True), ("11:47", True),
                                                                          ("11:48", True)]
 
+    # the source tables the backfill applied, at the last instant it applied (binlake asof)
+    applied = _source_tables(warehouse)
+    assert sum(len(rows) for rows in applied.values()) > 0
+
     # rerun the middle interval (it cuts through the data): the backfill queues its run again
     (middle,) = [r for r in runs if r["logical_date"].startswith("2026-11-22T11:47")]
     af.wait_backfills("binlake_transactions")  # one backfill at a time
@@ -68,7 +72,17 @@ def test_backfill_equals_one_run_and_reruns_change_nothing(stack, spark_submit, 
            "2026-11-22T11:47:00+00:00", "--to-date", "2026-11-22T11:47:00+00:00", "--reprocess-behavior", "completed")
     again = af.wait_rerun("binlake_transactions", middle["run_id"], middle["end_date"])
     assert again["state"] == "success"
-    assert lake(warehouse) == got
+    assert lake(warehouse) == got and _source_tables(warehouse) == applied  # rebuilt from 11:47 to the same rows
+
+
+def _source_tables(warehouse) -> dict[str, list[str]]:
+    """Each sample source's tables at the backfill's last applied instant, as `binlake asof` prints them."""
+    out = {}
+    for source in ("sample-mariadb-10.11", "sample-mysql-9.7"):
+        proc = run_cli("asof", "--warehouse", str(warehouse), "--source", source, "--at", "2026-11-22T11:48:59Z")
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        out[source] = sorted(proc.stdout.splitlines())
+    return out
 
 
 def test_the_ui_shows_both_dags_and_runs_a_triggered_interval(stack, chromium):
@@ -111,10 +125,11 @@ def test_the_ui_shows_both_dags_and_runs_a_triggered_interval(stack, chromium):
         runs = af.wait_runs("binlake_transactions", run_ids={new})
         assert runs[0]["state"] == "success" and runs[0]["logical_date"].startswith("2026-11-22T11:30")
         assert af.task_states("binlake_transactions", new) == {
-            "wait_for_archive": "success", "assemble": "success", "validate": "success", "publish_report": "success"}
+            "wait_for_archive": "success", "assemble": "success", "validate": "success", "apply_tables": "success",
+            "publish_report": "success"}
         page.goto(f"{url}/dags/binlake_transactions/runs/{new}", wait_until="networkidle")
-        page.get_by_text("4 Task Instances").wait_for(timeout=60_000)
-        assert page.get_by_text("Success", exact=True).count() >= 5  # the run and its four tasks
+        page.get_by_text("5 Task Instances").wait_for(timeout=60_000)
+        assert page.get_by_text("Success", exact=True).count() >= 6  # the run and its five tasks
         page.screenshot(path=str(ARTIFACTS / "airflow-run.png"), full_page=True)
         report = next(p for p in (af.home / "binlake" / "warehouse" / "quality" / "runs").glob("*/results.json")
                       if "20261122T110000Z_20261122T120000Z" in p.parent.name)

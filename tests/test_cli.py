@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from binlake.local.demo import sample_files
 from tests.conftest import require
 from tests.support.scanning import DATA, SHARED, headers, ndjson, run_cli, scan
 from tests.support.truth import samples_truth
@@ -91,6 +92,66 @@ def test_demo_runs_the_pipeline_through_the_dags(tmp_path):
     assert "validation:   PASSED" in out
     report = Path(out.split("report:", 1)[1].split()[0])
     assert report.is_file() and report.name == "index.html"
+    _check_shown_table(out)
+
+
+def _check_shown_table(out: str) -> None:
+    """The demo's source table as of two instants: the rows printed at each are the rows the
+    samples' own row events leave in that table after that transaction (binlake scan --rows, replayed)."""
+    source, name, instants = _shown_table(out)
+    records = scan([f for f in sample_files() if f"/{source.removeprefix('sample-')}/" in f], rows=True)
+    assert len(instants) == 2 and instants[0][0] != instants[1][0]
+    for gtid, header, rows in instants:
+        assert sorted(rows) == sorted(_replayed(records, name, gtid, header)), gtid
+    assert sorted(instants[0][2]) != sorted(instants[1][2])  # the table changed between them
+
+
+def _shown_table(out: str) -> tuple[str, str, list[tuple[str, list[str], list[list[str]]]]]:
+    """The demo's printout of a source table: its source, its `db.table`, and at each instant (its
+    GTID) the columns and the rows, each cell as printed (the columns aligned under the header)."""
+    head = re.search(r"^  (\S+) of (\S+) as of two instants \(\d+ row versions\):$", out, re.M)
+    assert head, out
+    instants = []
+    for block in re.split(r"^    after ", out[head.end():], flags=re.M)[1:]:
+        title, *lines = block.splitlines()
+        lines = [ln[6:] for ln in lines if ln.startswith("      ")]
+        starts = [m.start() for m in re.finditer(r"\S+", lines[0])]
+        cells = [[ln[a:b].strip() for a, b in zip(starts, [*starts[1:], None], strict=True)] for ln in lines]
+        instants.append((title.split(",", 1)[0], cells[0], cells[1:]))
+    return head[2], head[1], instants
+
+
+def _replayed(records: dict[str, list[dict]], name: str, gtid: str, header: list[str]) -> list[list[str]]:
+    """The table's rows after transaction `gtid`, from the row events alone: committed transactions
+    in binlog order (one server: its commit order), an XA transaction's rows at its XA COMMIT, an
+    update or a delete taking the row its before image (FULL: the whole row) shows; each value as
+    the printout writes it (text itself, NULL, any other value its JSON)."""
+    rows_of: dict[str, list[dict]] = {}
+    for r in records["row_change"]:
+        if f"{r['schema']}.{r['table']}" == name:
+            rows_of.setdefault(r["txn_id"], []).append(r)
+    table: list[dict] = []
+    prepared: dict[str, list[dict]] = {}
+    for t in records["transaction"]:
+        changes = sorted(rows_of.get(t["txn_id"], []), key=lambda r: r["seq"])
+        if t["kind"] == "xa_prepare":
+            prepared[t["xa_xid"]] = changes
+        applied = changes if t["kind"] == "dml" and t["outcome"] == "committed" else \
+            prepared.pop(t["xa_xid"], []) if t["kind"] == "xa_commit" else []
+        for r in applied:
+            if r["op"] != "insert":
+                table.remove(r["before"])
+            if r["op"] != "delete":
+                table.append(r["after"])
+        if t["gtid"] == gtid:
+            break
+    else:
+        raise AssertionError(f"no transaction {gtid} in the samples")
+
+    def cell(v) -> str:
+        return "NULL" if v is None else v if isinstance(v, str) else json.dumps(v, ensure_ascii=False,
+                                                                               separators=(",", ":"))
+    return [[cell(row[c]) for c in header] for row in table]
 
 
 def test_make_airflow_passes_its_home_port_and_config():
@@ -132,6 +193,7 @@ def test_demo_with_its_warehouse_on_s3(tmp_path, s3_endpoint):
     out = proc.stdout
     assert f"transactions: {truth['transactions']}\n" in out and f"row changes:  {truth['row_changes']}\n" in out
     assert "validation:   PASSED" in out
+    _check_shown_table(out)  # the source tables on S3 too, read back by delta-rs
     listed = boto3.client("s3").list_objects_v2(Bucket="demo", Prefix="lake/transactions/_delta_log/")
     assert any(o["Key"].endswith(".json") for o in listed["Contents"])  # a Delta table in the bucket
     tables = lake("s3a://demo/lake")  # read by delta-rs: the samples' counts

@@ -216,6 +216,20 @@ def test_store_bucket_is_created(settings, services):
     assert init["depends_on"]["minio"]["condition"] == "service_healthy"
 
 
+def test_airflow_init_makes_the_writers_pool(services):
+    # The Spark tasks run in this pool (plugins/binlake_airflow/spark_submit.py): the scheduler
+    # starts no task of a pool that does not exist. The command, as binlake airflow runs it.
+    import shlex
+
+    from binlake.local.airflow import POOL_COMMAND
+
+    init = services["airflow-init"]
+    argv = [*(init.get("entrypoint") or []), *(init.get("command") or [])]
+    assert argv[:2] == ["bash", "-c"], argv
+    commands = [shlex.split(part) for part in argv[2].split("&&")]
+    assert commands == [["airflow", "db", "migrate"], ["airflow", *POOL_COMMAND]]
+
+
 def test_spark_connection_points_at_master(settings, env, services):
     conn = _conn(env, settings.get("spark_conn_id", "spark_default"))
     master = services["spark-master"]

@@ -35,6 +35,11 @@ DEFAULT_HOME = Path.home() / ".local" / "share" / "binlake" / "airflow"  # with 
 DEMO_HOME = DEFAULT_HOME.with_name("airflow-demo")  # without: the demo's own runs and assets
 KIND = "binlake-pipeline"  # the home's file naming which pipeline it runs: "demo" or "config"
 DEFAULT_SCHEDULE = "*/5 * * * *"  # binlake_transactions: an interval lands within minutes
+# The pool binlake's Spark jobs run in (plugins/binlake_airflow/spark_submit.py): one slot, the
+# warehouse's one writer at a time. Airflow never starts a task of a pool that does not exist, so
+# every deployment makes it (docs/airflow.md, "The writers' pool"): this command, once.
+WRITERS_POOL = "binlake_warehouse"
+POOL_COMMAND = ("pools", "set", WRITERS_POOL, "1", "the Spark jobs of binlake: one writer of the warehouse at a time")
 
 
 def free_port() -> int:
@@ -171,6 +176,7 @@ def run(home: Path, config: Path | None, *, port: int, schedule: str, stop: thre
         if postgres is not None:
             env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] = postgres.start()
         _cli(env, "db", "migrate")
+        _cli(env, *POOL_COMMAND)
         url = services.start(port)
         _cli(env, "dags", "reserialize")
         for dag in ("binlake_archive", "binlake_transactions"):

@@ -139,25 +139,24 @@ def run(home: str | None = None, warehouse: str | None = None) -> int:
     _airflow(env, "dags", "test", "binlake_transactions", "-c", conf, what="the binlake_transactions run")
     state = _run_state(env, "binlake_transactions")
     quality = root / "binlake" / "quality" if warehouse else root / "binlake" / "warehouse" / "quality"
-    print(summary(warehouse or str(root / "binlake" / "warehouse"), quality, start, end, state=state))
+    sources = [s["name"] for s in settings(root)["sources"]]
+    print(summary(warehouse or str(root / "binlake" / "warehouse"), quality, start, end, state=state,
+                  sources=sources))
     return 0 if state == "success" else 1
 
 
-def summary(warehouse: str, quality: Path, start: str, end: str, *, state: str) -> str:
+def summary(warehouse: str, quality: Path, start: str, end: str, *, state: str, sources: list[str]) -> str:
     """What the run produced, read back from the Delta tables (with delta-rs: no JVM to start) and
-    the validation results."""
+    the validation results, then one of the sources' tables as of two instants."""
     from deltalake import DeltaTable
 
-    options: dict[str, str] = {}
-    if warehouse.startswith("s3a://"):  # delta-rs names S3 s3://, with the AWS environment's endpoint and keys
-        warehouse = "s3://" + warehouse.removeprefix("s3a://")
-        options = {k: v for k, v in os.environ.items() if k in ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID",
-                                                                  "AWS_SECRET_ACCESS_KEY", "AWS_REGION")}
-        options.setdefault("AWS_REGION", os.environ.get("AWS_DEFAULT_REGION", "us-east-1"))
-        options["AWS_ALLOW_HTTP"] = "true"
+    from binlake.local.showcase import lines as showcase
+    from binlake.tables.asof import storage
+
+    uri, options = storage(warehouse)  # delta-rs names S3 s3://, with the AWS environment's endpoint and keys
 
     def table(name: str):
-        path = f"{warehouse.rstrip('/')}/{name}"
+        path = f"{uri}/{name}"
         return DeltaTable(path, storage_options=options).to_pyarrow_table() \
             if DeltaTable.is_deltatable(path, options) else None
 
@@ -176,4 +175,5 @@ def summary(warehouse: str, quality: Path, start: str, end: str, *, state: str) 
     docs = quality / "gx" / "uncommitted" / "data_docs" / "local_site" / "index.html"
     lines.append(f"  report:       {docs}")
     lines.append(f"  tables:       {warehouse}/{{transactions,row_changes,anomalies}}")
+    lines += showcase(warehouse, sources)
     return "\n".join(lines)

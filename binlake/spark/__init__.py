@@ -12,8 +12,24 @@ import argparse
 import json
 import logging
 import sys
+from collections.abc import Callable
+from typing import NoReturn
 
 log = logging.getLogger(__name__)
+
+
+def submitted(run: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> NoReturn:
+    """The body of a spark-submit entry point (spark_jobs/): INFO logs on stderr, `run(args)`'s
+    exit status, and a binlake error as one line `binlake: …` and exit 1."""
+    from binlake.errors import BinlakeError
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+                        stream=sys.stderr, force=True)
+    try:
+        sys.exit(run(args))
+    except BinlakeError as e:
+        print(f"binlake: {e}", file=sys.stderr)
+        sys.exit(1)
 
 
 def _range_arguments(p: argparse.ArgumentParser) -> None:
@@ -90,7 +106,8 @@ def run_tables(args: argparse.Namespace, spark=None) -> int:
     from binlake.spark.job import session
     from binlake.spark.tables import TablesJob
 
-    spark = spark or session(getattr(args, "master", None), conf=_conf(getattr(args, "conf", None)))
+    spark = spark or session(getattr(args, "master", None), app="binlake-tables",
+                             conf=_conf(getattr(args, "conf", None)))
     job = TablesJob(spark, args.store, args.warehouse, (args.start, args.end), quality=args.quality,
                     unvalidated=args.unvalidated)
     status = 0

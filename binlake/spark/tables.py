@@ -34,12 +34,12 @@ from binlake.spark.settings import SESSION, quality_dir
 from binlake.spark.versions import Versions, cast, q
 from binlake.spark.warehouse import Warehouse, warehouse_uri
 from binlake.spark.writer import WriterLease
-from binlake.splits.times import parse_time
+from binlake.splits.times import compact_ts, parse_time
 from binlake.tables import order as orders
 from binlake.tables import state as states
 from binlake.tables.baselines import Baseline, complete, lines, placed
 from binlake.tables.plan import Planner, RangePlan, Statement, check_names, table_statement
-from binlake.tables.state import Point, SourceState
+from binlake.tables.state import Point, SourceState, warehouse_store
 from binlake.tables.stream import OUT, SORT, STREAM, Routes, fold, held, route, snapshot_rows
 
 # The Arrow schemas of the fold's stages as Spark's (mapInArrow takes Spark's types)
@@ -94,10 +94,17 @@ class TablesJob:
         return sorted(r["source"] for r in self.wh.read("transactions").select("source").distinct().collect())
 
     def run(self, sources: list[str] | None = None) -> list[Summary]:
+        """Each source's range applied (or found unchanged, or refused); their summaries, also
+        written whole to the warehouse (`summary_key`) for a caller that cannot read the job's
+        output: the Airflow task."""
         out = []
         with WriterLease(self.warehouse, self.run_id, f"tables {self.start}..{self.end}"):
             for source in sources or self.sources():
                 out.append(self.apply(source))
+            record = {"record": "tables", "run": self.run_id, "start": self.start, "end": self.end,
+                      "sources": [dataclasses.asdict(s) for s in out]}
+            warehouse_store(self.warehouse).put(summary_key(self.start, self.end),
+                                                json.dumps(record, indent=1).encode())
         return out
 
     # -- one source ---------------------------------------------------------------------
@@ -118,6 +125,14 @@ class TablesJob:
             s.seconds = round(time.monotonic() - began, 3)
             return s
         start, end, rebuild = decided
+        if state.span is None and not any(start <= b.at < end for b in baselines) and \
+                not txns.where((F.col("commit_ts") >= F.lit(start).cast("timestamp"))
+                               & (F.col("commit_ts") < F.lit(end).cast("timestamp"))).limit(1).count():
+            # Nothing applied yet and nothing to apply: the span is not begun with an empty range, so
+            # that the first range with transactions (a backfill of the past) applies as the first.
+            s.status, s.reason = "unchanged", "nothing applied yet, and the range has no transaction of the source"
+            s.seconds = round(time.monotonic() - began, 3)
+            return s
         if self.quality is not None:
             why = verdicts.refusal(self.quality, source, (start, end), assembled)
             if why:
@@ -454,6 +469,11 @@ class TablesJob:
 
 _VERSION_NAMES = {"_valid_from", "_valid_to", "_from_txn", "_to_txn", "_from_order", "_to_order", "_op", "_from_seq",
                   "_unknown", "_raw"}
+
+
+def summary_key(start: str, end: str) -> str:
+    """Where a run over [start, end) leaves its summaries, under the warehouse."""
+    return f"_summaries/tables_{compact_ts(parse_time(start))}_{compact_ts(parse_time(end))}.json"
 
 
 def _literal(v: Any, spark_type: str) -> str:

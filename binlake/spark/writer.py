@@ -12,7 +12,7 @@ sees the other, so two never both write; both may fail (the rarer race), and bot
 succeed one after the other. A lease whose process is gone (same host) or that was not renewed
 for ten minutes (another host) is a dead job's (a SIGKILL, a lost node) and is removed.
 
-The Airflow DAG runs one assemble task at a time (`max_active_tis_per_dag=1`): its runs queue
+In Airflow the writers (assemble, apply_tables, upkeep) share a one-slot pool: their runs queue
 instead of failing here.
 """
 

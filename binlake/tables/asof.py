@@ -84,7 +84,7 @@ def storage(warehouse: str) -> tuple[str, dict[str, str]]:
     return str(Path(warehouse.removeprefix("file://"))), {}
 
 
-def _query(uri: str, options: dict[str, str], version: int | None, sql: str):
+def query(uri: str, options: dict[str, str], version: int | None, sql: str):
     """`sql` over the Delta table at `uri` (as `t`), through delta-rs's DataFusion (which reads
     column mapping and deletion vectors); a pyarrow Table."""
     import pyarrow as pa
@@ -101,7 +101,7 @@ def instant(warehouse: str, state: SourceState, at: str) -> Instant:
         raise BinlakeError(f"source {state.source}: no range applied yet (binlake tables)")
     if _GTID.match(at) and not _DATE.match(at):
         uri, options = storage(warehouse)
-        found = _query(f"{uri}/transactions", options, None,
+        found = query(f"{uri}/transactions", options, None,
                        f"SELECT binlog_file, end_pos FROM t WHERE source = {_literal(state.source)} "
                        f"AND gtid = {_literal(at)}").to_pylist()
         if not found:
@@ -175,7 +175,7 @@ def tables_at(warehouse: str, source: str, at: str, *, names: list[str] | None =
                 continue
         columns = [c.column for c in shape.columns]
         select = ", ".join(_ident(c) for c in columns + ["_from_order", "_unknown", "_raw"])
-        rows = _query(f"{uri}/{ts.path}", options, ts.version,
+        rows = query(f"{uri}/{ts.path}", options, ts.version,
                       f"SELECT {select} FROM t WHERE {point.sql()}")
         out.append(TableAt(ts, shape, rows))
     return out, partials

@@ -148,7 +148,7 @@ class AssembleOperator(BinlakeSubmitOperator):
             args += [a for suite in cfg.warn_only for a in ("--warn-only", suite)]
             args += [a for severity in cfg.allowed_severities for a in ("--allow-severity", severity)]
         self.application_args = args
-        self.prepare(cfg, conn, lambda aws: self._plan(cfg, aws))
+        self.prepare(cfg, conn, (self.start, self.end))
         log.info("assembling %s .. %s of %s into %s (%s)%s", self.start, self.end,
                  ", ".join(s.name for s in cfg.sources), cfg.warehouse, conn.host,
                  f", then validating as {quality_run}" if quality_run else "")
@@ -163,8 +163,8 @@ class AssembleOperator(BinlakeSubmitOperator):
         from airflow.providers.openlineage.extractors import OperatorLineage
 
         cfg = settings.load()
-        return OperatorLineage(inputs=[_dataset(f"{cfg.store.rstrip('/')}/{s.name}") for s in cfg.sources],
-                               outputs=[_dataset(f"{cfg.warehouse.rstrip('/')}/{name}") for name in TABLE_ASSETS])
+        return OperatorLineage(inputs=[dataset(f"{cfg.store.rstrip('/')}/{s.name}") for s in cfg.sources],
+                               outputs=[dataset(f"{cfg.warehouse.rstrip('/')}/{name}") for name in TABLE_ASSETS])
 
     def _record(self, cfg: settings.Settings, outlet_events) -> None:
         """The run's range, status and counts as an event of each table's Asset, from the summary the
@@ -185,20 +185,8 @@ class AssembleOperator(BinlakeSubmitOperator):
                 "rows": counts[name], "version": summary["versions"].get(name)}
         log.info("%s: %s", summary["status"], ", ".join(f"{k} {v}" for k, v in counts.items()))
 
-    def _plan(self, cfg: settings.Settings, aws: dict[str, str]):
-        """The interval as the job will plan it, for the local JVM's settings (the job plans again
-        in its own process); None where the archive cannot be read: the job says why, not this."""
-        from binlake.errors import BinlakeError
-        from binlake.splits.plan import plan
 
-        os.environ.update(aws)  # the store as the job reads it (boto3's environment)
-        try:
-            return plan(cfg.store, [s.name for s in cfg.sources], self.start, self.end, cfg.split_bytes)
-        except (BinlakeError, OSError):
-            return None
-
-
-def _dataset(url: str):
+def dataset(url: str):
     """An OpenLineage dataset of a location: namespace s3://bucket and the key, or file and the path."""
     from urllib.parse import urlparse
 

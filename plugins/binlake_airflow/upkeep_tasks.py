@@ -15,8 +15,9 @@ JOB = Path(__file__).resolve().parents[2] / "spark_jobs" / "warehouse_upkeep.py"
 
 class UpkeepOperator(BinlakeSubmitOperator):
     """`spark_jobs/warehouse_upkeep.py`: each table's small files compacted (OPTIMIZE) and the files
-    no version of the last `upkeep_retain_days` days needs removed (VACUUM). It takes the
-    warehouse's writer lease: beside a running assemble job it fails, and its retry comes after."""
+    no version of the last `upkeep_retain_days` days needs removed (VACUUM). It queues with the
+    warehouse's other writers in their pool, and takes the writer lease: beside a writer outside
+    Airflow it fails, and its retry comes after."""
 
     def __init__(self, **kwargs) -> None:
         kwargs.setdefault("application", str(JOB))

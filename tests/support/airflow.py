@@ -12,7 +12,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from binlake.local.airflow import AIRFLOW, SERVICES, Services
+from binlake.local.airflow import AIRFLOW, POOL_COMMAND, SERVICES, Services
 from binlake.local.demo import airflow_env
 from binlake.local.postgres import Postgres
 from tests.support.waiting import until
@@ -44,6 +44,8 @@ class Airflow:
         if self.postgres is not None:
             self.env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] = self.postgres.start()
         self.cli("db", "migrate")
+        if self.postgres is not None:  # the scheduler starts no task of a missing pool (`dags test` ignores pools)
+            self.cli(*POOL_COMMAND)
 
     def cli(self, *args: str, check: bool = True, timeout: float = 1200) -> subprocess.CompletedProcess:
         proc = subprocess.run([AIRFLOW, *args], env=self.env, capture_output=True, text=True, timeout=timeout)
