@@ -30,6 +30,7 @@ import json
 import logging
 import os
 import re
+import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -231,6 +232,7 @@ class Validation:
         # their own over the batch, and counting fills the caches.
         cached = {name: self.in_range(self.table(name)).cache() for name in ("transactions", "row_changes",
                                                                             "anomalies")}
+        self.spark.sparkContext.setJobDescription("binlake: validate: the range's rows")
         counts = {name: df.count() for name, df in cached.items()}
         log.info("validating %s..%s: %s", self.start, self.end, counts)
         # A small range's batches as one task each (a job's cost is then its planning, not a task per
@@ -248,6 +250,7 @@ class Validation:
         with _small_range_settings(self.spark, sum(counts.values()) <= ROWS_PER_TASK):
             for name in SUITES:
                 table = BATCH_TABLE[name]
+                self.spark.sparkContext.setJobDescription(f"binlake: validate: the {name} suite")
                 vd = context.validation_definitions.add_or_update(gx.ValidationDefinition(
                     name=f"binlake_{name}", data=_batch_definition(_asset(source, table), table),
                     suite=context.suites.add_or_update(load_suite(name))))
@@ -286,6 +289,24 @@ class Validation:
         for df in cached.values():
             df.unpersist()
         return report
+
+
+def import_gx_meanwhile() -> None:
+    """GX's import (3 s of Python) started on a thread of its own, so that it is done while this
+    thread waits on the JVM's start or the job's tasks; the suites' own import then finds it done
+    (or waits for it: an import in progress holds its module's lock). pandas and pyarrow, which
+    Spark's driver imports too, are imported here first so that the two threads never import one
+    module in opposite orders."""
+    import pandas  # noqa: F401
+    import pyarrow  # noqa: F401
+
+    threading.Thread(target=_import_gx, name="binlake-import-gx", daemon=True).start()
+
+
+def _import_gx() -> None:
+    import great_expectations  # noqa: F401
+
+    import binlake.spark.expectations  # noqa: F401
 
 
 def _checkpoint(context, name: str, vd, result_format: dict):
