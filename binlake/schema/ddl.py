@@ -4,9 +4,10 @@ A SchemaState starts from a snapshot (or from nothing) and replays each DDL stat
 logs, with the statement's default database, parsed by sqlglot's MySQL dialect: CREATE TABLE
 (with columns, LIKE), ALTER TABLE (ADD / DROP / MODIFY / CHANGE / RENAME COLUMN, FIRST / AFTER,
 ALTER COLUMN … SET [IN]VISIBLE, RENAME TO, DEFAULT CHARSET), RENAME TABLE, DROP TABLE, CREATE /
-DROP DATABASE. A statement that touches a table in a way it cannot follow (sqlglot cannot parse
-it, or a form listed nowhere above, e.g. CONVERT TO CHARACTER SET) makes that table unknown until
-it is created again or a snapshot gives it: its rows get positional names, never a guessed one.
+DROP DATABASE; generated columns (VIRTUAL, STORED, MariaDB's PERSISTENT). A statement that
+touches a table in a way it cannot follow (sqlglot cannot parse it, or a form listed nowhere above,
+e.g. CONVERT TO CHARACTER SET) makes that table unknown until it is created again or a snapshot
+gives it: its rows get positional names, never a guessed one.
 """
 
 from __future__ import annotations
@@ -84,11 +85,13 @@ _SPATIAL = frozenset({"POINT", "LINESTRING", "POLYGON", "MULTIPOINT", "MULTILINE
 def readable(sql: str, mariadb: bool) -> tuple[str, dict[str, str]]:
     """A statement as sqlglot reads it, in one pass over its words: each spatial subtype as
     GEOMETRY, MySQL's `SRID n` attribute dropped (not part of the type), and on MariaDB each
-    column's COMPRESSED attribute as a COMMENT; the spatial subtypes by column name. A word is a
-    column's type or attribute after its name; after `(`, `,`, ADD and such it is the name."""
+    column's COMPRESSED attribute as a COMMENT and a generated column's PERSISTENT (its word for
+    STORED) as STORED; the spatial subtypes by column name. A word is a column's type or attribute
+    after its name; after `(`, `,`, ADD and such it is the name."""
     upper = sql.upper()
     compressed = mariadb and "COMPRESSED" in upper
-    if not compressed and not any(t in upper for t in _SPATIAL) and "SRID" not in upper:
+    persistent = mariadb and "PERSISTENT" in upper
+    if not compressed and not persistent and not any(t in upper for t in _SPATIAL) and "SRID" not in upper:
         return sql, {}
     words = [(m.start(), m.end(), m[0].upper()) for m in _WORDS.finditer(sql)]
     out, at, skip, subtypes = [], 0, 0, {}
@@ -100,6 +103,8 @@ def readable(sql: str, mariadb: bool) -> tuple[str, dict[str, str]]:
             if after == "=" and i + 2 < len(words):  # COMPRESSED=zlib: the method too
                 end, skip = words[i + 2][1], i + 3
             out.append(f"{sql[at:start]}COMMENT '{COMPRESSED_MARK}'")
+        elif persistent and word == "PERSISTENT":
+            out.append(f"{sql[at:start]}STORED")
         elif word == "SRID" and after.isdigit():
             out.append(sql[at:start].rstrip())
             end = words[i + 1][1]
