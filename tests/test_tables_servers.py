@@ -336,6 +336,16 @@ def test_a_rerun_changes_nothing(applied, spark):
     assert _versions(warehouse) == versions
 
 
+def test_the_command_without_a_source_applies_every_source_of_the_archive(applied):
+    # `binlake tables` with no --source: every source the archive holds (this module archived one,
+    # src), here the applied range again, so unchanged; the watermark the applied range's end
+    proc = run_cli("tables", "--store", applied["store"], "--warehouse", str(applied["warehouse"]),
+                   "--start", RANGE[0], "--end", RANGE[1])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = [(r["source"], r["status"], r["watermark"]["time"]) for r in ndjson(proc.stdout)]
+    assert lines == [("src", "unchanged", "2100-01-01T00:00:00.000000Z")], proc.stdout
+
+
 def test_pieces_and_a_backfill_equal_the_whole_range(applied, spark, tmp_path):
     points = applied["points"]
     # cut where x1 is prepared, not committed (its XA COMMIT in the next piece), and after the TRUNCATE
