@@ -98,7 +98,7 @@ def run(args: argparse.Namespace, spark=None) -> int:
 def add_tables_arguments(p: argparse.ArgumentParser) -> None:
     _range_arguments(p)
     p.add_argument("--source", action="append", dest="sources", metavar="NAME",
-                   help="source to apply (repeatable; default: every source with transactions in the warehouse)")
+                   help="source to apply (repeatable; default: every source of the archive)")
     p.add_argument("--quality", help="where the validation reports are (default {warehouse}/quality)")
     p.add_argument("--unvalidated", action="store_true",
                    help="apply without a passing validation (development only: the commits say so)")
