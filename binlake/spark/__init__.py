@@ -73,9 +73,6 @@ def run(args: argparse.Namespace, spark=None) -> int:
     validating = args.validate or args.validate_as
     if validating:
         _can_validate(args)
-        from binlake.spark.validate import import_gx_meanwhile
-
-        import_gx_meanwhile()
     # Planned once, before the session: a local session's JVM depends on the range's size.
     planned = plan(args.store, args.sources, args.start, args.end, args.split_bytes)
     spark = spark or session(getattr(args, "master", None), conf=_session_conf(args, planned))
@@ -211,9 +208,7 @@ def add_suite_arguments(p: argparse.ArgumentParser) -> None:
 def run_validate(args: argparse.Namespace, spark=None) -> int:
     """Run the suites with parsed arguments; prints the report; 1 when a (non warn-only) suite failed."""
     from binlake.spark.job import session
-    from binlake.spark.validate import import_gx_meanwhile
-
-    import_gx_meanwhile()
+    _import_behind("great_expectations")
     spark = spark or session(getattr(args, "master", None), app="binlake-validate", conf=_validate_conf(args))
     report = _suites(spark, args)
     print(report.text())

@@ -30,7 +30,6 @@ import json
 import logging
 import os
 import re
-import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -289,24 +288,6 @@ class Validation:
         for df in cached.values():
             df.unpersist()
         return report
-
-
-def import_gx_meanwhile() -> None:
-    """GX's import (3 s of Python) started on a thread of its own, so that it is done while this
-    thread waits on the JVM's start or the job's tasks; the suites' own import then finds it done
-    (or waits for it: an import in progress holds its module's lock). pandas and pyarrow, which
-    Spark's driver imports too, are imported here first so that the two threads never import one
-    module in opposite orders."""
-    import pandas  # noqa: F401
-    import pyarrow  # noqa: F401
-
-    threading.Thread(target=_import_gx, name="binlake-import-gx", daemon=True).start()
-
-
-def _import_gx() -> None:
-    import great_expectations  # noqa: F401
-
-    import binlake.spark.expectations  # noqa: F401
 
 
 def _checkpoint(context, name: str, vd, result_format: dict):
