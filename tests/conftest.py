@@ -76,6 +76,9 @@ def _factory(flavor: str, tmp_path_factory) -> Iterator[Callable[..., servers.Se
     yield start
     for server in started:
         server.stop()
+        # A module's servers hold 100+ MiB each: the suite would need GiBs of /tmp by its end.
+        # Their error logs stay beside the datadir for a failure's report.
+        shutil.rmtree(server.datadir, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
