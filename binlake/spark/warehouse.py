@@ -182,9 +182,8 @@ class Warehouse:
                 options: dict[str, str] | None = None) -> Commit:
         """The range's rows of a table replaced by `rows` (which must all be in the range: Delta
         refuses the commit otherwise) in one commit, which `note` names; that commit, or the table's
-        last when nothing changed (no rows before or now: Delta makes no commit)."""
-        if not self.exists(name):
-            self.create(name)
+        last when nothing changed (no rows before or now: Delta makes no commit). The table exists
+        (`create_missing`, before the run's jobs: not asked again here, a log read per table)."""
         self.spark.sparkContext.setJobDescription(f"binlake: write {name}")
         (rows.write.format("delta").mode("overwrite").options(**(options or {}))
          .option("partitionOverwriteMode", "static").option("replaceWhere", rng.condition())
