@@ -12,7 +12,8 @@ and CREATE again under the same name. At each checkpoint the test records every 
 (each value as the server's text), its last GTID (MySQL's gtid_executed, MariaDB's
 gtid_binlog_pos) and the server's UTC time.
 Then: archive, assemble, validate, apply; `binlake asof` at each checkpoint equals the SELECT, on
-both flavors. On MySQL's lake (the rules below are the flavor's no more than the apply's): a
+both flavors; at every other transaction of the workload, it equals a replica of the server
+stopped right after it. On MySQL's lake (the rules below are the flavor's no more than the apply's): a
 rerun changes nothing; the range applied in pieces, and in pieces backwards (a backfill), gives
 the same versions as applied whole; a range after a gap is refused, naming the range to apply
 first.
@@ -35,18 +36,8 @@ from tests.support.waiting import until
 
 RANGE = ("2000-01-01", "2100-01-01")
 def _checkpoint(cur, columns: dict[str, list[str]], flavor: str) -> dict:
-    """The server's tables, last GTID and time now: each row its [column, text] pairs in the
-    table's order, less the columns of `part` the binlog never showed (MINIMAL, by id: what
-    asof leaves out)."""
-    tables = {}
-    for name, cols in columns.items():
-        cur.execute(f"SELECT {', '.join(cols)} FROM shop.{name}")
-        rows = Counter()
-        for row in cur.fetchall():
-            pairs = [[_name(c), _text(c, v)] for c, v in zip(cols, row, strict=True)]
-            gone = MINIMAL.get(row[0], set()) if name == "part" else set()
-            rows[json.dumps([p for p in pairs if p[0] not in gone])] += 1
-        tables[name] = rows
+    """The server's tables (_tables), last GTID and time now."""
+    tables = _tables(cur, columns)
     executed = "gtid_executed" if flavor == "mysql" else "gtid_binlog_pos"
     cur.execute(f"SELECT @@global.{executed}, DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ')")
     executed, now = cur.fetchone()
@@ -63,6 +54,21 @@ def _checkpoint(cur, columns: dict[str, list[str]], flavor: str) -> dict:
         return {"tables": tables, "gtid": executed, "time": now}
     uuid, ranges = executed.replace("\n", "").split(":", 1)
     return {"tables": tables, "gtid": f"{uuid}:{ranges.split('-')[-1]}", "time": now}
+
+
+def _tables(cur, columns: dict[str, list[str]]) -> dict[str, Counter]:
+    """The server's tables: each row its [column, text] pairs in the table's order, less the
+    columns of `part` the binlog never showed (MINIMAL, by id: what asof leaves out)."""
+    tables = {}
+    for name, cols in columns.items():
+        cur.execute(f"SELECT {', '.join(cols)} FROM shop.{name}")
+        rows = Counter()
+        for row in cur.fetchall():
+            pairs = [[_name(c), _text(c, v)] for c, v in zip(cols, row, strict=True)]
+            gone = MINIMAL.get(row[0], set()) if name == "part" else set()
+            rows[json.dumps([p for p in pairs if p[0] not in gone])] += 1
+        tables[name] = rows
+    return tables
 
 
 def _name(expr: str) -> str:
@@ -195,7 +201,7 @@ def _build(server, flavor: str, spark, tmp_path_factory) -> dict:
     out = _apply(spark, store, warehouse, *RANGE)
     assert out.status == "applied", out.reason
     return {"store": store, "warehouse": warehouse, "points": points, "assembled": untouched, "summary": out,
-            "root": root, "flavor": flavor}
+            "root": root, "flavor": flavor, "server": server}
 
 
 def _archive(server, store: str) -> None:
@@ -224,12 +230,37 @@ def _apply(spark, store: str, warehouse: Path, start: str, end: str):
 
 
 def _asof(warehouse: Path, at: str, table: str, flavor: str = "mysql") -> Counter:
-    proc = run_cli("asof", "--warehouse", str(warehouse), "--source", "src", "--at", at, "--table", f"shop.{table}")
+    got = _asof_tables(warehouse, at, flavor, "--table", f"shop.{table}")
+    assert set(got) <= {table}, got
+    return got.get(table, Counter())
+
+
+def _asof_tables(warehouse: Path, at: str, flavor: str, *args: str) -> dict[str, Counter]:
+    """`binlake asof`'s rows of shop's tables, in the form _tables gives the server's."""
+    proc = run_cli("asof", "--warehouse", str(warehouse), "--source", "src", "--at", at, *args)
     assert proc.returncode == 0, proc.stderr
-    out = Counter()
-    for line in ndjson(proc.stdout):
-        assert (line["schema"], line["table"]) == ("shop", table)
-        out[json.dumps([[k, _asof_text(k, v, flavor)] for k, v in line["row"].items()])] += 1
+    return _grouped(ndjson(proc.stdout), flavor)
+
+
+def _asof_here(warehouse: Path, at: str, flavor: str) -> dict[str, Counter]:
+    """_asof_tables in this process (the command's own code less its start: many instants)."""
+    import io
+
+    from binlake.tables.asof import tables_at, write_jsonl
+
+    found, partials = tables_at(str(warehouse), "src", at)
+    assert partials == [], partials
+    out = io.BytesIO()
+    write_jsonl(found, out)
+    return _grouped(ndjson(out.getvalue().decode()), flavor)
+
+
+def _grouped(lines, flavor: str) -> dict[str, Counter]:
+    out: dict[str, Counter] = {}
+    for line in lines:
+        assert line["schema"] == "shop", line
+        row = json.dumps([[k, _asof_text(k, v, flavor)] for k, v in line["row"].items()])
+        out.setdefault(line["table"], Counter())[row] += 1
     return out
 
 
@@ -241,6 +272,42 @@ def test_asof_each_checkpoint_by_gtid_and_by_time_is_the_servers_select(lakes, r
             for table, expected in point["tables"].items():
                 # the server's SELECT at that checkpoint, column for column in the table's order then
                 assert _asof(lake["warehouse"], at, table, flavor) == expected, (i, at, table)
+
+
+@pytest.mark.parametrize("flavor", ["mysql", "mariadb"])
+def test_asof_at_each_transaction_between_checkpoints_is_a_replica_stopped_there(lakes, request, flavor):
+    """Every transaction of the workload that no checkpoint ends: a replica of the workload's
+    server, stopped right after it (MySQL's START REPLICA UNTIL SQL_AFTER_GTIDS, MariaDB's START
+    SLAVE UNTIL master_gtid_pos: one applier, in the primary's commit order), holds the tables
+    then; `binlake asof` at its GTID gives the replica's SELECT."""
+    from tests.support.snapshots import replica_at, replicate
+
+    lake = lakes(flavor, request)
+    mysql = flavor == "mysql"
+    replica = request.getfixturevalue(f"{flavor}_factory")(**({"replica_parallel_workers": "1"} if mysql else {}))
+    replicate(replica, lake["server"])
+    # the workload's GTIDs, 1 to the last checkpoint's: the server's, fresh, ran nothing else
+    head, last = lake["points"][-1]["gtid"].rsplit(":" if mysql else "-", 1)
+    checkpoints = {point["gtid"] for point in lake["points"]}
+    between = [f"{head}:{n}" if mysql else f"{head}-{n}" for n in range(1, int(last) + 1)]
+    between = [gtid for gtid in between if gtid not in checkpoints]
+    assert len(between) >= 20, between  # the workload's transactions less its five checkpoints
+    for gtid in between:
+        n = gtid.rsplit(":" if mysql else "-", 1)[1]
+        replica_at(replica, (f"{head}:1" if n == "1" else f"{head}:1-{n}") if mysql else gtid)
+        with replica.connect() as conn, conn.cursor() as cur:
+            cur.execute("SELECT table_name, column_name FROM information_schema.columns "
+                        "WHERE table_schema = 'shop' ORDER BY table_name, ordinal_position")
+            columns: dict[str, list[str]] = {}
+            for table, column in cur.fetchall():
+                columns.setdefault(table, []).append(_select(column))
+            expected = {name: rows for name, rows in _tables(cur, columns).items() if rows}
+        assert _asof_here(lake["warehouse"], gtid, flavor) == expected, gtid  # the replica's SELECT there
+
+
+def _select(column: str) -> str:
+    """The workload's column as the checkpoints SELECT it (ACCT): the exact types as their text."""
+    return DOC if column == "doc" else f"CAST({column} AS CHAR)" if column in ("bal", "amt", "tm") else column
 
 
 def test_asof_past_the_watermark_is_refused_and_names_it(applied):
