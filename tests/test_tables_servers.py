@@ -52,7 +52,10 @@ def _checkpoint(cur, columns: dict[str, list[str]], flavor: str) -> dict:
 
         until(next_second, "the server's clock in the next second", 5, every=0.05)
         return {"tables": tables, "gtid": executed, "time": now}
-    uuid, ranges = executed.replace("\n", "").split(":", 1)
+    # the server's own last GTID (a promoted replica's set also holds its old primary's)
+    cur.execute("SELECT @@server_uuid")
+    uuid = cur.fetchone()[0]
+    (ranges,) = [p.split(":", 1)[1] for p in executed.replace("\n", "").split(",") if p.startswith(uuid)]
     return {"tables": tables, "gtid": f"{uuid}:{ranges.split('-')[-1]}", "time": now}
 
 
