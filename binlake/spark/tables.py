@@ -26,6 +26,7 @@ import orjson
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.types import BinaryType, StructField, StructType
 
 from binlake.archive.stores import open_store
 from binlake.errors import BinlakeError
@@ -41,7 +42,7 @@ from binlake.tables import state as states
 from binlake.tables.baselines import Baseline, complete, lines, placed
 from binlake.tables.plan import Planner, RangePlan, Statement, check_names, table_statement
 from binlake.tables.state import Point, SourceState, warehouse_store
-from binlake.tables.stream import OUT, SORT, STREAM, Routes, fold, held, route, snapshot_rows
+from binlake.tables.stream import OUT, SORT, STREAM, Routes, fold, held, held_keys, route, snapshot_rows
 
 # The Arrow schemas of the fold's stages as Spark's (mapInArrow takes Spark's types)
 _STREAM, _OUT = from_arrow_schema(STREAM), from_arrow_schema(OUT)
@@ -379,15 +380,17 @@ class TablesJob:
             where = None
             if not whole and not lineage.single and lineage.key:
                 where = self._key_predicate(ts, routed.where(F.col("lineage") == lid), routes)
-            current = self.versions.current(ts, where).mapInArrow(functools.partial(held, routes, lid, table),
-                                                                   _STREAM)
+            current = self.versions.current(ts, where)
             if not whole and not lineage.single and lineage.key:
                 # Only the versions of the keys the range changes go on to the fold: the key ranges of
                 # `where` prune files, not rows, and random keys span nearly every file. Matched by
-                # the fold's own key text, so as the server matches keys (collations included).
-                changed = routed.where(F.col("lineage") == lid).select("lineage", "grp").distinct()
-                current = current.join(F.broadcast(changed), ["lineage", "grp"], "left_semi")
-            parts.append(current)
+                # the fold's own key text, so as the server matches keys (collations included), which
+                # held_keys makes from the key's columns alone.
+                changed = routed.where(F.col("lineage") == lid).select(F.col("grp").alias("_grp")).distinct()
+                keyed = StructType([*current.schema.fields, StructField("_grp", BinaryType())])
+                current = (current.mapInArrow(functools.partial(held_keys, routes, lid, table), keyed)
+                           .join(F.broadcast(changed), "_grp", "left_semi").drop("_grp"))
+            parts.append(current.mapInArrow(functools.partial(held, routes, lid, table), _STREAM))
         for load in plan.loads:
             key = routes.lineages[load.lineage].key
             store = self.store

@@ -142,15 +142,34 @@ def held(routes: Routes, lineage: int, table: str, batches: Iterable[pa.RecordBa
             yield pa.RecordBatch.from_pydict(out, schema=STREAM)
 
 
-def version_values(shapes: list[Shape], now: Shape, row: dict[str, Any]) -> dict[str, Any]:
+def held_keys(routes: Routes, lineage: int, table: str, batches: Iterable[pa.RecordBatch]
+              ) -> Iterator[pa.RecordBatch]:
+    """A Delta table's current versions as they are, with `_grp`: the group `held` gives each. Only
+    the key's columns are read, so that the versions of keys a range does not change can be left
+    out (a join on `_grp`) before `held` turns every value of the rest into row-values form."""
+    key = routes.lineages[lineage].key or []
+    shapes = routes.shapes[table]
+    now = shapes[routes.held.get(table, len(shapes) - 1)]
+    needed = [c.column for c in now.columns or [] if c.name in key] + ["_from_order", "_raw", "_unknown"]
+    for b in batches:
+        data = b.select(needed).to_pydict()
+        grps = [key_text(version_values(shapes, now, {n: data[n][i] for n in needed}, key), key) or b""
+                for i in range(b.num_rows)]
+        yield b.append_column("_grp", pa.array(grps, pa.binary()))
+
+
+def version_values(shapes: list[Shape], now: Shape, row: dict[str, Any], only: Iterable[str] | None = None
+                   ) -> dict[str, Any]:
     """A Delta row (its columns as Arrow gives them) in row-values form, by the columns of shape
-    `now` and as it names them: a value the version did not know left out, a value its typed column
-    cannot hold taken from `_raw` (both of which name columns as the version's first shape did)."""
+    `now` (or those of them named `only`) and as it names them: a value the version did not know
+    left out, a value its typed column cannot hold taken from `_raw` (both of which name columns as
+    the version's first shape did)."""
     first = {c.name: c.column for c in shapes[_shape_at(shapes, row["_from_order"])].columns or []}
     raw = {first.get(k, k): x for k, x in (row["_raw"] or [])}  # by Delta column
     unknown = {first.get(k, k) for k in row["_unknown"] or ()}
+    names = None if only is None else set(only)
     return {c.name: c.kind().value(row[c.column], raw.get(c.column)) for c in now.columns or []
-            if c.column not in unknown}
+            if c.column not in unknown and (names is None or c.name in names)}
 
 
 @dataclass
