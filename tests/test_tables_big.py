@@ -5,8 +5,9 @@ A MySQL server of this module's own writes, in one transaction, over a megabyte 
 to tables that hold rows already: inserts, updates of rows it inserted and of older ones, key
 updates, deletes, and equal rows in a table without a key. The job runs with small splits and
 segments so that this transaction spans both; the row versions are applied in three ranges, as
-hourly runs do: the tables' first rows, the big transaction, the one after it. `binlake asof` just before the big transaction, at it and
-after the next one, by GTID and by time, is the server's SELECT then.
+hourly runs do: the tables' first rows, the big transaction, the one after it. `binlake asof`
+just before the big transaction, at it and after the next one, by GTID and by time, is the
+server's SELECT then.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ Every stage speaks one Arrow schema (`STREAM`, `OUT`), whatever the tables' own 
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Iterator
+from collections.abc import Container, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -148,17 +148,18 @@ def held_keys(routes: Routes, lineage: int, table: str, batches: Iterable[pa.Rec
     the key's columns are read, so that the versions of keys a range does not change can be left
     out (a join on `_grp`) before `held` turns every value of the rest into row-values form."""
     key = routes.lineages[lineage].key or []
+    names = frozenset(key)
     shapes = routes.shapes[table]
     now = shapes[routes.held.get(table, len(shapes) - 1)]
-    needed = [c.column for c in now.columns or [] if c.name in key] + ["_from_order", "_raw", "_unknown"]
+    needed = [c.column for c in now.columns or [] if c.name in names] + ["_from_order", "_raw", "_unknown"]
     for b in batches:
         data = b.select(needed).to_pydict()
-        grps = [key_text(version_values(shapes, now, {n: data[n][i] for n in needed}, key), key) or b""
+        grps = [key_text(version_values(shapes, now, {n: data[n][i] for n in needed}, names), key) or b""
                 for i in range(b.num_rows)]
         yield b.append_column("_grp", pa.array(grps, pa.binary()))
 
 
-def version_values(shapes: list[Shape], now: Shape, row: dict[str, Any], only: Iterable[str] | None = None
+def version_values(shapes: list[Shape], now: Shape, row: dict[str, Any], only: Container[str] | None = None
                    ) -> dict[str, Any]:
     """A Delta row (its columns as Arrow gives them) in row-values form, by the columns of shape
     `now` (or those of them named `only`) and as it names them: a value the version did not know
@@ -167,9 +168,8 @@ def version_values(shapes: list[Shape], now: Shape, row: dict[str, Any], only: I
     first = {c.name: c.column for c in shapes[_shape_at(shapes, row["_from_order"])].columns or []}
     raw = {first.get(k, k): x for k, x in (row["_raw"] or [])}  # by Delta column
     unknown = {first.get(k, k) for k in row["_unknown"] or ()}
-    names = None if only is None else set(only)
     return {c.name: c.kind().value(row[c.column], raw.get(c.column)) for c in now.columns or []
-            if c.column not in unknown and (names is None or c.name in names)}
+            if c.column not in unknown and (only is None or c.name in only)}
 
 
 @dataclass
