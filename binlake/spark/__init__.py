@@ -102,7 +102,8 @@ def add_tables_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run_tables(args: argparse.Namespace, spark=None) -> int:
-    """`binlake tables`: one JSON line per source; exit 1 when a source's range is refused."""
+    """`binlake tables`: one JSON line per source; exit 1 when a source's range is refused or the
+    row versions' suites fail over what it applied."""
     from binlake.spark.job import session
     from binlake.spark.tables import TablesJob
 
@@ -115,6 +116,10 @@ def run_tables(args: argparse.Namespace, spark=None) -> int:
         print(summary.line(), flush=True)
         if summary.status == "refused":
             print(f"binlake: tables of {summary.source}: {summary.reason}", file=sys.stderr)
+            status = 1
+    for report in job.reports:  # the row versions' suites, in the range's validation reports
+        if not report.success:
+            print(f"binlake: the row versions' suites failed:\n{report.text()}", file=sys.stderr)
             status = 1
     return status
 

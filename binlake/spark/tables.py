@@ -31,6 +31,8 @@ from binlake.archive.stores import open_store
 from binlake.errors import BinlakeError
 from binlake.spark import verdicts
 from binlake.spark.settings import SESSION, quality_dir
+from binlake.spark.validate import Report
+from binlake.spark.version_suites import Applied, VersionChecks
 from binlake.spark.versions import Versions, cast, q
 from binlake.spark.warehouse import Warehouse, warehouse_uri
 from binlake.spark.writer import WriterLease
@@ -88,6 +90,8 @@ class TablesJob:
         self.wh = Warehouse(spark, self.warehouse)
         self.versions = Versions(spark, self.warehouse)
         self.run_id = uuid.uuid4().hex[:12]
+        self.applied: dict[str, Applied] = {}  # what each source's apply wrote, for the row versions' suites
+        self.reports: list[Report] = []  # the validation reports those suites joined
 
     def sources(self) -> list[str]:
         """Every source the warehouse's transactions name."""
@@ -101,8 +105,11 @@ class TablesJob:
         with WriterLease(self.warehouse, self.run_id, f"tables {self.start}..{self.end}"):
             for source in sources or self.sources():
                 out.append(self.apply(source))
+            if self.quality is not None:  # the row versions' suites, in the reports of the range's validations
+                self.reports = VersionChecks(self.spark, self.applied, warehouse=self.warehouse, store=self.store,
+                                             quality=self.quality).after_apply(self._assembled())
             record = {"record": "tables", "run": self.run_id, "start": self.start, "end": self.end,
-                      "sources": [dataclasses.asdict(s) for s in out]}
+                      "sources": [dataclasses.asdict(s) for s in out], "reports": [r.brief() for r in self.reports]}
             warehouse_store(self.warehouse).put(summary_key(self.start, self.end),
                                                 json.dumps(record, indent=1).encode())
         return out
@@ -145,6 +152,7 @@ class TablesJob:
         s.unused_baselines = [b.id for b in baselines if b.at < state.span["start"]]
         due = [b for b in baselines if start <= b.at < end and b.at >= state.span["start"]]
         self._apply_range(state, s, txns, (start, end), baselines=due)
+        self.applied[source] = Applied(state, start, end, sorted(s.tables))
         state.span = {"start": state.span["start"], "end": end}
         state.assembled_version = version_now
         last = (txns.where(F.col("commit_ts") < F.lit(end).cast("timestamp"))
