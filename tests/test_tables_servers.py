@@ -219,7 +219,10 @@ def _assemble_validate_apply(spark, store: str, warehouse: Path) -> None:
 def _apply(spark, store: str, warehouse: Path, start: str, end: str):
     from binlake.spark.tables import TablesJob
 
-    (summary,) = TablesJob(spark, store, str(warehouse), (start, end)).run(["src"])
+    job = TablesJob(spark, store, str(warehouse), (start, end))
+    (summary,) = job.run(["src"])
+    # what it applied holds to the row versions' suites (docs/quality.md, "Row versions")
+    assert all(r.success for r in job.reports), "\n".join(r.text() for r in job.reports)
     return summary
 
 

@@ -1,9 +1,14 @@
--- A version is closed wholly or not at all: `_valid_to`, `_to_txn` and `_to_order` are all set or
--- all null; and a closed version ends after it began, in commit order and not earlier in time.
+-- A version is closed wholly or not at all: `_valid_to` and `_to_order` both set or both null,
+-- and `_to_txn` set with them, but where a baseline's start closed it (at or before the order its
+-- table is complete from: no transaction did); and a closed version ends after it began, in
+-- commit order and not earlier in time.
 -- Unexpected: the versions that break it.
-SELECT source, schema, `table`, key, _op, _from_order, _to_order, _from_txn, _to_txn, _valid_from, _valid_to
-FROM {batch}
-WHERE (_valid_to IS NULL) <> (_to_order IS NULL)
-   OR (_to_txn IS NULL) <> (_to_order IS NULL)
-   OR _to_order <= _from_order
-   OR _valid_to < _valid_from
+SELECT b.source, b.schema, b.`table`, b.key, b._op, b._from_order, b._to_order, b._from_txn, b._to_txn,
+       b._valid_from, b._valid_to
+FROM {batch} b
+LEFT JOIN bl_complete_from f ON f.source = b.source AND f.schema = b.schema AND f.`table` = b.`table`
+WHERE (b._valid_to IS NULL) <> (b._to_order IS NULL)
+   OR (b._to_txn IS NULL AND b._to_order IS NOT NULL
+       AND (f.complete_from IS NULL OR b._to_order > f.complete_from))
+   OR b._to_order <= b._from_order
+   OR b._valid_to < b._valid_from
