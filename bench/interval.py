@@ -155,9 +155,11 @@ def _measure(store: str, start: str, end: str, root: Path) -> dict:
     two = str(root / "warehouse-two")
     assemble_s, out = _timed([*CLI, "assemble", "--store", store, "--warehouse", two, *rng, *LOCAL])
     validate_s, _ = _timed([*CLI, "validate", "--warehouse", two, *rng, "--store", store, *LOCAL])
-    one_s, out = _timed([*CLI, "assemble", "--store", store, "--warehouse", str(root / "warehouse-one"), *rng,
-                         *LOCAL, "--validate"])
-    return {"job": _summary(out), "assemble": assemble_s, "validate": validate_s, "one": one_s}
+    one = [*CLI, "assemble", "--store", store, "--warehouse", str(root / "warehouse-one"), *rng, *LOCAL, "--validate"]
+    one_s, out = _timed(one)
+    # The same run again: its tables exist (the DAG's steady state; the rerun replaces the range's files).
+    again_s, _ = _timed(one)
+    return {"job": _summary(out), "assemble": assemble_s, "validate": validate_s, "one": one_s, "again": again_s}
 
 
 def _in_process(store: str, start: str, end: str, root: Path) -> dict:
@@ -188,6 +190,7 @@ def _in_process(store: str, start: str, end: str, root: Path) -> dict:
 def _hour_text(m: dict) -> str:
     one, steps = m["one"], m["job"]["step_seconds"]
     verdict = f"met ({one:.1f} s)" if one <= TARGET else f"missed: {one:.1f} s, {one - TARGET:.1f} s over"
+    verdict += f" (into a new warehouse; {m['again']:.1f} s again into the same one, its tables made)"
     return (f"Target (issue 38): one hour of {m['job']['transactions']} transactions and "
             f"{m['job']['row_changes']:,} row changes ({m['job']['bytes'] / (1 << 20):.1f} MiB), "
             f"`binlake assemble --validate` in at most {TARGET:.0f} s: {verdict}. The job's steps: "
@@ -215,16 +218,17 @@ def main() -> None:
     fixed = small["one"] - per_mib * small["job"]["bytes"] / (1 << 20)
     best = small["one"]
     lines = [
-        "On 2 cores, `--master local[2]`; each command in its own process, into a new warehouse. The one-row "
+        "On 2 cores, `--master local[2]`; each command in its own process, into a new warehouse but the last "
+        "column's, which runs `assemble --validate` again into the warehouse the one before made. The one-row "
         "corpora: autocommit INSERTs written by one MySQL server (bench/shapes.py's table); the samples: two "
         "servers' bundled binlogs.",
         "",
         "| corpus | transactions | row changes | KiB | assemble | validate | both, two processes | "
-        "`assemble --validate`, one process |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "`assemble --validate`, one process | the same again (tables made) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
         *[f"| {name} | {m['job']['transactions']:,} | {m['job']['row_changes']:,} | {m['job']['bytes'] / 1024:,.0f} | "
-          f"{m['assemble']:.1f} | {m['validate']:.1f} | {m['assemble'] + m['validate']:.1f} | **{m['one']:.1f}** |"
-          for name, m in measured.items()],
+          f"{m['assemble']:.1f} | {m['validate']:.1f} | {m['assemble'] + m['validate']:.1f} | **{m['one']:.1f}** | "
+          f"{m['again']:.1f} |" for name, m in measured.items()],
         "",
         f"Target: an interval of up to a thousand transactions in under {TARGET:.0f} s: "
         + (f"met ({best:.1f} s in one process)." if best < TARGET else

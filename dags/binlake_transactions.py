@@ -7,8 +7,9 @@ import os
 
 from airflow.sdk import Param, dag
 from airflow.timetables.interval import CronDataIntervalTimetable
+from binlake_airflow.spark_submit import END, START
 from binlake_airflow.tables_tasks import TablesOperator
-from binlake_airflow.transactions_tasks import END, START, AssembleOperator, publish_report, validate, wait_for_archive
+from binlake_airflow.transactions_tasks import AssembleOperator, publish_report, validate, wait_for_archive
 
 SCHEDULE = os.environ.get("BINLAKE_TRANSACTIONS_SCHEDULE", "0 * * * *")
 # No scheduled runs after this date (a source retired, or a test): backfills before it still run.

@@ -1,6 +1,7 @@
 """The assemble task's operator as Airflow runs it (`airflow tasks test`, SQLite): the Spark
 connection it submits through is the `binlake` Variable's `spark_conn_id`, rendered by Airflow at
-run time and passed through SparkSubmitOperator's own `conn_id`."""
+run time and passed through SparkSubmitOperator's own `conn_id`; the range and sources both range
+jobs (assemble, apply_tables) are given."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from binlake.archive.run import archive
 from binlake.archive.sources import DirSource
 from binlake.archive.stores import open_store
 from binlake.local.demo import commit_range, sample_files
+from binlake.spark import add_arguments, add_tables_arguments
 from tests.support.lake import lake
 from tests.support.truth import samples_truth
 
@@ -41,6 +43,47 @@ def test_the_variables_spark_connection_is_the_one_used(airflow, spark_submit, t
     assert "--master local[1]" in text  # the provider's hook built spark-submit from that connection
     assert lake(tmp_path / "warehouse")["transactions"]  # and the job ran through it
 
+# The DAG's two range tasks as the DAG file makes them, their start and end set as Airflow renders
+# them: the arguments each gives its job for the `binlake` Variable (JSON, argv[2]).
+RANGE_ARGS = """
+import json, sys
+from airflow.dag_processing.dagbag import DagBag
+from binlake_airflow import settings
+dag = DagBag(dag_folder=sys.argv[1]).dags["binlake_transactions"]
+cfg = settings.parse(json.loads(sys.argv[2]))
+out = {}
+for task_id in ("assemble", "apply_tables"):
+    task = dag.get_task(task_id)
+    task.start, task.end = sys.argv[3], sys.argv[4]
+    out[task_id] = task.range_args(cfg)
+print(json.dumps(out))
+"""
+
+
+def test_both_range_jobs_get_the_variables_range_and_every_source(airflow):
+    # assemble and apply_tables submit their jobs with one operator's range arguments; each job's
+    # own parser (its spark_jobs entry point's) reads from them what the Variable and the run say:
+    # the store, the warehouse, the range, and every source in the Variable's order.
+    import argparse
+    import subprocess
+
+    from tests.support.scanning import REPO
+
+    variable = {"store": "s3://archive/binlake", "warehouse": "s3a://lake/binlake",
+                "sources": [{"name": "db1", "mysql_conn_id": "binlake_db1"}, {"name": "old", "url": "dir:///srv/old"}]}
+    start, end = "2026-11-22T10:00:00+00:00", "2026-11-22T11:00:00+00:00"
+    af = airflow()
+    out = subprocess.run([str(Path(af.env["PATH"].split(os.pathsep)[0]) / "python"), "-c", RANGE_ARGS,
+                          str(REPO / "dags"), json.dumps(variable), start, end], env=af.env, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    argv = json.loads(out.stdout.strip().splitlines()[-1])
+    for task_id, add in (("assemble", add_arguments), ("apply_tables", add_tables_arguments)):
+        parser = argparse.ArgumentParser()
+        add(parser)
+        got = parser.parse_args(argv[task_id])
+        assert (got.store, got.warehouse, got.start, got.end, got.sources) == \
+            (variable["store"], variable["warehouse"], start, end, ["db1", "old"]), task_id
 
 
 def test_binlakes_own_imports_raise_no_deprecation_warning(tmp_path):

@@ -5,6 +5,10 @@ what it follows to real servers' FULL metadata; this holds the edges no workload
 
 from __future__ import annotations
 
+import contextlib
+import uuid
+from collections.abc import Iterator
+
 import pytest
 
 from binlake.schema.ddl import SchemaState, is_ddl
@@ -31,8 +35,8 @@ def test_what_cannot_be_followed_makes_the_table_unknown():
     c.apply("d", "CREATE TABLE t (id INT PRIMARY KEY, a INT)")
     c.apply("d", "CREATE TABLE keep (id INT)")
     assert _names(c, "t") == ["id", "a"]
-    # what sqlglot's MySQL dialect does not read (MariaDB's PERSISTENT): t unknown, keep untouched
-    c.apply("d", "ALTER TABLE t ADD COLUMN p INT AS (id + 1) PERSISTENT")
+    # a type the replay does not read (MariaDB's INET6): t unknown, keep untouched
+    c.apply("d", "ALTER TABLE t ADD COLUMN p INET6")
     assert _names(c, "t") is None and _names(c, "keep") == ["id"]
     # an ALTER of an unknown table stays unknown; a RENAME carries the unknown along
     c.apply("d", "ALTER TABLE t ADD COLUMN b INT")
@@ -131,28 +135,13 @@ def test_mariadb_compressed_columns_replay_as_the_server_types_them(mariadb_serv
     """Each statement run on a real MariaDB and replayed: every column's name, type and charset as
     the server's information_schema has them (`binlake schema capture`); the same for the
     statements SHOW CREATE TABLE gives back (`/*M!100301 COMPRESSED*/`)."""
-    import uuid
-
     from binlake.schema.capture import capture
 
-    db = f"cmpddl_{uuid.uuid4().hex[:12]}"
-    replayed, shown = SchemaState(flavor="mariadb"), SchemaState(flavor="mariadb")
-    with mariadb_server.connect() as conn, conn.cursor() as cur:
-        create = f"CREATE DATABASE {db} CHARACTER SET utf8mb4"
-        cur.execute(create)
-        replayed.apply(db, create)
-        shown.apply(db, create)
-        try:
-            cur.execute(f"USE {db}")
-            for sql in COMPRESSED_DDL:
-                cur.execute(sql)
-                replayed.apply(db, sql)
-            server = capture(conn)
-            for table in ("t", "u"):
-                cur.execute(f"SHOW CREATE TABLE {table}")
-                shown.apply(db, cur.fetchone()[1])
-        finally:
-            cur.execute(f"DROP DATABASE {db}")
+    with _replayed_on(mariadb_server, "mariadb", COMPRESSED_DDL) as (conn, cur, db, replayed, shown):
+        server = capture(conn)
+        for table in ("t", "u"):
+            cur.execute(f"SHOW CREATE TABLE {table}")
+            shown.apply(db, cur.fetchone()[1])
 
     def columns(t) -> list[tuple]:  # a byte string's charset: information_schema's NULL, the replay's binary
         return [(c.name, c.type, None if c.charset == "binary" else c.charset) for c in t.columns]
@@ -162,6 +151,28 @@ def test_mariadb_compressed_columns_replay_as_the_server_types_them(mariadb_serv
         assert columns(replayed.table(db, table)) == want, table
         assert columns(shown.table(db, table)) == want, table
     assert ("c", "blob /*m!100301 compressed*/", None) in columns(server.tables[(db, "t")])
+
+
+@contextlib.contextmanager
+def _replayed_on(server, flavor: str, ddl: list[str]) -> Iterator[tuple]:
+    """`ddl` run on the real server in a database of its own and replayed beside it: the connection,
+    a cursor in that database, its name, the replay, and a state that has only the database (for
+    SHOW CREATE TABLE's texts); the database dropped at the end."""
+    db = f"ddl_{uuid.uuid4().hex[:12]}"
+    replayed, shown = SchemaState(flavor=flavor), SchemaState(flavor=flavor)
+    with server.connect() as conn, conn.cursor() as cur:
+        create = f"CREATE DATABASE {db} CHARACTER SET utf8mb4"
+        cur.execute(create)
+        replayed.apply(db, create)
+        shown.apply(db, create)
+        try:
+            cur.execute(f"USE {db}")
+            for sql in ddl:
+                cur.execute(sql)
+                replayed.apply(db, sql)
+            yield conn, cur, db, replayed, shown
+        finally:
+            cur.execute(f"DROP DATABASE {db}")
 
 
 SPATIAL_DDL = {  # the spatial subtypes, MySQL's SRID attribute, the words as names and as functions
@@ -185,25 +196,11 @@ def test_spatial_columns_replay_as_the_server_types_them(server, request):
     """Each statement run on the real server and replayed: every column's name and type as the
     server's information_schema has them (`binlake schema capture`): `point`, `multipolygon`, and
     a collection as the flavor names it (MySQL `geomcollection`, MariaDB `geometrycollection`)."""
-    import uuid
-
     from binlake.schema.capture import capture
 
     flavor = server.removesuffix("_server")
-    db = f"geoddl_{uuid.uuid4().hex[:12]}"
-    replayed = SchemaState(flavor=flavor)
-    with request.getfixturevalue(server).connect() as conn, conn.cursor() as cur:
-        create = f"CREATE DATABASE {db}"
-        cur.execute(create)
-        replayed.apply(db, create)
-        try:
-            cur.execute(f"USE {db}")
-            for sql in SPATIAL_DDL[flavor]:
-                cur.execute(sql)
-                replayed.apply(db, sql)
-            found = capture(conn)
-        finally:
-            cur.execute(f"DROP DATABASE {db}")
+    with _replayed_on(request.getfixturevalue(server), flavor, SPATIAL_DDL[flavor]) as (conn, _, db, replayed, _):
+        found = capture(conn)
     for table in ("t", "u"):
         want = [(c.name, c.type) for c in found.tables[(db, table)].columns]
         assert [(c.name, c.type) for c in replayed.table(db, table).columns] == want, table
@@ -290,3 +287,56 @@ def test_a_state_from_a_mariadb_snapshot_reads_mariadb_ddl():
     state = SchemaState(Snapshot({}, point={"flavor": "mariadb", "before": {"file": "b.000001", "position": 4}}))
     state.apply("d", "CREATE TABLE t (a TEXT COMPRESSED)")
     assert [(c.name, c.type) for c in state.table("d", "t").columns] == [("a", "text /*m!100301 compressed*/")]
+
+
+GENERATED_DDL = {  # generated columns in each of the flavor's forms; a column named `persistent` too
+    "mysql": [
+        "CREATE TABLE g (id INT PRIMARY KEY, a INT, s INT GENERATED ALWAYS AS (a + 2) STORED, "
+        "v INT AS (a + 3) VIRTUAL, d INT AS (a + 4), t VARCHAR(12) AS (CONCAT('t', a)) STORED NOT NULL, "
+        "persistent INT)",
+        "ALTER TABLE g ADD COLUMN q INT AS (a * 2) STORED AFTER persistent, ADD COLUMN w INT AS (a * 3) VIRTUAL FIRST",
+    ],
+    "mariadb": [  # PERSISTENT: MariaDB's word for STORED (MariaDB shows int(11))
+        "CREATE TABLE g (id INT(11) PRIMARY KEY, a INT(11), p INT(11) AS (a + 1) PERSISTENT, "
+        "s INT(11) GENERATED ALWAYS AS (a + 2) STORED, v INT(11) AS (a + 3) VIRTUAL, d INT(11) AS (a + 4), "
+        "t VARCHAR(12) GENERATED ALWAYS AS (CONCAT('t', a)) PERSISTENT COMMENT 'PERSISTENT', persistent INT(11))",
+        "ALTER TABLE g ADD COLUMN q INT(11) AS (a * 2) PERSISTENT AFTER persistent, "
+        "ADD COLUMN w INT(11) AS (a * 3) VIRTUAL FIRST",
+    ],
+}
+
+
+@pytest.mark.parametrize("server", ["mysql_server", "mariadb_server"])
+def test_generated_columns_replay_as_the_server_types_and_logs_them(server, request):
+    """Generated columns (MariaDB's PERSISTENT, STORED, VIRTUAL, the default, GENERATED ALWAYS AS)
+    run on the real server and replayed: each column's name, type and generation as the server's
+    information_schema has them, also from SHOW CREATE TABLE's text. Then a row: its row image as
+    the server's `mysqlbinlog -vv` prints it holds one value per replayed column (the virtual ones
+    too), each the server's SELECT of it."""
+    import re
+    import subprocess
+
+    from binlake.schema.capture import capture
+
+    srv = request.getfixturevalue(server)
+    flavor = server.removesuffix("_server")
+    with _replayed_on(srv, flavor, GENERATED_DDL[flavor]) as (conn, cur, db, replayed, shown):
+        found = capture(conn)
+        cur.execute("SHOW CREATE TABLE g")
+        shown.apply(db, cur.fetchone()[1])
+        cur.execute("SHOW BINARY LOG STATUS" if flavor == "mysql" else "SHOW MASTER STATUS")
+        file, pos = cur.fetchone()[:2]
+        cur.execute("INSERT INTO g (id, a, persistent) VALUES (1, 5, 7)")
+        cur.execute("SELECT * FROM g")
+        selected = [str(v) for v in cur.fetchone()]
+    want = [(c.name, c.type, c.generated) for c in found.tables[(db, "g")].columns]
+    assert [(c.name, c.type, c.generated) for c in replayed.table(db, "g").columns] == want
+    assert [(c.name, c.type, c.generated) for c in shown.table(db, "g").columns] == want
+    assert {g for _, _, g in want} == {None, "STORED", "VIRTUAL"}  # the server's own kinds, each replayed
+
+    text = subprocess.run([*srv.mysqlbinlog, "-vv", "--base64-output=DECODE-ROWS", f"--start-position={pos}",
+                           str(srv.binlog_dir / file)], capture_output=True, text=True, check=True, timeout=60).stdout
+    image = text.split(f"### INSERT INTO `{db}`.`g`", 1)[1].split("\n# at ", 1)[0]
+    logged = re.findall(r"^###   @(\d+)=(.*?)(?: /\*.*\*/)?$", image, re.M)
+    assert [int(n) for n, _ in logged] == list(range(1, len(want) + 1))  # every column, in the table's order
+    assert [v[1:-1] if v.startswith("'") else v for _, v in logged] == selected

@@ -253,6 +253,22 @@ def test_asof_past_the_watermark_is_refused_and_names_it(applied):
     assert "past the watermark" in proc.stderr and "2100-01-01T00:00:00.000000Z" in proc.stderr
 
 
+def test_before_its_create_in_the_changelog_a_table_did_not_exist(applied):
+    # The workload created shop's tables after the first archive run: the planner recorded in
+    # _binlake.json (read as written) that each became complete by its CREATE (acct's first one:
+    # dropped and created again, it stays so), and asof before it finds no such table, not a partial one.
+    state = json.loads((applied["warehouse"] / "tables" / "src" / "_binlake.json").read_text())
+    assert {name: t["complete_from"]["by"] for name, t in state["tables"].items()} == \
+        {"shop/acct": "create", "shop/bag": "create", "shop/part": "create"}
+    before = "2000-01-02"  # in the applied range, before the workload ran
+    proc = run_cli("asof", "--warehouse", str(applied["warehouse"]), "--source", "src", "--at", before)
+    assert (proc.returncode, proc.stdout) == (0, ""), proc.stderr
+    proc = run_cli("asof", "--warehouse", str(applied["warehouse"]), "--source", "src", "--at", before,
+                   "--table", "shop.acct")
+    assert (proc.returncode, proc.stdout) == (0, "") and "shop.acct did not exist at 2000-01-02" in proc.stderr, \
+        proc.stderr
+
+
 def test_csv_and_parquet_at_a_checkpoint(applied, tmp_path):
     import pyarrow.parquet as pq
 
@@ -321,6 +337,16 @@ def test_a_rerun_changes_nothing(applied, spark):
     # no commit to any table, the same versions
     assert {p: table(warehouse, f"tables/src/shop/{p}").version() for p in before} == before
     assert _versions(warehouse) == versions
+
+
+def test_the_command_without_a_source_applies_every_source_of_the_archive(applied):
+    # `binlake tables` with no --source: every source the archive holds (this module archived one,
+    # src), here the applied range again, so unchanged; the watermark the applied range's end
+    proc = run_cli("tables", "--store", applied["store"], "--warehouse", str(applied["warehouse"]),
+                   "--start", RANGE[0], "--end", RANGE[1])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = [(r["source"], r["status"], r["watermark"]["time"]) for r in ndjson(proc.stdout)]
+    assert lines == [("src", "unchanged", "2100-01-01T00:00:00.000000Z")], proc.stdout
 
 
 def test_pieces_and_a_backfill_equal_the_whole_range(applied, spark, tmp_path):
@@ -417,7 +443,10 @@ def test_tables_from_a_baseline_taken_under_writes_then_the_changelog_are_the_se
             got = _asof(warehouse, at, table)
             assert sum(got.values()) == sum(expected.values()) > 0, (at, table)
             assert got == expected, (at, table)  # the server's SELECT once the writes stopped
-    # before the baseline's point the tables are partial: never presented as complete
+    # before the baseline's point the tables are partial: never presented as complete, and the
+    # state says the baseline made them so (_binlake.json as written)
+    state = json.loads((warehouse / "tables" / "src" / "_binlake.json").read_text())
+    assert {t["complete_from"]["by"] for t in state["tables"].values()} == {"baseline"}
     proc = run_cli("asof", "--warehouse", str(warehouse), "--source", "src", "--at", before, "--table", "shop.acct")
     assert proc.returncode == 1 and "partial" in proc.stderr and "shop.acct" in proc.stderr, proc.stderr
 

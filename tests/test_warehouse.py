@@ -223,9 +223,10 @@ def test_a_run_killed_anywhere_leaves_each_table_as_it_was(spark_submit, bucket,
     points = {
         # the job holds the lease and reads the archive: no data file yet
         "before the data files": lambda: bool(files.keys(PREFIX)),
-        # a task has written a data file of row_changes, its first table, which no commit names yet
+        # a task has written a data file of row_changes, which no commit names yet (the small
+        # tables, written at once beside it, may have committed: docs/warehouse.md)
         "while writing the data files": lambda: bool(data_files() - data),
-        # row_changes committed: the other two tables' commits are still to come
+        # row_changes committed: the other two tables' commits may be still to come
         "at the commit": lambda: bool(set(files.keys("row_changes/_delta_log")) - logs["row_changes"]),
     }
     try:
@@ -237,8 +238,10 @@ def test_a_run_killed_anywhere_leaves_each_table_as_it_was(spark_submit, bucket,
             for name in FIELDS:
                 # each table as it was, or (a table whose commit came before the kill) as it is after
                 assert now[name] in (before[name], after[name]), (what, name)
-            if what != "at the commit":
+            if what == "before the data files":
                 assert now == before, what
+            if what != "at the commit":  # no row change of the run is in a version yet
+                assert now["row_changes"] == before["row_changes"], what
             assert files.keys(PREFIX), what  # the killed job's lease is left behind
         again = run_cli(*_assemble(store, warehouse, start, end, "--master", "local[1]"))
         assert again.returncode == 0, again.stderr[-3000:]  # the dead job's lease does not stop it

@@ -4,9 +4,10 @@ A SchemaState starts from a snapshot (or from nothing) and replays each DDL stat
 logs, with the statement's default database, parsed by sqlglot's MySQL dialect: CREATE TABLE
 (with columns, LIKE), ALTER TABLE (ADD / DROP / MODIFY / CHANGE / RENAME COLUMN, FIRST / AFTER,
 ALTER COLUMN … SET [IN]VISIBLE, RENAME TO, DEFAULT CHARSET), RENAME TABLE, DROP TABLE, CREATE /
-DROP DATABASE. A statement that touches a table in a way it cannot follow (sqlglot cannot parse
-it, or a form listed nowhere above, e.g. CONVERT TO CHARACTER SET) makes that table unknown until
-it is created again or a snapshot gives it: its rows get positional names, never a guessed one.
+DROP DATABASE; generated columns (VIRTUAL, STORED, MariaDB's PERSISTENT). A statement that
+touches a table in a way it cannot follow (sqlglot cannot parse it, or a form listed nowhere above,
+e.g. CONVERT TO CHARACTER SET) makes that table unknown until it is created again or a snapshot
+gives it: its rows get positional names, never a guessed one.
 """
 
 from __future__ import annotations
@@ -63,8 +64,8 @@ _TYPES = {
 COMPRESSED_MARK = "binlake:compressed"
 COMPRESSED_TYPE = " /*m!100301 compressed*/"
 _WORDS = re.compile(r"'(?:[^'\\]|\\.|'')*'|\"(?:[^\"\\]|\\.|\"\")*\"|`(?:[^`]|``)*`|[\w$]+|\S", re.S)
-# the word COMPRESSED is a column's name, not its attribute, after these (a definition's start,
-# ADD COLUMN, CHANGE a, AFTER, TO) and is a table option's value after = and ROW_FORMAT
+# a word is a column's name, not its type or attribute, after these (a definition's start, ADD
+# COLUMN, CHANGE a, AFTER, TO), and a table option's value after = and ROW_FORMAT (COMPRESSED)
 _NAME_AFTER = frozenset({"(", ",", "ADD", "COLUMN", "CHANGE", "MODIFY", "AFTER", "DROP", "TO", "=", "ROW_FORMAT"})
 # and an attribute is followed by the end of the definition or another attribute, never a type
 _ATTRIBUTE_BEFORE = frozenset({
@@ -75,51 +76,45 @@ _ATTRIBUTE_BEFORE = frozenset({
 })
 
 
-def mark_compressed(sql: str) -> str:
-    """A MariaDB statement with each column's COMPRESSED attribute as a COMMENT sqlglot reads."""
-    if "compressed" not in sql.lower():
-        return sql
-    words = [(m.start(), m.end(), m[0].upper()) for m in _WORDS.finditer(sql)]
-    out, at, skip = [], 0, 0
-    for i, (start, end, word) in enumerate(words):
-        if i < skip or word != "COMPRESSED" or i == 0 or words[i - 1][2] in _NAME_AFTER:
-            continue
-        after = words[i + 1][2] if i + 1 < len(words) else ";"
-        if after not in _ATTRIBUTE_BEFORE:
-            continue
-        if after == "=" and i + 2 < len(words):  # COMPRESSED=zlib: the method too
-            end, skip = words[i + 2][1], i + 3
-        out.append(f"{sql[at:start]}COMMENT '{COMPRESSED_MARK}'")
-        at = end
-    return "".join(out) + sql[at:]
-
-
 # The spatial subtypes, which sqlglot does not read: replayed as GEOMETRY, each column's subtype
 # kept aside by its name for _column (information_schema's COLUMN_TYPE: `point`, `multipolygon`, ...).
 _SPATIAL = frozenset({"POINT", "LINESTRING", "POLYGON", "MULTIPOINT", "MULTILINESTRING", "MULTIPOLYGON",
                       "GEOMETRYCOLLECTION", "GEOMCOLLECTION"})
 
 
-def spatial_as_geometry(sql: str) -> tuple[str, dict[str, str]]:
-    """A statement with each column's spatial subtype as GEOMETRY and without MySQL's `SRID n`
-    attribute (not part of the type); the subtypes by column name. A word is a column's type or
-    attribute after its name; after `(`, `,`, ADD and such it is the name."""
+def readable(sql: str, mariadb: bool) -> tuple[str, dict[str, str]]:
+    """A statement as sqlglot reads it, in one pass over its words: each spatial subtype as
+    GEOMETRY, MySQL's `SRID n` attribute dropped (not part of the type), and on MariaDB each
+    column's COMPRESSED attribute as a COMMENT and a generated column's PERSISTENT (its word for
+    STORED) as STORED; the spatial subtypes by column name. A word is a column's type or attribute
+    after its name; after `(`, `,`, ADD and such it is the name."""
     upper = sql.upper()
-    if not any(t in upper for t in _SPATIAL) and "SRID" not in upper:
+    compressed = mariadb and "COMPRESSED" in upper
+    persistent = mariadb and "PERSISTENT" in upper
+    if not compressed and not persistent and not any(t in upper for t in _SPATIAL) and "SRID" not in upper:
         return sql, {}
     words = [(m.start(), m.end(), m[0].upper()) for m in _WORDS.finditer(sql)]
-    out, at, subtypes = [], 0, {}
+    out, at, skip, subtypes = [], 0, 0, {}
     for i, (start, end, word) in enumerate(words):
-        if i == 0 or words[i - 1][2] in _NAME_AFTER or i + 1 < len(words) and words[i + 1][2] == "(":
-            continue  # a name, or a function (POINT(x, y)): not a type
-        if word == "SRID" and i + 1 < len(words) and words[i + 1][2].isdigit():
+        after = words[i + 1][2] if i + 1 < len(words) else ";"
+        if i < skip or i == 0 or words[i - 1][2] in _NAME_AFTER or after == "(":
+            continue  # a name, or a function (POINT(x, y)): not a type nor an attribute
+        if compressed and word == "COMPRESSED" and after in _ATTRIBUTE_BEFORE:
+            if after == "=" and i + 2 < len(words):  # COMPRESSED=zlib: the method too
+                end, skip = words[i + 2][1], i + 3
+            out.append(f"{sql[at:start]}COMMENT '{COMPRESSED_MARK}'")
+        elif persistent and word == "PERSISTENT":
+            out.append(f"{sql[at:start]}STORED")
+        elif word == "SRID" and after.isdigit():
             out.append(sql[at:start].rstrip())
-            at = words[i + 1][1]
+            end = words[i + 1][1]
         elif word in _SPATIAL:
             name = sql[words[i - 1][0]:words[i - 1][1]]
             subtypes[name[1:-1].replace("``", "`") if name.startswith("`") else name] = word.lower()
             out.append(f"{sql[at:start]}GEOMETRY")
-            at = end
+        else:
+            continue
+        at = end
     return "".join(out) + sql[at:], subtypes
 
 
@@ -205,7 +200,7 @@ class SchemaState:
             self.replayed += 1
             return
         try:
-            text, self._subtypes = spatial_as_geometry(mark_compressed(sql) if self.flavor == "mariadb" else sql)
+            text, self._subtypes = readable(sql, self.flavor == "mariadb")
             statement = _parse(text)
             self._statement(db, statement, server_charset)
             self.replayed += 1

@@ -95,7 +95,7 @@ def run(args: argparse.Namespace, spark=None) -> int:
 def add_tables_arguments(p: argparse.ArgumentParser) -> None:
     _range_arguments(p)
     p.add_argument("--source", action="append", dest="sources", metavar="NAME",
-                   help="source to apply (repeatable; default: every source with transactions in the warehouse)")
+                   help="source to apply (repeatable; default: every source of the archive)")
     p.add_argument("--quality", help="where the validation reports are (default {warehouse}/quality)")
     p.add_argument("--unvalidated", action="store_true",
                    help="apply without a passing validation (development only: the commits say so)")
@@ -107,6 +107,7 @@ def run_tables(args: argparse.Namespace, spark=None) -> int:
     from binlake.spark.job import session
     from binlake.spark.tables import TablesJob
 
+    _import_behind("great_expectations")  # for the row versions' suites after the apply
     spark = spark or session(getattr(args, "master", None), app="binlake-tables",
                              conf=_conf(getattr(args, "conf", None)))
     job = TablesJob(spark, args.store, args.warehouse, (args.start, args.end), quality=args.quality,
@@ -213,7 +214,7 @@ def add_suite_arguments(p: argparse.ArgumentParser) -> None:
 def run_validate(args: argparse.Namespace, spark=None) -> int:
     """Run the suites with parsed arguments; prints the report; 1 when a (non warn-only) suite failed."""
     from binlake.spark.job import session
-
+    _import_behind("great_expectations")
     spark = spark or session(getattr(args, "master", None), app="binlake-validate", conf=_validate_conf(args))
     report = _suites(spark, args)
     print(report.text())

@@ -27,6 +27,7 @@ import time
 import uuid
 from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -42,7 +43,7 @@ from binlake.errors import BinlakeError
 from binlake.malloc import keep_freed_memory
 from binlake.schema.ddl import SchemaState
 from binlake.spark import schema
-from binlake.spark.settings import LOGS, SESSION, delta, in_driver, is_local, local
+from binlake.spark.settings import LOGS, SCHEDULER, SESSION, TABLES, delta, in_driver, is_local, local
 from binlake.spark.warehouse import Note, RunRange, Warehouse, warehouse_uri
 from binlake.spark.writer import WriterLease
 from binlake.splits.plan import DEFAULT_SPLIT_BYTES, Plan, Split, pieces_of, plan
@@ -234,14 +235,19 @@ class Job:
         p = self.plan
         s = self.summary
         s.files, s.bytes, s.splits = len(p.files), p.bytes, len(p.splits)
-        with WriterLease(self.warehouse, self.run_id, f"assemble {s.start}..{s.end}"):
+        with (WriterLease(self.warehouse, self.run_id, f"assemble {s.start}..{s.end}"),
+              ThreadPoolExecutor(len(TABLES), thread_name_prefix="binlake-write") as pool):
             self._delete(f"{self.warehouse}/_staging")  # a dead job's: no other job writes here now
+            # A new warehouse's tables made while the facts job runs: a table's first commit is
+            # seconds of the driver's, which the job's tasks leave idle.
+            made = pool.submit(self._in_pool, "create", self.tables.create_missing)
             try:
                 splits, bigs = self._timed("survey", self._cut_big)
                 self._timed("schema", self._schema_states, splits)
                 staged = self._timed("facts", self._facts, splits)
                 tables = self._timed("tables", self._tables, staged, bigs, splits)
-                self._timed("write", self._write, tables)
+                made.result()
+                self._timed("write", self._write, tables, pool)
             finally:
                 self._delete(self.staging)
         s.seconds = round(time.monotonic() - began, 3)
@@ -372,7 +378,7 @@ class Job:
         rows = [schema.arrow_record(kind, r, r["source"])[kind] for r in records]
         return self.spark.createDataFrame(rows, struct)
 
-    def _write(self, tables: dict[str, DataFrame]) -> None:
+    def _write(self, tables: dict[str, DataFrame], pool: ThreadPoolExecutor) -> None:
         """Each table's range replaced in one Delta commit (binlake.spark.warehouse), each commit
         naming the run. The small tables' figures come first: they decide the run's status, which
         every commit says (a range with error anomalies is not whole: `failed`)."""
@@ -395,15 +401,26 @@ class Job:
         note = Note(run=self.run_id, start=s.start, end=s.end, sources=list(self.sources), store=self.store,
                     status=s.status, failed_because=s.failed_because,
                     counts={"transactions": s.transactions, "anomalies": s.anomalies})
-        # The row changes first: theirs is the long write, so that the three commits come close together.
-        for name in ("row_changes", "transactions", "anomalies"):
-            df = dated[name]
-            began = time.monotonic()
-            commit = self.tables.replace(name, df, self.range, note=note, options=WRITE_OPTIONS.get(name))
-            s.versions[name] = commit.version
-            s.write_seconds[name] = round(time.monotonic() - began, 3)
+        # The three commits at once, a thread each in this session: the small tables' Delta work (the
+        # log, the files the range replaces, the commit) is the driver's, and overlaps the row
+        # changes' write, whose tasks take the cores. Each table's commit stays whole on its own.
+        writes = {name: pool.submit(self._in_pool, name, self._replace, name, df, note) for name, df in dated.items()}
+        for name, write in writes.items():
+            s.versions[name], s.write_seconds[name], rows = write.result()
             if name == "row_changes":  # every row of the range is the run's: its commit counted them
-                s.row_changes = commit.rows_written(self.run_id)
+                s.row_changes = rows
+
+    def _replace(self, name: str, df: DataFrame, note: Note) -> tuple[int, float, int]:
+        """One table's range replaced: its version, seconds and rows written."""
+        began = time.monotonic()
+        commit = self.tables.replace(name, df, self.range, note=note, options=WRITE_OPTIONS.get(name))
+        return commit.version, round(time.monotonic() - began, 3), commit.rows_written(self.run_id)
+
+    def _in_pool(self, pool: str, fn, *args):
+        """`fn` on a thread of the write pool, its Spark jobs in a scheduler pool of their own (FAIR:
+        beside the other threads', not queued behind them)."""
+        self.sc.setLocalProperty("spark.scheduler.pool", f"binlake-{pool}")
+        return fn(*args)
 
     # -- Hadoop file system: works for file:// and s3a:// alike --------------------------
 
@@ -469,7 +486,8 @@ def session(master: str | None = "local[*]", app: str = "binlake-assemble", conf
     b = SparkSession.builder.appName(app).config("spark.sql.execution.arrow.pyspark.enabled", "true")
     if master:
         b = b.master(master)
-    for k, v in {**SESSION, **LOGS, **delta(), **(local(conf) if is_local(master) else conf or {})}.items():
+    static = {**SESSION, **LOGS, **SCHEDULER, **delta()}
+    for k, v in {**static, **(local(conf) if is_local(master) else conf or {})}.items():
         b = b.config(k, v)
     where = master or "given by spark-submit"
     try:

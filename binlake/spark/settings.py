@@ -30,6 +30,9 @@ RETAIN_DAYS = 7
 # (drawn on stderr, which a task log shows as errors); binlake logs the job's progress as counts
 # itself. Set at start (static): `--conf spark.log.level=INFO` for more.
 LOGS = {"spark.log.level": "WARN", "spark.ui.showConsoleProgress": "false"}
+# Jobs that threads of one session run at once share the cores (each thread names its pool:
+# binlake.spark.job writes the three tables so) instead of queueing behind the first one's tasks.
+SCHEDULER = {"spark.scheduler.mode": "FAIR"}
 LOCAL_MEMORY = "3g"  # JVM heap of a local master unless spark.driver.memory says otherwise
 
 

@@ -36,6 +36,7 @@ from binlake.spark.version_suites import Applied, VersionChecks
 from binlake.spark.versions import Versions, cast, q
 from binlake.spark.warehouse import Warehouse, warehouse_uri
 from binlake.spark.writer import WriterLease
+from binlake.splits.plan import sources as archived_sources
 from binlake.splits.times import compact_ts, parse_time
 from binlake.tables import order as orders
 from binlake.tables import state as states
@@ -94,8 +95,9 @@ class TablesJob:
         self.reports: list[Report] = []  # the validation reports those suites joined
 
     def sources(self) -> list[str]:
-        """Every source the warehouse's transactions name."""
-        return sorted(r["source"] for r in self.wh.read("transactions").select("source").distinct().collect())
+        """Every source of the archive, as `binlake assemble` takes them when none is named: a
+        listing of the store, not a read of the whole `transactions` table."""
+        return sorted(archived_sources(open_store(self.store)))
 
     def run(self, sources: list[str] | None = None) -> list[Summary]:
         """Each source's range applied (or found unchanged, or refused); their summaries, also

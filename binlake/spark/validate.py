@@ -233,6 +233,7 @@ class Validation:
         # their own over the batch, and counting fills the caches.
         cached = {name: self.in_range(self.table(name)).cache() for name in ("transactions", "row_changes",
                                                                             "anomalies")}
+        self.spark.sparkContext.setJobDescription("binlake: validate: the range's rows")
         counts = {name: df.count() for name, df in cached.items()}
         log.info("validating %s..%s: %s", self.start, self.end, counts)
         # A small range's batches as one task each (a job's cost is then its planning, not a task per
@@ -282,6 +283,7 @@ def judge(context, source, name: str, batch: DataFrame, *, table: str, run_name:
     summary, GX's result as JSON, and the result's key for the data docs."""
     import great_expectations as gx
 
+    batch.sparkSession.sparkContext.setJobDescription(f"binlake: validate: the {name} suite")
     vd = context.validation_definitions.add_or_update(gx.ValidationDefinition(
         name=f"binlake_{name}", data=_batch_definition(_asset(source, table), table),
         suite=context.suites.add_or_update(load_suite(name))))

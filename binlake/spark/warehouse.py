@@ -151,6 +151,13 @@ class Warehouse:
             f"'delta.deletedFileRetentionDuration' = 'interval {RETAIN_DAYS} days', "
             f"'delta.logRetentionDuration' = 'interval {max(RETAIN_DAYS, 30)} days')")
 
+    def create_missing(self) -> None:
+        """The tables the warehouse lacks, made (a new warehouse's first run)."""
+        self.spark.sparkContext.setJobDescription("binlake: create the tables")
+        for name in TABLES:
+            if not self.exists(name):
+                self.create(name)
+
     def _check(self, name: str) -> None:
         if not self.exists(name):
             raise BinlakeError(f"{self.path(name)}: no such Delta table (run binlake assemble first; a warehouse "

@@ -26,7 +26,7 @@ from binlake.splits.times import parse_time
 from binlake.tables import order as orders
 from binlake.tables import state as states
 from binlake.tables.shapes import Shape
-from binlake.tables.state import SourceState, TableState
+from binlake.tables.state import BY_CREATE, SourceState, TableState
 from binlake.tables.stream import version_values
 
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -161,8 +161,9 @@ def tables_at(warehouse: str, source: str, at: str, *, names: list[str] | None =
     out, partials = [], []
     for ts in sorted(chosen, key=lambda t: (t.schema, t.table)):
         shape = point.shape(ts)
-        if shape is None and not _created_when_first_seen(ts):
-            # before binlake first knew the table (the archive's start): what it held is unknown, not nothing
+        if shape is None and (ts.complete_from is None or ts.complete_from.by != BY_CREATE):
+            # before binlake first knew the table (the archive's start, a baseline's point): what it
+            # held is unknown, not nothing; before the CREATE it first knew it by, no such table
             partials.append(f"{ts.schema}.{ts.table}")
             continue
         if shape is None or shape.columns is None or ts.version is None:
@@ -179,14 +180,6 @@ def tables_at(warehouse: str, source: str, at: str, *, names: list[str] | None =
                       f"SELECT {select} FROM t WHERE {point.sql()}")
         out.append(TableAt(ts, shape, rows))
     return out, partials
-
-
-def _created_when_first_seen(ts: TableState) -> bool:
-    """Whether the changelog's CREATE made the table (complete from its first shape on, not from a
-    baseline): before it, no such table. Otherwise binlake first knew it at the archive's start or
-    at a baseline's point, and cannot tell what was there before."""
-    return (bool(ts.shapes) and ts.baseline is None and ts.complete_from is not None
-            and ts.shapes[0].order == ts.complete_from.order)
 
 
 def _ident(name: str) -> str:

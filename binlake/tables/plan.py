@@ -26,7 +26,7 @@ from binlake.schema.model import Snapshot, Table
 from binlake.tables.baselines import Baseline
 from binlake.tables.fold import BASELINE, SHAPE, TableEvent
 from binlake.tables.shapes import Effects, Reshape, Shape, next_shape, statement_effects
-from binlake.tables.state import Point, SourceState, TableState
+from binlake.tables.state import BY_BASELINE, BY_CREATE, BY_RECREATE, Point, SourceState, TableState
 from binlake.tables.stream import BaselineLoad, Lineage, Routes, Segment
 
 log = logging.getLogger(__name__)
@@ -209,7 +209,8 @@ class Planner:
                 lineage = self._new_lineage(name, s.order, ts.key)
                 lineage.events.append(self._reshape(name, s.order, s.time, now, effects=e, txn=s.txn))
                 if ts.complete_from is None:  # complete from here; a name complete before stays so (DROP, CREATE)
-                    ts.complete_from = Point(s.order, s.time)
+                    # this CREATE its first shape: before it, no such table; else it was there, partial
+                    ts.complete_from = Point(s.order, s.time, BY_CREATE if len(ts.shapes) == 1 else BY_RECREATE)
                     ts.baseline = None
             elif name in self.live:  # ALTER (or a statement the history could not follow: untyped)
                 lineage = self.lineages[self.live[name]]
@@ -245,7 +246,7 @@ class Planner:
             lineage.single = lineage.key is None
             ts.key = ts.key or bt.key
             lineage.events.append(TableEvent(b.start, BASELINE, "", b.started_at, "baseline"))
-            ts.complete_from = Point(bt.complete, b.started_at)
+            ts.complete_from = Point(bt.complete, b.started_at, BY_BASELINE)
             ts.baseline = {"id": b.id, "rows": bt.rows}
             shape = len(ts.shapes) - 1
             self.loads.append(BaselineLoad(lineage_id, ts.name, shape, b.start, b.started_at,

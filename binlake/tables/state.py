@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from binlake.archive.stores import open_store
@@ -46,19 +46,27 @@ def state_key(source: str) -> str:
     return f"tables/{escape(source)}/{STATE}"
 
 
+# How a table became complete (`complete_from.by`): its CREATE in the changelog, binlake's first
+# sight of it (before, no such table); a CREATE again of a name binlake knew only partially (before
+# its first shape, unknown); or a baseline (before its point, unknown).
+BY_CREATE, BY_RECREATE, BY_BASELINE = "create", "recreate", "baseline"
+
+
 @dataclass(frozen=True)
 class Point:
-    """A place in the source's commit order and its commit time."""
+    """A place in the source's commit order and its commit time; as a table's `complete_from`,
+    how it became complete (`by`)."""
 
     order: str
     time: str
+    by: str | None = None
 
     def to_json(self) -> dict[str, str]:
-        return {"order": self.order, "time": self.time}
+        return {"order": self.order, "time": self.time, **({"by": self.by} if self.by else {})}
 
     @classmethod
     def of(cls, d: dict[str, Any] | None) -> Point | None:
-        return cls(d["order"], d["time"]) if d else None
+        return cls(d["order"], d["time"], d.get("by")) if d else None
 
 
 @dataclass
@@ -95,8 +103,14 @@ class TableState:
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> TableState:
-        return cls(d["schema"], d["table"], d["path"], d.get("version"), d.get("key"), Point.of(d.get("complete_from")),
-                   d.get("baseline"), [Shape.from_json(s) for s in d.get("shapes") or []], dict(d.get("columns") or {}))
+        ts = cls(d["schema"], d["table"], d["path"], d.get("version"), d.get("key"), Point.of(d.get("complete_from")),
+                 d.get("baseline"), [Shape.from_json(s) for s in d.get("shapes") or []], dict(d.get("columns") or {}))
+        done = ts.complete_from
+        if done is not None and done.by is None:  # written before `by` was: what its other fields imply
+            by = (BY_BASELINE if ts.baseline else BY_CREATE if ts.shapes and ts.shapes[0].order == done.order
+                  else BY_RECREATE)
+            ts.complete_from = replace(done, by=by)
+        return ts
 
 
 @dataclass

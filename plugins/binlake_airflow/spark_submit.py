@@ -1,7 +1,8 @@
 """The Spark provider's SparkSubmitOperator as binlake's jobs need it: the `binlake` Variable's
 Spark connection, Delta Lake's jars and SQL, S3A pointed at the AWS connection's endpoint, the
 AWS connection's keys as environment (never as settings, which Airflow logs with the command),
-a local master's driver and executors on this interpreter, and the pool of the warehouse's writers."""
+a local master's driver and executors on this interpreter, and the pool of the warehouse's writers;
+and the jobs over a run's range (assemble, apply_tables), their range and sources given one way."""
 
 from __future__ import annotations
 
@@ -13,6 +14,11 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from binlake.local.airflow import WRITERS_POOL
 from binlake.spark import settings as spark_settings
 from binlake_airflow import resources, settings
+
+# The interval a run covers: its data interval, unless the run's params name another range
+# (a manual run over any range: `airflow dags trigger -c '{"start": …, "end": …}'`).
+START = "{{ params.start or data_interval_start.isoformat() }}"
+END = "{{ params.end or data_interval_end.isoformat() }}"
 
 
 class BinlakeSubmitOperator(SparkSubmitOperator):
@@ -48,6 +54,30 @@ class BinlakeSubmitOperator(SparkSubmitOperator):
             conf = {**conf, **{f"spark.executorEnv.{k}": v for k, v in aws.items()}, **cfg.spark_conf}
         self.conf = conf
         self.env_vars = {**(self.env_vars or {}), **env}
+
+
+class RangeSubmitOperator(BinlakeSubmitOperator):
+    """A job over the run's range (`start`, `end`: templates rendered at run time) for every source
+    of the `binlake` Variable, with the arguments DESIGN.md's command line gives every such job:
+    `--store --warehouse --start --end`, then `--source` for each source."""
+
+    template_fields = (*BinlakeSubmitOperator.template_fields, "start", "end")
+
+    def __init__(self, *, start: str = START, end: str = END, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.start = start
+        self.end = end
+
+    def range_args(self, cfg: settings.Settings) -> list[str]:
+        args = ["--store", cfg.store, "--warehouse", cfg.warehouse, "--start", self.start, "--end", self.end]
+        for spec in cfg.sources:
+            args += ["--source", spec.name]
+        return args
+
+    def prepare_range(self, cfg: settings.Settings, conn, extra: list[str]) -> None:
+        """The job's arguments (the range's, then `extra`: the job's own), environment and settings."""
+        self.application_args = [*self.range_args(cfg), *extra]
+        self.prepare(cfg, conn, (self.start, self.end))
 
 
 def _planned(cfg: settings.Settings, span: tuple[str, str]):

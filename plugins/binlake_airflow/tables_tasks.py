@@ -10,8 +10,8 @@ from pathlib import Path
 from airflow.sdk import Asset, AssetAlias
 
 from binlake_airflow import resources, settings
-from binlake_airflow.spark_submit import BinlakeSubmitOperator
-from binlake_airflow.transactions_tasks import END, START, TABLE_ASSETS, dataset
+from binlake_airflow.spark_submit import RangeSubmitOperator
+from binlake_airflow.transactions_tasks import TABLE_ASSETS, dataset
 
 log = logging.getLogger(__name__)
 
@@ -25,7 +25,7 @@ def tables_asset(source: str) -> Asset:
     return Asset(name=f"binlake_tables_{source}", uri=f"binlake://warehouse/tables/{source}", group="binlake")
 
 
-class TablesOperator(BinlakeSubmitOperator):
+class TablesOperator(RangeSubmitOperator):
     """`spark_jobs/apply_tables.py` (`binlake tables`) over the run's range, for every source of the
     `binlake` Variable: the range's changelog, in commit order, on top of what the ranges before
     left, into each source table's row versions (docs/tables.md). It runs once `validate` passed,
@@ -42,16 +42,12 @@ class TablesOperator(BinlakeSubmitOperator):
     or `unchanged`) and the versions opened and closed. It queues with the
     other writers of the warehouse (the pool `binlake_warehouse`)."""
 
-    template_fields = (*BinlakeSubmitOperator.template_fields, "start", "end")
-
-    def __init__(self, *, start: str = START, end: str = END, **kwargs) -> None:
+    def __init__(self, **kwargs) -> None:
         kwargs.setdefault("application", str(JOB))
         kwargs.setdefault("name", "binlake-tables")
         kwargs.setdefault("inlets", [TABLE_ASSETS["transactions"], TABLE_ASSETS["row_changes"]])
         kwargs.setdefault("outlets", [TABLES_ALIAS])
         super().__init__(**kwargs)
-        self.start = start
-        self.end = end
 
     def execute(self, context):
         from airflow.sdk.exceptions import AirflowException, AirflowFailException
@@ -61,12 +57,7 @@ class TablesOperator(BinlakeSubmitOperator):
 
         cfg = settings.load()
         conn = resources.connection(self._conn_id, "the tables job's Spark")
-        args = ["--store", cfg.store, "--warehouse", cfg.warehouse, "--start", self.start, "--end", self.end,
-                "--quality", str(settings.quality(cfg))]
-        for spec in cfg.sources:
-            args += ["--source", spec.name]
-        self.application_args = args
-        self.prepare(cfg, conn, (self.start, self.end))
+        self.prepare_range(cfg, conn, ["--quality", str(settings.quality(cfg))])
         store, key = warehouse_store(cfg.warehouse), summary_key(self.start, self.end)
         store.delete(key)  # an earlier try's: what is read below is this job's
         log.info("applying %s .. %s of %s to the source tables in %s (%s)", self.start, self.end,

@@ -12,7 +12,7 @@ from airflow.sdk import Asset, PokeReturnValue, get_current_context, task
 from binlake.spark import settings as spark_settings
 from binlake_airflow import reports, resources, settings
 from binlake_airflow.archive_tasks import ARCHIVE
-from binlake_airflow.spark_submit import BinlakeSubmitOperator
+from binlake_airflow.spark_submit import RangeSubmitOperator
 
 log = logging.getLogger(__name__)
 
@@ -21,11 +21,6 @@ REPORT_ASSET = Asset(name="binlake_quality_report", uri="binlake://warehouse/qua
 # The warehouse's tables: each run's assemble task adds an event to each, with its range and counts.
 TABLE_ASSETS = {name: Asset(name=f"binlake_{name}", uri=f"binlake://warehouse/{name}", group="binlake")
                 for name in spark_settings.TABLES}
-
-# The interval a run covers: its data interval, unless the run's params name another range
-# (a manual run over any range: `airflow dags trigger -c '{"start": …, "end": …}'`).
-START = "{{ params.start or data_interval_start.isoformat() }}"
-END = "{{ params.end or data_interval_end.isoformat() }}"
 
 
 @task.sensor(poke_interval=60, timeout=24 * 3600, mode="reschedule", doc_md="""
@@ -105,7 +100,7 @@ def _archive_failures() -> str:
             else "binlake_archive has no failed run: is it scheduled and unpaused?")
 
 
-class AssembleOperator(BinlakeSubmitOperator):
+class AssembleOperator(RangeSubmitOperator):
     """`spark_jobs/assemble_transactions.py` through spark-submit, on the `binlake` Variable's
     store, warehouse, sources and Spark connection. The job replaces exactly the interval's
     rows in one Delta commit per table, so a retry or rerun is safe. One at a time
@@ -119,24 +114,17 @@ class AssembleOperator(BinlakeSubmitOperator):
     it wrote) and returns the report's name, which the validate task reads instead of validating
     again."""
 
-    template_fields = (*BinlakeSubmitOperator.template_fields, "start", "end")
-
-    def __init__(self, *, start: str = START, end: str = END, **kwargs) -> None:
+    def __init__(self, **kwargs) -> None:
         kwargs.setdefault("application", str(JOB))
         kwargs.setdefault("name", "binlake-assemble")
         kwargs.setdefault("inlets", [ARCHIVE])
         kwargs.setdefault("outlets", list(TABLE_ASSETS.values()))
         super().__init__(**kwargs)
-        self.start = start
-        self.end = end
 
     def execute(self, context):
         cfg = settings.load()
         conn = resources.connection(self._conn_id, "the assemble job's Spark")
-        args = ["--store", cfg.store, "--warehouse", cfg.warehouse, "--start", self.start, "--end", self.end,
-                "--split-bytes", str(cfg.split_bytes)]
-        for spec in cfg.sources:
-            args += ["--source", spec.name]
+        args = ["--split-bytes", str(cfg.split_bytes)]
         quality_run = None
         deploy_mode = self._deploy_mode or conn.extra_dejson.get("deploy-mode") or "client"
         if deploy_mode == "client" and (spark_settings.local_warehouse(cfg.warehouse) or cfg.quality):
@@ -147,8 +135,7 @@ class AssembleOperator(BinlakeSubmitOperator):
                      "--quality", str(settings.quality(cfg))]
             args += [a for suite in cfg.warn_only for a in ("--warn-only", suite)]
             args += [a for severity in cfg.allowed_severities for a in ("--allow-severity", severity)]
-        self.application_args = args
-        self.prepare(cfg, conn, (self.start, self.end))
+        self.prepare_range(cfg, conn, args)
         log.info("assembling %s .. %s of %s into %s (%s)%s", self.start, self.end,
                  ", ".join(s.name for s in cfg.sources), cfg.warehouse, conn.host,
                  f", then validating as {quality_run}" if quality_run else "")
