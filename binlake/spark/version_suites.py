@@ -23,7 +23,9 @@ The SQL checks read these views besides their batch:
                       updates, deletes; an XA transaction's at its XA COMMIT's order, as the
                       apply takes them)
   bl_complete_from    per table: the order it is complete from (null: partial, never complete);
-                      a change at or before it may be in a baseline instead of a version
+                      a change at or before it may be in a baseline instead of a version; and
+                      the order it is partial again from (`partial_from`: a DML logged as a
+                      statement wrote it; null: never), from which its changes are left out
 """
 
 from __future__ import annotations
@@ -155,9 +157,11 @@ class VersionChecks:
          .groupBy("source", "schema", "table", F.col("applied_order").alias("txn_order"))
          .agg(*[F.sum((F.col("op") == op).cast("long")).alias(f"{op}s") for op in ("insert", "update", "delete")])
          .createOrReplaceTempView("bl_version_changes"))
-        complete = [(source, ts.schema, ts.table, ts.complete_from.order if ts.complete_from else None)
+        complete = [(source, ts.schema, ts.table, ts.complete_from.order if ts.complete_from else None,
+                     ts.partial_from.order if ts.partial_from else None)
                     for source, a in self.applied.items() for ts in a.state.tables.values()]
-        spark.createDataFrame(complete, "source string, schema string, table string, complete_from string") \
+        spark.createDataFrame(complete, "source string, schema string, table string, complete_from string, "
+                                        "partial_from string") \
             .createOrReplaceTempView("bl_complete_from")
 
     def after_apply(self, assembled: list[tuple[int, str, str, list[str]]]) -> list[Report]:

@@ -8,9 +8,10 @@
 -- opens and closes none of its versions, and a version opened or closed where the range has no
 -- transaction is unexpected. Left out: DDL transactions (they close every row, or give each a
 -- new version; their own versions are `ddl`), snapshot versions (a baseline's rows), and a
--- table's changes up to the order it is complete from, or all of them while it is partial (a
--- change before a baseline chunk's point is in that baseline, not in a version; a partial
--- table's update may find no version).
+-- table's changes up to the order it is complete from, or all of them while it is partial, and
+-- from the order it is partial again on (`partial_from`: a DML logged as a statement wrote rows
+-- no version shows) (a change before a baseline chunk's point is in that baseline, not in a
+-- version; a partial table's update may find no version).
 -- Unexpected: per table and transaction order, the counts that disagree.
 WITH sides AS (
     SELECT source, schema, `table`, txn_order, inserts, updates, deletes, 0 AS opened, 0 AS closed
@@ -35,7 +36,8 @@ FROM judged j
 LEFT JOIN bl_version_txns t ON t.source = j.source AND t.txn_order = j.txn_order
 LEFT JOIN bl_complete_from f ON f.source = j.source AND f.schema = j.schema AND f.`table` = j.`table`
 WHERE (t.kind IS NULL OR t.kind <> 'ddl')
-  AND (f.`table` IS NULL OR (f.complete_from IS NOT NULL AND j.txn_order > f.complete_from))
+  AND (f.`table` IS NULL OR (f.complete_from IS NOT NULL AND j.txn_order > f.complete_from
+                             AND (f.partial_from IS NULL OR j.txn_order < f.partial_from)))
   AND (t.txn_order IS NULL
        OR j.opened - j.closed <> j.inserts - j.deletes
        OR j.opened > j.inserts + j.updates
