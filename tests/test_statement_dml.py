@@ -106,3 +106,35 @@ def test_a_transactions_tables_name_what_its_statements_wrote(flavor, skim):
         assert ANY not in t["tables"]
         seen.add(t["gtid"])
     assert set(by_gtid) <= seen
+
+
+def test_a_statement_whose_tables_cannot_be_read_makes_every_table_held_then_partial():
+    """The planner's rule (binlake.tables.plan.Planner._written), over a state made here: ANY marks
+    every table with columns at that order (not one dropped before it, not one made after it), a
+    named write its table only, and a CREATE after a write makes the table complete again."""
+    from binlake.tables.plan import Planner, Statement, Written
+    from binlake.tables.shapes import Col, Shape
+    from binlake.tables.state import Point, SourceState
+
+    state = SourceState("src")
+    cols = [Col("id", "id", "int")]
+    for name, shapes in {"a": [Shape("o1", "t1", cols)], "b": [Shape("o1", "t1", cols)],
+                         "gone": [Shape("o1", "t1", cols), Shape("o2", "t2", None)],
+                         "later": [Shape("o6", "t6", cols)]}.items():
+        ts = state.table("db", name)
+        ts.shapes, ts.complete_from = shapes, Point("o1", "t1", "create")
+    Planner(state, Point("o3", "t3"), None).plan([], {}, {}, [], written=[Written("o4", "t4", ANY)])
+    assert {k: t.partial_from for k, t in state.tables.items()} == \
+        {"db/a": Point("o4", "t4", "statement"), "db/b": Point("o4", "t4", "statement"), "db/gone": None,
+         "db/later": None}
+
+    state = SourceState("src")
+    for name in ("a", "b"):
+        ts = state.table("db", name)
+        ts.shapes, ts.complete_from = [Shape("o1", "t1", cols)], Point("o1", "t1", "create")
+    drop_create = [Statement("o5", "t5", "x:5", "db", "DROP TABLE a"),
+                   Statement("o6", "t6", "x:6", "db", "CREATE TABLE a (id INT PRIMARY KEY)")]
+    Planner(state, Point("o3", "t3"), None).plan(drop_create, {}, {}, [],
+                                                 written=[Written("o4", "t4", "db.a"), Written("o7", "t7", "db.b")])
+    assert (state.tables["db/a"].partial_from, state.tables["db/a"].complete_from.order) == (None, "o6")
+    assert state.tables["db/b"].partial_from == Point("o7", "t7", "statement")

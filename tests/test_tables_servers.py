@@ -510,10 +510,10 @@ def _partial(warehouse: Path, at: str, table: str) -> str:
 def test_a_table_written_by_statement_is_partial_from_there_on(request, spark, tmp_path, flavor):
     """A session logging `binlog_format=STATEMENT` writes `stmt` (INSERT, UPDATE, a multi-table
     UPDATE naming `joined` too, DELETE) while another logs rows into `kept`: `stmt` and `joined` are
-    partial from their first statement on, asof refuses them there and after (a row-logged UPDATE
-    of a row a statement inserted comes later), `kept` equals the server's SELECT throughout, and
-    the row versions' suites pass (_apply). MySQL 9 accepts the session's binlog_format (it warns
-    that it is deprecated)."""
+    partial from their first statement on, asof refuses them there and after (later, rows logged
+    again: an UPDATE of a row a statement inserted, an INSERT of a key a statement deleted), `kept`
+    equals the server's SELECT throughout, and the row versions' suites pass (_apply). MySQL 9
+    accepts the session's binlog_format (it warns that it is deprecated)."""
     server = request.getfixturevalue(f"{flavor}_factory")()  # the test's own: its binary log is read whole
     store = f"file://{tmp_path}/store"
     cols = {"kept": ["id", "v"], "stmt": ["id", "v"], "joined": ["id", "v"]}
@@ -537,6 +537,7 @@ def test_a_table_written_by_statement_is_partial_from_there_on(request, spark, t
         cur.execute("DELETE FROM shop.stmt WHERE id = 2")
         cur.execute("SET SESSION binlog_format = 'ROW'")
         cur.execute("UPDATE shop.stmt SET v = 'rows again' WHERE id = 3")  # a row no version holds
+        cur.execute("INSERT INTO shop.stmt VALUES (2, 'back')")  # its version the statement's DELETE never closed
         rcur.execute("INSERT INTO shop.kept VALUES (3, 'kept 3')")
         rcur.execute("DELETE FROM shop.kept WHERE id = 2")
         points.append(_checkpoint(look, cols, flavor))  # 4

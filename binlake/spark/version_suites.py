@@ -9,7 +9,9 @@ rebuild's included), the tables it committed to are read through Delta at the ve
   versions   the row versions the range opened or closed (`_valid_from` or `_valid_to` in the
              range), with every other version of their keys; columns `source, schema, table,
              key` (the key's values as JSON; null for a table without a key, a multiset) and the
-             version columns
+             version columns. Of a table partial again (`partial_from`: written by statement),
+             only the versions opened before: a statement's changes are in none, so those
+             opened after may meet versions it ended on the server (two current, overlapping)
   baselines  one row per table the apply committed to that was loaded from a baseline: the rows
              its snapshot's record gives it (snapshot.json in the archive, the oracle, not the
              engine's copy in `_binlake.json`) and its `snapshot` versions
@@ -102,6 +104,8 @@ class VersionChecks:
                        else F.lit(None).cast("string"))
                 df = self._read(ts).select(F.lit(source).alias("source"), F.lit(ts.schema).alias("schema"),
                                            F.lit(ts.table).alias("table"), key.alias("key"), *VERSION_COLUMNS)
+                if ts.partial_from is not None:  # written by statement: the versions opened since are partial's
+                    df = df.where(F.col("_from_order") < ts.partial_from.order)
                 if columns:  # every version of the keys the range touched
                     df = df.join(F.broadcast(df.where(touched).select("key").distinct()), "key", "left_semi")
                 else:
