@@ -265,7 +265,7 @@ class TablesJob:
         first_row = in_range.where(F.col("outcome") == "committed").agg(F.min("order").alias("o")).collect()[0]["o"]
         first = min([o for o in [first_row] + [b.start for b in baselines] if o] or [orders.order("x.000001", 0)])
         planner = Planner(state, Point(first, start), history)
-        written = self._written(in_range, changes, statements, baselines)
+        written = self._written(state.source, in_range, span, statements=statements, baselines=baselines)
         plan = planner.plan(statements, touched, keys, baselines, written=written)
         check_names(state.tables[t] for t in plan.touched if t in state.tables)
         self._prepare(state, plan)
@@ -307,19 +307,24 @@ class TablesJob:
                    .select("schema", "table", "op", "before", "after", "seq", "order", "txn", "at"))
         return rows.unionByName(xa_rows)
 
-    def _written(self, in_range: DataFrame, changes: DataFrame, statements: list[Statement],
+    def _written(self, source: str, in_range: DataFrame, span: tuple[str, str], *, statements: list[Statement],
                  baselines: list[Baseline]) -> list[Written]:
         """The tables the range's transactions wrote by statement: named in a transaction's `tables`
-        with no row change of their own there (a rolled-back one's too: a non-transactional table
-        keeps what a statement wrote). Of each table, the first after each table statement or
-        baseline point: what may make it complete again (binlake.tables.plan.Planner._written)."""
+        with no row change of their own there, applied or not (a rolled-back one's too: a
+        non-transactional table keeps what a statement wrote). Of each table, the first after each
+        table statement or baseline point: what may make it complete again
+        (binlake.tables.plan.Planner._written)."""
+        lo, hi = (F.lit(t).cast("timestamp") for t in span)
+        own = (self.wh.read("row_changes").where((F.col("source") == source) & (F.col("commit_ts") >= lo)
+                                                  & (F.col("commit_ts") < hi))
+               .select("txn_id", "binlog_file", F.concat_ws(".", "schema", "table").alias("name")).distinct())
         marks = sorted({st.order for st in statements} | {bt.complete for b in baselines for bt in b.tables.values()})
-        own = changes.select("order", F.concat_ws(".", "schema", "table").alias("name")).distinct()
         before = F.size(F.filter(F.array(*[F.lit(m) for m in marks]), lambda m: m < F.col("order"))) if marks \
             else F.lit(0)
         rows = (in_range.where((F.col("outcome") != "incomplete") & (F.size("tables") > 0))
-                .select("order", _ts(in_range, "commit_ts").alias("at"), F.explode("tables").alias("name"))
-                .join(own, ["order", "name"], "left_anti")
+                .select("txn_id", "binlog_file", "order", _ts(in_range, "commit_ts").alias("at"),
+                        F.explode("tables").alias("name"))
+                .join(own, ["txn_id", "binlog_file", "name"], "left_anti")
                 .groupBy("name", before.alias("after"))
                 .agg(F.min_by(F.struct("order", "at"), F.col("order")).alias("first"))
                 .select("name", "first.order", "first.at").collect())
