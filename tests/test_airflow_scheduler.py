@@ -145,7 +145,8 @@ def test_the_ui_shows_both_dags_and_runs_a_triggered_interval(stack, chromium):
         frame = page.frame_locator("iframe").first
         frame.get_by_text("PASSED", exact=True).wait_for(timeout=60_000)
         suites = frame.locator("table tr td:first-child").all_inner_texts()
-        assert suites == ["transactions", "row_changes", "anomalies", "continuity"]  # expectations/, in order
+        # expectations/, in order: the boundary suites, then the row versions' that apply_tables adds
+        assert suites == ["transactions", "row_changes", "anomalies", "continuity", "versions", "baselines"]
         assert frame.get_by_text(f"transactions {samples_truth()['transactions']}").count() >= 1
         page.screenshot(path=str(ARTIFACTS / "airflow-report.png"), full_page=True)
         frame.get_by_role("link", name="All validations (data docs)").click()

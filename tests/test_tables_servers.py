@@ -228,7 +228,10 @@ def _assemble_validate_apply(spark, store: str, warehouse: Path) -> None:
 def _apply(spark, store: str, warehouse: Path, start: str, end: str):
     from binlake.spark.tables import TablesJob
 
-    (summary,) = TablesJob(spark, store, str(warehouse), (start, end)).run(["src"])
+    job = TablesJob(spark, store, str(warehouse), (start, end))
+    (summary,) = job.run(["src"])
+    # what it applied holds to the row versions' suites (docs/quality.md, "Row versions")
+    assert all(r.success for r in job.reports), "\n".join(r.text() for r in job.reports)
     return summary
 
 
@@ -564,3 +567,64 @@ def test_the_generations_after_a_reset_apply_in_commit_order(mysql_factory, spar
         else:
             proc = run_cli("asof", "--warehouse", str(warehouse), "--source", "src", "--at", point["gtid"])
             assert proc.returncode == 1 and "2 times" in proc.stderr and "give a time" in proc.stderr, proc.stderr
+
+
+def _partial(warehouse: Path, at: str, table: str) -> str:
+    """`binlake asof` of a table it must refuse as partial at `at`: its stderr."""
+    proc = run_cli("asof", "--warehouse", str(warehouse), "--source", "src", "--at", at, "--table", f"shop.{table}")
+    assert proc.returncode == 1 and f"shop.{table} is partial" in proc.stderr, (at, table, proc.stdout, proc.stderr)
+    return proc.stderr
+
+
+@pytest.mark.parametrize("flavor", ["mysql", "mariadb"])
+def test_a_table_written_by_statement_is_partial_from_there_on(request, spark, tmp_path, flavor):
+    """A session logging `binlog_format=STATEMENT` writes `stmt` (INSERT, UPDATE, a multi-table
+    UPDATE naming `joined` too, DELETE) while another logs rows into `kept`: `stmt` and `joined` are
+    partial from their first statement on, asof refuses them there and after (later, rows logged
+    again: an UPDATE of a row a statement inserted, an INSERT of a key a statement deleted), `kept`
+    equals the server's SELECT throughout, and the row versions' suites pass (_apply). MySQL 9
+    accepts the session's binlog_format (it warns that it is deprecated)."""
+    server = request.getfixturevalue(f"{flavor}_factory")()  # the test's own: its binary log is read whole
+    store = f"file://{tmp_path}/store"
+    cols = {"kept": ["id", "v"], "stmt": ["id", "v"], "joined": ["id", "v"]}
+    _archive(server, store)  # the schema history before the workload
+    with server.connect() as conn, conn.cursor() as cur, server.connect() as rows, rows.cursor() as rcur, \
+            server.connect() as other, other.cursor() as look:
+        cur.execute("CREATE DATABASE shop")
+        for name in cols:
+            cur.execute(f"CREATE TABLE shop.{name} (id INT PRIMARY KEY, v VARCHAR(20))")
+            cur.execute(f"INSERT INTO shop.{name} VALUES (1, '{name} 1'), (2, '{name} 2')")
+        points = [_checkpoint(look, cols, flavor)]  # 0: every table complete
+        cur.execute("SET SESSION binlog_format = 'STATEMENT'")
+        cur.execute("USE shop")
+        cur.execute("INSERT INTO stmt VALUES (3, 'stmt 3')")  # unqualified: the session's database
+        points.append(_checkpoint(look, cols, flavor))  # 1: stmt written by statement
+        cur.execute("UPDATE /* a comment */ `stmt` SET v = 'updated' WHERE id = 1")
+        rcur.execute("UPDATE shop.kept SET v = 'row logged' WHERE id = 1")
+        points.append(_checkpoint(look, cols, flavor))  # 2: joined not written yet
+        cur.execute("UPDATE stmt s JOIN shop.joined j ON s.id = j.id SET s.v = j.v")  # names joined too
+        points.append(_checkpoint(look, cols, flavor))  # 3: joined partial
+        cur.execute("DELETE FROM shop.stmt WHERE id = 2")
+        cur.execute("SET SESSION binlog_format = 'ROW'")
+        cur.execute("UPDATE shop.stmt SET v = 'rows again' WHERE id = 3")  # a row no version holds
+        cur.execute("INSERT INTO shop.stmt VALUES (2, 'back')")  # its version the statement's DELETE never closed
+        rcur.execute("INSERT INTO shop.kept VALUES (3, 'kept 3')")
+        rcur.execute("DELETE FROM shop.kept WHERE id = 2")
+        points.append(_checkpoint(look, cols, flavor))  # 4
+        cur.execute("FLUSH BINARY LOGS")
+    _archive(server, store)
+    warehouse = tmp_path / "lake"
+    _assemble_validate_apply(spark, store, warehouse)  # the row versions' suites pass (_apply)
+
+    # partial from the workload's first statement-logged write of each: stmt at 1, joined at 3
+    partial_at = {"kept": None, "stmt": 1, "joined": 3}
+    for i, point in enumerate(points):
+        for at in (point["gtid"], point["time"]):
+            for table, since in partial_at.items():
+                if since is not None and i >= since:
+                    assert "a DML logged as a statement wrote it" in _partial(warehouse, at, table)
+                else:  # the server's SELECT at that checkpoint
+                    assert _asof(warehouse, at, table, flavor) == point["tables"][table], (i, at, table)
+    state = json.loads((warehouse / "tables" / "src" / "_binlake.json").read_text())["tables"]
+    assert {k: (t.get("partial_from") or {}).get("by") for k, t in state.items()} == \
+        {"shop/kept": None, "shop/stmt": "statement", "shop/joined": "statement"}

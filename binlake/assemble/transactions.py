@@ -3,10 +3,10 @@ that opened it, its commit facts (Facts, learnt ahead of its rows) and its count
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from binlake.assemble.statement_dml import DML_RE
 from binlake.binlog import constants as c
 from binlake.binlog.events import parse_xa_xid
 from binlake.records import AnomalyRecord, TransactionRecord, anomaly, derived_txn_id, ts_from_micros, ts_from_seconds
@@ -14,9 +14,6 @@ from binlake.records import AnomalyRecord, TransactionRecord, anomaly, derived_t
 if TYPE_CHECKING:
     from binlake.boundaries.describe import Event
 
-# A statement that changes rows (MySQL's DML commands), past any leading comments: logged with no
-# BEGIN around it (a non-transactional table's, MySQL 5.0's autocommit ones) it is still `dml`.
-_DML_RE = re.compile(r"\s*(?:/\*.*?\*/\s*)*(INSERT|REPLACE|UPDATE|DELETE|LOAD\s+(DATA|XML))\b", re.I | re.S)
 
 
 @dataclass
@@ -158,4 +155,6 @@ def classify_end(start: Event, end: Event | None) -> tuple[str, str, str | None]
         if text.startswith("ROLLBACK"):
             return "dml", "rolled_back", "QUERY_ROLLBACK"
         return "xa_prepare", "prepared", "XA_PREPARE"  # MariaDB's QUERY 'XA PREPARE'
-    return "dml" if _DML_RE.match(end.query.text) else "ddl", "committed", "SELF_CONTAINED"
+    # a statement that changes rows logged with no BEGIN around it (a non-transactional table's,
+    # MySQL 5.0's autocommit ones) is still `dml`
+    return "dml" if DML_RE.match(end.query.text) else "ddl", "committed", "SELF_CONTAINED"

@@ -25,6 +25,7 @@ from binlake.assemble.lookahead import lookahead
 from binlake.assemble.outputs import Output, Takes
 from binlake.assemble.rowsevents import DECODE_ERRORS, Placing, RowsEvents, rows_query
 from binlake.assemble.segments import Segmenter
+from binlake.assemble.statement_dml import written_tables
 from binlake.assemble.stream import events, next_type
 from binlake.assemble.transactions import Facts, Txn, open_txn, transaction_record
 from binlake.binlog import constants as c
@@ -351,7 +352,12 @@ class FileAssembler:
 
     def _add(self, txn: Txn, e: Event) -> None:
         self._add_frame(txn, e.frame, e.inner)
-        if e.query is not None and self.schema is not None and e.role == "statement" and not e.query.error_code:
+        if e.query is None or e.role != "statement":
+            return
+        # statement-logged DML: its tables, from its text (an error code too: it may have written some)
+        txn.tables.update(written_tables(e.query.db, e.query.text,
+                                         grouped=e.boundary in (Boundary.INSIDE, Boundary.START)))
+        if self.schema is not None and not e.query.error_code:
             self.schema.apply(e.query.db, e.query.text, e.query.collation_server)
             if self.lane is not None:
                 self.lane.forget()

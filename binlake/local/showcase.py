@@ -65,8 +65,8 @@ def choose(warehouse: str, sources: list[str]) -> Choice | None:
         state = states.load(warehouse, source)
         for ts in sorted(state.tables.values(), key=lambda t: t.name) if state is not None else []:
             shape = ts.shape()
-            if ts.version is None or ts.complete_from is None or shape is None or shape.columns is None \
-                    or len(shape.columns) > MAX_COLUMNS:
+            if ts.version is None or ts.complete_from is None or ts.partial_from is not None or shape is None \
+                    or shape.columns is None or len(shape.columns) > MAX_COLUMNS:  # complete, small tables only
                 continue
             versions = query(f"{uri}/{ts.path}", options, ts.version,
                              "SELECT _from_txn, _from_order, _valid_from, _to_txn, _to_order, _valid_to, _unknown "

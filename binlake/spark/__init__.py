@@ -102,10 +102,12 @@ def add_tables_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run_tables(args: argparse.Namespace, spark=None) -> int:
-    """`binlake tables`: one JSON line per source; exit 1 when a source's range is refused."""
+    """`binlake tables`: one JSON line per source; exit 1 when a source's range is refused or the
+    row versions' suites fail over what it applied."""
     from binlake.spark.job import session
     from binlake.spark.tables import TablesJob
 
+    _import_behind("great_expectations")  # for the row versions' suites after the apply
     spark = spark or session(getattr(args, "master", None), app="binlake-tables",
                              conf=_conf(getattr(args, "conf", None)))
     job = TablesJob(spark, args.store, args.warehouse, (args.start, args.end), quality=args.quality,
@@ -115,6 +117,10 @@ def run_tables(args: argparse.Namespace, spark=None) -> int:
         print(summary.line(), flush=True)
         if summary.status == "refused":
             print(f"binlake: tables of {summary.source}: {summary.reason}", file=sys.stderr)
+            status = 1
+    for report in job.reports:  # the row versions' suites, in the range's validation reports
+        if not report.success:
+            print(f"binlake: the row versions' suites failed:\n{report.text()}", file=sys.stderr)
             status = 1
     return status
 

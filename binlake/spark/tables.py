@@ -32,6 +32,8 @@ from binlake.archive.stores import open_store
 from binlake.errors import BinlakeError
 from binlake.spark import verdicts
 from binlake.spark.settings import SESSION, quality_dir
+from binlake.spark.validate import Report
+from binlake.spark.version_suites import Applied, VersionChecks
 from binlake.spark.versions import Versions, cast, q
 from binlake.spark.warehouse import Warehouse, warehouse_uri
 from binlake.spark.writer import WriterLease
@@ -40,7 +42,7 @@ from binlake.splits.times import compact_ts, parse_time
 from binlake.tables import order as orders
 from binlake.tables import state as states
 from binlake.tables.baselines import Baseline, complete, lines, placed
-from binlake.tables.plan import Planner, RangePlan, Statement, check_names, table_statement
+from binlake.tables.plan import Planner, RangePlan, Statement, Written, check_names, table_statement
 from binlake.tables.state import Point, SourceState, warehouse_store
 from binlake.tables.stream import OUT, SORT, STREAM, Routes, fold, held, held_keys, route, snapshot_rows
 
@@ -90,6 +92,8 @@ class TablesJob:
         self.wh = Warehouse(spark, self.warehouse)
         self.versions = Versions(spark, self.warehouse)
         self.run_id = uuid.uuid4().hex[:12]
+        self.applied: dict[str, Applied] = {}  # what each source's apply wrote, for the row versions' suites
+        self.reports: list[Report] = []  # the validation reports those suites joined
 
     def sources(self) -> list[str]:
         """Every source of the archive, as `binlake assemble` takes them when none is named: a
@@ -104,8 +108,11 @@ class TablesJob:
         with WriterLease(self.warehouse, self.run_id, f"tables {self.start}..{self.end}"):
             for source in sources or self.sources():
                 out.append(self.apply(source))
+            if self.quality is not None:  # the row versions' suites, in the reports of the range's validations
+                self.reports = VersionChecks(self.spark, self.applied, warehouse=self.warehouse, store=self.store,
+                                             quality=self.quality).after_apply(self._assembled())
             record = {"record": "tables", "run": self.run_id, "start": self.start, "end": self.end,
-                      "sources": [dataclasses.asdict(s) for s in out]}
+                      "sources": [dataclasses.asdict(s) for s in out], "reports": [r.brief() for r in self.reports]}
             warehouse_store(self.warehouse).put(summary_key(self.start, self.end),
                                                 json.dumps(record, indent=1).encode())
         return out
@@ -148,6 +155,7 @@ class TablesJob:
         s.unused_baselines = [b.id for b in baselines if b.at < state.span["start"]]
         due = [b for b in baselines if start <= b.at < end and b.at >= state.span["start"]]
         self._apply_range(state, s, txns, (start, end), baselines=due)
+        self.applied[source] = Applied(state, start, end, sorted(s.tables))
         state.span = {"start": state.span["start"], "end": end}
         state.assembled_version = version_now
         last = (txns.where(F.col("commit_ts") < F.lit(end).cast("timestamp"))
@@ -230,6 +238,8 @@ class TablesJob:
             ts.shapes = [sh for sh in ts.shapes if sh.time < at]
             if ts.complete_from is not None and ts.complete_from.time >= at:
                 ts.complete_from = None
+            if ts.partial_from is not None and ts.partial_from.time >= at:
+                ts.partial_from = None
             if ts.baseline is not None and not ts.shapes:
                 ts.baseline = None
             if ts.baseline is not None and ts.complete_from is None:
@@ -256,7 +266,8 @@ class TablesJob:
         first_row = in_range.where(F.col("outcome") == "committed").agg(F.min("order").alias("o")).collect()[0]["o"]
         first = min([o for o in [first_row] + [b.start for b in baselines] if o] or [orders.order("x.000001", 0)])
         planner = Planner(state, Point(first, start), history)
-        plan = planner.plan(statements, touched, keys, baselines)
+        written = self._written(state.source, in_range, span, statements=statements, baselines=baselines)
+        plan = planner.plan(statements, touched, keys, baselines, written=written)
         check_names(state.tables[t] for t in plan.touched if t in state.tables)
         self._prepare(state, plan)
         out = self._fold(state, plan, changes)
@@ -296,6 +307,29 @@ class TablesJob:
                    .join(F.broadcast(xa), (rc["txn_id"] == xa["p_txn"]) & (rc["binlog_file"] == xa["p_file"]))
                    .select("schema", "table", "op", "before", "after", "seq", "order", "txn", "at"))
         return rows.unionByName(xa_rows)
+
+    def _written(self, source: str, in_range: DataFrame, span: tuple[str, str], *, statements: list[Statement],
+                 baselines: list[Baseline]) -> list[Written]:
+        """The tables the range's transactions wrote by statement: named in a transaction's `tables`
+        with no row change of their own there, applied or not (a rolled-back one's too: a
+        non-transactional table keeps what a statement wrote). Of each table, the first after each
+        table statement or baseline point: what may make it complete again
+        (binlake.tables.plan.Planner._written)."""
+        lo, hi = (F.lit(t).cast("timestamp") for t in span)
+        own = (self.wh.read("row_changes").where((F.col("source") == source) & (F.col("commit_ts") >= lo)
+                                                  & (F.col("commit_ts") < hi))
+               .select("txn_id", "binlog_file", F.concat_ws(".", "schema", "table").alias("name")).distinct())
+        marks = sorted({st.order for st in statements} | {bt.complete for b in baselines for bt in b.tables.values()})
+        before = F.size(F.filter(F.array(*[F.lit(m) for m in marks]), lambda m: m < F.col("order"))) if marks \
+            else F.lit(0)
+        rows = (in_range.where((F.col("outcome") != "incomplete") & (F.size("tables") > 0))
+                .select("txn_id", "binlog_file", "order", _ts(in_range, "commit_ts").alias("at"),
+                        F.explode("tables").alias("name"))
+                .join(own, ["txn_id", "binlog_file", "name"], "left_anti")
+                .groupBy("name", before.alias("after"))
+                .agg(F.min_by(F.struct("order", "at"), F.col("order")).alias("first"))
+                .select("name", "first.order", "first.at").collect())
+        return [Written(r["order"], r["at"], r["name"]) for r in rows]
 
     def _images(self, changes: DataFrame) -> tuple[dict[tuple[str, str], list[str]], dict[tuple[str, str], list[str]]]:
         """Per table with row changes: its images' columns (the widest image's, then any other), and a
@@ -509,9 +543,10 @@ def decide(state: SourceState, start: str, end: str, stale: str | None) -> tuple
 
 
 def name_complete(state: SourceState, name: tuple[str, str]) -> bool:
-    """Whether a table is complete already (from its CREATE or an earlier baseline)."""
+    """Whether a table is complete already (from its CREATE or an earlier baseline), and not
+    partial again since (written by statement: a baseline makes it complete again)."""
     ts = state.tables.get("/".join(name))
-    return ts is not None and ts.complete_from is not None
+    return ts is not None and ts.complete_from is not None and ts.partial_from is None
 
 
 def as_of(spark: SparkSession, warehouse: str, source: str, at: str, *, partial: bool = False
@@ -528,8 +563,7 @@ def as_of(spark: SparkSession, warehouse: str, source: str, at: str, *, partial:
     out = {}
     for ts in state.tables.values():
         shape = point.shape(ts)
-        if shape is None or shape.columns is None or ts.version is None or \
-                not (partial or point.reached(ts.complete_from)):
+        if shape is None or shape.columns is None or ts.version is None or not (partial or point.complete(ts)):
             continue
         df = (spark.read.format("delta").option("versionAsOf", ts.version).load(f"{warehouse_uri(warehouse)}/{ts.path}")
               .where(point.sql()).select(*[F.col(q(c.column)).alias(c.name) for c in shape.columns]))

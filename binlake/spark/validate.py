@@ -115,6 +115,10 @@ class Report:
         lines += [f"  data docs: {self.docs}", f"  results:   {self.results}"]
         return "\n".join(lines)
 
+    def brief(self) -> dict:
+        """The report in a few fields, for a job's summary record: its run, verdict, file and text."""
+        return {"run": self.run, "success": self.success, "results": self.results, "text": self.text()}
+
 
 def load_suite(name: str):
     """A suite from expectations/<name>.json, as GX's ExpectationSuite. An expectation whose
@@ -225,8 +229,6 @@ class Validation:
     # -- the suites ----------------------------------------------------------------------
 
     def run(self) -> Report:
-        import great_expectations as gx
-
         # Cached, each read once: GX computes its metrics and runs each query as Spark jobs of
         # their own over the batch, and counting fills the caches.
         cached = {name: self.in_range(self.table(name)).cache() for name in ("transactions", "row_changes",
@@ -238,56 +240,80 @@ class Validation:
         # cached block); the cached blocks are not moved.
         batches = {name: df.coalesce(max(1, -(-counts[name] // ROWS_PER_TASK))) for name, df in cached.items()}
         self.views(batches["transactions"])
-        quality = self.quality
-        context = gx.get_context(mode="file", project_root_dir=str(quality))
-        quiet_gx(context)
-        # persist=False: the batches are cached here already, and uncached when the run ends.
-        source = context.data_sources.add_or_update_spark(name="binlake", persist=False)
+        context, source = gx_project(self.quality)
         results: list[SuiteResult] = []
         raw: dict[str, dict] = {}
         stored = []  # the runs' results, for one build of the data docs
+        parameters = {"allowed_severities": self.config.allowed_severities}
         with _small_range_settings(self.spark, sum(counts.values()) <= ROWS_PER_TASK):
             for name in SUITES:
                 table = BATCH_TABLE[name]
-                self.spark.sparkContext.setJobDescription(f"binlake: validate: the {name} suite")
-                vd = context.validation_definitions.add_or_update(gx.ValidationDefinition(
-                    name=f"binlake_{name}", data=_batch_definition(_asset(source, table), table),
-                    suite=context.suites.add_or_update(load_suite(name))))
-                run_id = gx.RunIdentifier(run_name=f"{self.run_name}_{name}",
-                                          run_time=dt.datetime.now(dt.UTC))
-                params = {"batch_parameters": {"dataframe": batches[table]}, "run_id": run_id,
-                          "expectation_parameters": {"allowed_severities": self.config.allowed_severities}}
-                result = _checkpoint(context, name, vd, BRIEF).run(**params)
-                if not result.success:
-                    # What failed and where: evaluated again for its unexpected rows, stored over
-                    # the brief result (same key), so the data docs show the details.
-                    result = _checkpoint(context, name, vd, {**DETAILED, "unexpected_index_column_names":
-                                                             WHERE[table]}).run(**params)
-                key, vr = next(iter(result.run_results.items()))
+                result, raw[name], key = judge(context, source, name, batches[table], table=table,
+                                               run_name=self.run_name, where=WHERE[table],
+                                               warn_only=name in self.config.warn_only, parameters=parameters)
+                results.append(result)
                 stored.append(key)
-                raw[name] = vr.to_json_dict()
-                results.append(_summarise(name, vr, name in self.config.warn_only))
-                log.info("suite %s: %s", name, "passed" if results[-1].success else "failed")
-        # Once for the four results, not per checkpoint (UpdateDataDocsAction): each build renders the index again.
-        context.build_data_docs(resource_identifiers=stored)
-        success = all(r.success or r.warn_only for r in results)
-        docs = quality / "gx" / "uncommitted" / "data_docs" / "local_site" / "index.html"
-        offline_docs.localize(docs.parent)  # the pages open without a network too
-        run_dir = quality / "runs" / self.run_name
-        run_dir.mkdir(parents=True, exist_ok=True)
-        report = Report(self.warehouse, self.start, self.end, self.run_name, success, results, counts, str(docs),
-                        str(run_dir / "results.json"), self.versions)
-        (run_dir / "summary.txt").write_text(report.text() + "\n")
-        # Last, and whole or not at all: its presence says the run finished (load_report).
-        tmp = run_dir / "results.json.tmp"
-        tmp.write_text(json.dumps({"report": asdict(report), "gx": raw}, indent=1, default=str))
-        os.replace(tmp, run_dir / "results.json")
+        report = Report(self.warehouse, self.start, self.end, self.run_name, False, results, counts, "", "",
+                        self.versions)
+        write_report(context, self.quality, stored, report, raw=raw)
         # What binlake tables asks before it applies the range (binlake.spark.verdicts)
-        verdicts.record(quality, self.run_name, self.start, self.end, sources=self.source_names,
+        verdicts.record(self.quality, self.run_name, self.start, self.end, sources=self.source_names,
                         success=report.success, versions=self.versions)
         for df in cached.values():
             df.unpersist()
         return report
+
+
+def gx_project(quality: Path):
+    """The GX file context of a quality directory (without progress bars) and its Spark data
+    source (persist=False: the runners cache their batches themselves, and uncache them after)."""
+    import great_expectations as gx
+
+    context = gx.get_context(mode="file", project_root_dir=str(quality))
+    quiet_gx(context)
+    return context, context.data_sources.add_or_update_spark(name="binlake", persist=False)
+
+
+def judge(context, source, name: str, batch: DataFrame, *, table: str, run_name: str, where: list[str],
+          warn_only: bool, parameters: dict | None = None) -> tuple[SuiteResult, dict, object]:
+    """One suite of expectations/ over its batch (a DataFrame asset named `table`), through a GX
+    checkpoint: judged with the fewest metrics, and when it fails evaluated again for its
+    unexpected rows (`where`: the columns that say where a built-in expectation's rows are),
+    stored over the brief result (the same key) so that the data docs show the details. Its
+    summary, GX's result as JSON, and the result's key for the data docs."""
+    import great_expectations as gx
+
+    batch.sparkSession.sparkContext.setJobDescription(f"binlake: validate: the {name} suite")
+    vd = context.validation_definitions.add_or_update(gx.ValidationDefinition(
+        name=f"binlake_{name}", data=_batch_definition(_asset(source, table), table),
+        suite=context.suites.add_or_update(load_suite(name))))
+    run_id = gx.RunIdentifier(run_name=f"{run_name}_{name}", run_time=dt.datetime.now(dt.UTC))
+    params = {"batch_parameters": {"dataframe": batch}, "run_id": run_id, "expectation_parameters": parameters or {}}
+    result = _checkpoint(context, name, vd, BRIEF).run(**params)
+    if not result.success:
+        result = _checkpoint(context, name, vd, {**DETAILED, "unexpected_index_column_names": where}).run(**params)
+    key, vr = next(iter(result.run_results.items()))
+    summary = _summarise(name, vr, warn_only)
+    log.info("suite %s: %s", name, "passed" if summary.success else "failed")
+    return summary, vr.to_json_dict(), key
+
+
+def write_report(context, quality: Path, stored: list, report: Report, *, raw: dict[str, dict]) -> None:
+    """The data docs of the suites' results (one build for them all, not one per checkpoint: each
+    build renders the index again), then the report's summary.txt and results.json under
+    runs/<run> of the quality directory; its verdict is its suites'."""
+    context.build_data_docs(resource_identifiers=stored)
+    docs = quality / "gx" / "uncommitted" / "data_docs" / "local_site" / "index.html"
+    offline_docs.localize(docs.parent)  # the pages open without a network too
+    run_dir = quality / "runs" / report.run
+    run_dir.mkdir(parents=True, exist_ok=True)
+    report.success = all(r.success or r.warn_only for r in report.suites)
+    report.docs, report.results = str(docs), str(run_dir / "results.json")
+    (run_dir / "summary.txt").write_text(report.text() + "\n")
+    # Last, and whole or not at all: its presence says the run finished (load_report).
+    tmp = run_dir / "results.json.tmp"
+    tmp.write_text(json.dumps({"report": asdict(report), "gx": raw}, indent=1, default=str))
+    os.replace(tmp, run_dir / "results.json")
 
 
 def _checkpoint(context, name: str, vd, result_format: dict):

@@ -64,6 +64,28 @@ def refusal(quality: Path, source: str, span: tuple[str, str], assembled: list[t
             ) -> str | None:
     """Why [start, end) may not be applied for `source`, or None when validation passed over all of
     it. `assembled`: the `transactions` table's binlake commits (version, start, end, sources)."""
+    for x, y, newest in _pieces(quality, source, span, assembled):
+        if newest is None:
+            return (f"no validation of {x}..{y} for source {source} has passed over the data as it is now "
+                    f"(binlake validate --warehouse … --start {x} --end {y}; reports in {quality})")
+        if not newest.success:
+            return (f"the validation of {newest.start}..{newest.end} (run {newest.run}) failed: the tables are not "
+                    f"advanced over it; its report: {quality}/runs/{newest.run}")
+    return None
+
+
+def deciding(quality: Path, source: str, span: tuple[str, str], assembled: list[tuple[int, str, str, list[str]]]
+             ) -> list[Verdict]:
+    """The verdicts that decide [start, end) for `source` (the newest current one over each part):
+    the validation runs whose reports an applied range's row versions' suites join."""
+    found = {v.run: v for _, _, v in _pieces(quality, source, span, assembled) if v is not None}
+    return list(found.values())
+
+
+def _pieces(quality: Path, source: str, span: tuple[str, str], assembled: list[tuple[int, str, str, list[str]]]
+            ) -> list[tuple[str, str, Verdict | None]]:
+    """[start, end) cut where verdicts and assemble runs begin or end; each part with the newest
+    verdict covering it for the data as it is now (None: none does)."""
     start, end = span
     verdicts = read(quality, start, end)
     cuts = {start, end}
@@ -72,17 +94,12 @@ def refusal(quality: Path, source: str, span: tuple[str, str], assembled: list[t
     for _, a, b, _ in assembled:
         cuts |= {t for t in (a, b) if start < t < end}
     points = sorted(cuts)
+    out: list[tuple[str, str, Verdict | None]] = []
     for x, y in zip(points, points[1:], strict=False):
         def current(v: Verdict, x: str = x, y: str = y) -> bool:
             return not any(version > v.versions.get("transactions", -1) and a < y and x < b and source in sources
                            for version, a, b, sources in assembled)
 
         found = [v for v in verdicts if v.covers(source, x, y) and current(v)]
-        if not found:
-            return (f"no validation of {x}..{y} for source {source} has passed over the data as it is now "
-                    f"(binlake validate --warehouse … --start {x} --end {y}; reports in {quality})")
-        newest = max(found, key=lambda v: v.at)
-        if not newest.success:
-            return (f"the validation of {newest.start}..{newest.end} (run {newest.run}) failed: the tables are not "
-                    f"advanced over it; its report: {quality}/runs/{newest.run}")
-    return None
+        out.append((x, y, max(found, key=lambda v: v.at) if found else None))
+    return out

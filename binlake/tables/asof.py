@@ -32,6 +32,7 @@ from binlake.tables.stream import version_values
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _GTID = re.compile(r"^([0-9a-fA-F-]{36}(:[A-Za-z_][A-Za-z0-9_]{0,31})?:\d+|\d+-\d+-\d+)$")
 FORMATS = ("jsonl", "csv", "parquet")
+_ARCHIVED = "only the rows changed since archiving began"
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,11 @@ class Instant:
         if point is None:
             return False
         return point.order <= self.order if self.order is not None else point.time <= (self.time or "")
+
+    def complete(self, ts: TableState) -> bool:
+        """Whether a table is complete at this instant: from the point it is complete from, until
+        the one it is partial again from (written by statement), if any."""
+        return self.reached(ts.complete_from) and not self.reached(ts.partial_from)
 
     def shape(self, ts: TableState) -> Shape | None:
         """The table's columns at this instant (None: no such table then)."""
@@ -142,9 +148,9 @@ class TableAt:
 
 
 def tables_at(warehouse: str, source: str, at: str, *, names: list[str] | None = None, partial: bool = False
-              ) -> tuple[list[TableAt], list[str]]:
-    """The source's tables (or `names`, "db.table") at `at`, and the names of the partial tables
-    (left out unless `partial`)."""
+              ) -> tuple[list[TableAt], list[tuple[str, str]]]:
+    """The source's tables (or `names`, "db.table") at `at`, and the partial tables' names, each with
+    why it is partial (left out unless `partial`)."""
     state = states.load(warehouse, source)
     if state is None:
         raise BinlakeError(f"source {source}: no row versions in {warehouse} (binlake tables)")
@@ -164,14 +170,16 @@ def tables_at(warehouse: str, source: str, at: str, *, names: list[str] | None =
         if shape is None and (ts.complete_from is None or ts.complete_from.by != BY_CREATE):
             # before binlake first knew the table (the archive's start, a baseline's point): what it
             # held is unknown, not nothing; before the CREATE it first knew it by, no such table
-            partials.append(f"{ts.schema}.{ts.table}")
+            partials.append((f"{ts.schema}.{ts.table}", _ARCHIVED))
             continue
         if shape is None or shape.columns is None or ts.version is None:
             if names:
                 print(f"binlake: {ts.schema}.{ts.table} did not exist at {at}", file=sys.stderr)
             continue  # no such table at that instant
-        if not point.reached(ts.complete_from):
-            partials.append(f"{ts.schema}.{ts.table}")
+        if not point.complete(ts):
+            written = ts.partial_from if point.reached(ts.partial_from) else None
+            partials.append((f"{ts.schema}.{ts.table}", f"a DML logged as a statement wrote it at {written.time}"
+                             if written else _ARCHIVED))
             if not partial:
                 continue
         columns = [c.column for c in shape.columns]
@@ -233,8 +241,8 @@ def run(warehouse: str, source: str, at: str, *, names: list[str] | None, fmt: s
         partial: bool) -> int:
     """`binlake asof`: prints (or writes) the tables; exit 1 when a table asked for by name is partial."""
     found, partials = tables_at(warehouse, source, at, names=names, partial=partial)
-    for name in partials:
-        print(f"binlake: {name} is partial at {at}: only the rows changed since archiving began"
+    for name, why in partials:
+        print(f"binlake: {name} is partial at {at}: {why}"
               f"{' (printed: --partial)' if partial else ' (left out; --partial prints it)'}", file=sys.stderr)
     if fmt == "jsonl" or (fmt == "csv" and out is None and len(found) <= 1):
         stream = open(out, "wb") if out else sys.stdout.buffer  # noqa: SIM115 (stdout is not closed)

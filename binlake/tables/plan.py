@@ -21,12 +21,13 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from binlake.assemble.statement_dml import ANY
 from binlake.schema.ddl import SchemaState, is_ddl
 from binlake.schema.model import Snapshot, Table
 from binlake.tables.baselines import Baseline
 from binlake.tables.fold import BASELINE, SHAPE, TableEvent
 from binlake.tables.shapes import Effects, Reshape, Shape, next_shape, statement_effects
-from binlake.tables.state import BY_BASELINE, BY_CREATE, BY_RECREATE, Point, SourceState, TableState
+from binlake.tables.state import BY_BASELINE, BY_CREATE, BY_RECREATE, BY_STATEMENT, Point, SourceState, TableState
 from binlake.tables.stream import BaselineLoad, Lineage, Routes, Segment
 
 log = logging.getLogger(__name__)
@@ -50,6 +51,16 @@ class Statement:
     db: str
     sql: str
     collation: int | None = None
+
+
+@dataclass(frozen=True)
+class Written:
+    """A table a transaction of the range wrote by statement ("db.table", or ANY: every table):
+    named in its `tables` without a row change of its own there (binlake.assemble.statement_dml)."""
+
+    order: str
+    time: str
+    table: str
 
 
 @dataclass
@@ -135,9 +146,11 @@ class Planner:
     # -- the plan ---------------------------------------------------------------------
 
     def plan(self, statements: list[Statement], touched: dict[tuple[str, str], list[str]],
-             keys: dict[tuple[str, str], list[str]], baselines: list[Baseline]) -> RangePlan:
+             keys: dict[tuple[str, str], list[str]], baselines: list[Baseline], *,
+             written: list[Written] | None = None) -> RangePlan:
         """`touched`: the tables with row changes in the range and their images' columns; `keys`: a
-        key the images show (MINIMAL before images); `baselines`: those whose start is in the range."""
+        key the images show (MINIMAL before images); `baselines`: those whose start is in the range;
+        `written`: the tables its transactions wrote by statement (partial from there on)."""
         self.images = dict(touched)
         held = {ts.name: len(ts.shapes) - 1 for ts in self.state.tables.values() if ts.shapes}  # before the range's
         start = self.history.copy() if self.history is not None else SchemaState(_snapshot(self.state))
@@ -162,10 +175,15 @@ class Planner:
             if shape is None or not live or _differs(shape, definition, self.images.get(name)):
                 lineage.events.append(self._reshape(name, self.start.order, self.start.time, definition))
         cur = start.copy()
+        writes = sorted(written or [], key=lambda w: w.order, reverse=True)
         for s, effects in placed:
+            while writes and writes[-1].order < s.order:  # in commit order: a CREATE after it completes it again
+                self._written(writes.pop())
             before = cur.copy()
             cur.apply(s.db, s.sql, s.collation)
             self._statement(s, effects, before, cur)
+        while writes:
+            self._written(writes.pop())
         for b in baselines:
             self._baseline(b)
         for lineage in self.lineages.values():
@@ -208,15 +226,27 @@ class Planner:
                     ts.key = e.key
                 lineage = self._new_lineage(name, s.order, ts.key)
                 lineage.events.append(self._reshape(name, s.order, s.time, now, effects=e, txn=s.txn))
-                if ts.complete_from is None:  # complete from here; a name complete before stays so (DROP, CREATE)
-                    # this CREATE its first shape: before it, no such table; else it was there, partial
+                if ts.complete_from is None or ts.partial_from is not None:
+                    # complete from here; a name complete before stays so (DROP, CREATE). This CREATE
+                    # its first shape: before it, no such table; else it was there, partial
                     ts.complete_from = Point(s.order, s.time, BY_CREATE if len(ts.shapes) == 1 else BY_RECREATE)
-                    ts.baseline = None
+                    ts.baseline = ts.partial_from = None
             elif name in self.live:  # ALTER (or a statement the history could not follow: untyped)
                 lineage = self.lineages[self.live[name]]
                 if before.tables.get(name) != now:
                     lineage.events.append(self._reshape(name, s.order, s.time, now, effects=e, txn=s.txn))
                 self._keyed(name, lineage, e)
+
+    def _written(self, w: Written) -> None:
+        """A table written by statement is partial from there on; ANY: every table the source has then."""
+        names = [ts.name for ts in self.state.tables.values()] if w.table == ANY else ["/".join(w.table.split(".", 1))]
+        for name in names:
+            ts = self.state.tables.get(name)
+            shape = ts.shape() if ts is not None else None
+            if ts is None or shape is None or shape.columns is None or shape.order > w.order:
+                continue  # a table binlake does not hold (at that point): nothing to mark
+            if ts.partial_from is None:
+                ts.partial_from = Point(w.order, w.time, BY_STATEMENT)
 
     def _keyed(self, name: tuple[str, str], lineage: Lineage, e: Effects) -> None:
         if e.key_set:  # the key changes within the range: its rows matched whole (as the server may) until its end
@@ -233,7 +263,8 @@ class Planner:
     def _baseline(self, b: Baseline) -> None:
         for name, bt in sorted(b.tables.items()):
             ts = self._ts(name)
-            if ts.complete_from is not None or ts.baseline is not None:
+            stale = ts.partial_from is not None and ts.partial_from.order < bt.complete  # written by statement before
+            if (ts.complete_from is not None or ts.baseline is not None) and not stale:
                 continue  # complete from its CREATE, or from an earlier baseline
             lineage_id = self._lineage_at(name, b.start)
             if lineage_id is None:
@@ -248,6 +279,8 @@ class Planner:
             lineage.events.append(TableEvent(b.start, BASELINE, "", b.started_at, "baseline"))
             ts.complete_from = Point(bt.complete, b.started_at, BY_BASELINE)
             ts.baseline = {"id": b.id, "rows": bt.rows}
+            if stale:
+                ts.partial_from = None
             shape = len(ts.shapes) - 1
             self.loads.append(BaselineLoad(lineage_id, ts.name, shape, b.start, b.started_at,
                                            [(c.key, c.order, c.first_seq) for c in bt.chunks if c.key]))

@@ -50,6 +50,9 @@ def state_key(source: str) -> str:
 # sight of it (before, no such table); a CREATE again of a name binlake knew only partially (before
 # its first shape, unknown); or a baseline (before its point, unknown).
 BY_CREATE, BY_RECREATE, BY_BASELINE = "create", "recreate", "baseline"
+# How a complete table became partial again (`partial_from.by`): a DML statement logged as a
+# statement wrote it (binlog_format STATEMENT or MIXED), which no row version can follow.
+BY_STATEMENT = "statement"
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,7 @@ class TableState:
     version: int | None = None  # the Delta version at the watermark; None before the first commit
     key: list[str] | None = None  # the columns rows are matched by; None: the whole row
     complete_from: Point | None = None  # None: partial
+    partial_from: Point | None = None  # partial again from there on (None: not)
     baseline: dict[str, Any] | None = None  # {"id", "rows"} of the snapshot its rows came from
     shapes: list[Shape] = field(default_factory=list)
     columns: dict[str, str] = field(default_factory=dict)  # the Delta table's source columns: name -> Spark type
@@ -99,12 +103,14 @@ class TableState:
     def to_json(self) -> dict[str, Any]:
         return {"schema": self.schema, "table": self.table, "path": self.path, "version": self.version,
                 "key": self.key, "complete_from": self.complete_from.to_json() if self.complete_from else None,
+                **({"partial_from": self.partial_from.to_json()} if self.partial_from else {}),
                 "baseline": self.baseline, "shapes": [s.to_json() for s in self.shapes], "columns": self.columns}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> TableState:
         ts = cls(d["schema"], d["table"], d["path"], d.get("version"), d.get("key"), Point.of(d.get("complete_from")),
-                 d.get("baseline"), [Shape.from_json(s) for s in d.get("shapes") or []], dict(d.get("columns") or {}))
+                 Point.of(d.get("partial_from")), d.get("baseline"),
+                 [Shape.from_json(s) for s in d.get("shapes") or []], dict(d.get("columns") or {}))
         done = ts.complete_from
         if done is not None and done.by is None:  # written before `by` was: what its other fields imply
             by = (BY_BASELINE if ts.baseline else BY_CREATE if ts.shapes and ts.shapes[0].order == done.order

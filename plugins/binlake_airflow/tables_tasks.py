@@ -35,8 +35,11 @@ class TablesOperator(RangeSubmitOperator):
     A rerun changes nothing; a range before the applied ones (a backfill) rebuilds the tables from
     its start on. A refused range — after a hole no run has applied, or one whose validation
     failed or is missing — fails this task at once (a retry cannot mend it), naming the range to
-    run first. Each source's Asset `binlake_tables_<source>` gets an event with the range, the
-    status (`applied` or `unchanged`) and the versions opened and closed. It queues with the
+    run first. The row versions' suites run over what it applied (docs/quality.md, "Row
+    versions"), in the range's validation reports; their failure fails this task at once too (the
+    range is applied: a retry finds it so), the report's summary in the task's error. Each
+    source's Asset `binlake_tables_<source>` gets an event with the range, the status (`applied`
+    or `unchanged`) and the versions opened and closed. It queues with the
     other writers of the warehouse (the pool `binlake_warehouse`)."""
 
     def __init__(self, **kwargs) -> None:
@@ -67,6 +70,10 @@ class TablesOperator(RangeSubmitOperator):
             if refused:  # the job said why: the data must change first, not this task
                 raise AirflowFailException("; ".join(f"tables of source {s['source']}: {s['start']} .. {s['end']} "
                                                      f"refused: {s['reason']}" for s in refused)) from None
+            failed = [r for r in found.get("reports", []) if not r["success"]]
+            if failed:  # applied, and its row versions' suites failed: a retry would find it applied
+                raise AirflowFailException("the row versions' suites failed over the applied range:\n"
+                                           + "\n".join(r["text"] for r in failed)) from None
             raise  # the job failed otherwise (a lost executor, the store down): retried
         summary = json.loads(store.get(key))
         events = {}

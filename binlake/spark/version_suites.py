@@ -1,0 +1,223 @@
+"""The Great Expectations suites over the source tables' row versions, run by `binlake tables` once
+it applied a range, their results added to the report of the range's validation runs beside the
+boundary suites (docs/quality.md, "Row versions").
+
+For each source applied, over the part of the commit order the apply wrote (its applied range, a
+rebuild's included), the tables it committed to are read through Delta at the versions it wrote
+(`_binlake.json`). Two suites of expectations/, each over a batch made here:
+
+  versions   the row versions the range opened or closed (`_valid_from` or `_valid_to` in the
+             range), with every other version of their keys; columns `source, schema, table,
+             key` (the key's values as JSON; null for a table without a key, a multiset) and the
+             version columns. Of a table partial again (`partial_from`: written by statement),
+             only the versions opened before: a statement's changes are in none, so those
+             opened after may meet versions it ended on the server (two current, overlapping)
+  baselines  one row per table the apply committed to that was loaded from a baseline: the rows
+             its snapshot's record gives it (snapshot.json in the archive, the oracle, not the
+             engine's copy in `_binlake.json`) and its `snapshot` versions
+
+The SQL checks read these views besides their batch:
+
+  bl_version_spans    per source, the applied range (commit times)
+  bl_version_txns     the applied range's transactions with their commit order (`txn_order`,
+                      binlake.tables.order)
+  bl_version_changes  per table and transaction order: the row changes applied there (inserts,
+                      updates, deletes; an XA transaction's at its XA COMMIT's order, as the
+                      apply takes them)
+  bl_complete_from    per table: the order it is complete from (null: partial, never complete);
+                      a change at or before it may be in a baseline instead of a version; and
+                      the order it is partial again from (`partial_from`: a DML logged as a
+                      statement wrote it; null: never), from which its changes are left out
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from functools import reduce
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.window import Window
+
+from binlake.archive import keys
+from binlake.archive.stores import open_store
+from binlake.spark import verdicts
+from binlake.spark.validate import Report, SuiteResult, gx_project, judge, load_report, write_report
+from binlake.spark.versions import q
+from binlake.spark.warehouse import Warehouse
+from binlake.tables.order import SQL as ORDER_SQL
+from binlake.tables.state import SourceState, TableState
+
+log = logging.getLogger(__name__)
+SUITES = ("versions", "baselines")
+VERSION_COLUMNS = ("_valid_from", "_valid_to", "_from_txn", "_to_txn", "_from_order", "_to_order", "_op",
+                   "_from_seq")
+# Where a built-in expectation's unexpected rows are.
+WHERE = {"versions": ["source", "schema", "table", "key", "_from_order"], "baselines": ["source", "schema", "table"]}
+EMPTY = ("source string, schema string, table string, key string, _valid_from timestamp, _valid_to timestamp, "
+         "_from_txn string, _to_txn string, _from_order string, _to_order string, _op string, _from_seq long")
+
+
+@dataclass(frozen=True)
+class Applied:
+    """What one source's apply wrote: its state after it, the range it applied and the tables
+    (`db/table`) it committed to."""
+
+    state: SourceState
+    start: str
+    end: str
+    tables: list[str]
+
+
+class VersionChecks:
+    """The two suites over what an apply wrote (`applied`, by source): their batches and views, and
+    their results in the reports of a range's validation runs."""
+
+    def __init__(self, spark: SparkSession, applied: dict[str, Applied], *, warehouse: str, store: str,
+                 quality: Path) -> None:
+        self.spark = spark
+        self.applied = applied
+        self.warehouse = warehouse
+        self.store = store
+        self.quality = quality
+
+    def _tables(self, source: str) -> list[TableState]:
+        a = self.applied[source]
+        return [a.state.tables[t] for t in a.tables if a.state.tables[t].version is not None]
+
+    def _read(self, ts: TableState) -> DataFrame:
+        return self.spark.read.format("delta").option("versionAsOf", ts.version).load(f"{self.warehouse}/{ts.path}")
+
+    def versions(self) -> DataFrame:
+        """The applied ranges' versions and the other versions of their keys."""
+        frames = []
+        for source, a in self.applied.items():
+            start, end = F.lit(a.start).cast("timestamp"), F.lit(a.end).cast("timestamp")
+            touched = (((F.col("_valid_from") >= start) & (F.col("_valid_from") < end))
+                       | ((F.col("_valid_to") >= start) & (F.col("_valid_to") < end)))
+            for ts in self._tables(source):
+                columns = _key_columns(ts)
+                key = (F.to_json(F.struct(*[F.col(q(c)).alias(n) for n, c in columns])) if columns
+                       else F.lit(None).cast("string"))
+                df = self._read(ts).select(F.lit(source).alias("source"), F.lit(ts.schema).alias("schema"),
+                                           F.lit(ts.table).alias("table"), key.alias("key"), *VERSION_COLUMNS)
+                if ts.partial_from is not None:  # written by statement: the versions opened since are partial's
+                    df = df.where(F.col("_from_order") < ts.partial_from.order)
+                if columns:  # every version of the keys the range touched
+                    df = df.join(F.broadcast(df.where(touched).select("key").distinct()), "key", "left_semi")
+                else:
+                    df = df.where(touched)
+                frames.append(df.select("source", "schema", "table", "key", *VERSION_COLUMNS))
+        return reduce(DataFrame.unionByName, frames) if frames else self.spark.createDataFrame([], EMPTY)
+
+    def baselines(self) -> DataFrame:
+        """Per table loaded from a baseline: its rows in the snapshot's record and its versions."""
+        rows = []
+        store = open_store(self.store)
+        for source in self.applied:
+            for ts in self._tables(source):
+                if not ts.baseline:
+                    continue
+                key = keys.baseline_record_key(source, ts.baseline["id"])
+                record = json.loads(store.get(key)) if store.exists(key) else {}
+                held = next((int(t["rows"]) for t in record.get("tables", [])
+                             if (t["schema"], t["table"]) == (ts.schema, ts.table)), None)
+                versions = self._read(ts).where(F.col("_op") == "snapshot").count()
+                rows.append((source, ts.schema, ts.table, ts.baseline["id"], held, versions))
+        return self.spark.createDataFrame(rows, "source string, schema string, table string, baseline string, "
+                                                "snapshot_rows long, snapshot_versions long")
+
+    def views(self) -> None:
+        """bl_version_spans, bl_version_txns, bl_version_changes and bl_complete_from (the module's doc)."""
+        spark = self.spark
+        spans = [(s, a.start, a.end) for s, a in self.applied.items()]
+        spark.createDataFrame(spans, "source string, start string, end string") \
+            .selectExpr("source", "cast(start AS timestamp) AS start", "cast(end AS timestamp) AS end") \
+            .createOrReplaceTempView("bl_version_spans")
+        wh = Warehouse(spark, self.warehouse)
+        txns = (wh.read("transactions").where(F.col("source").isin(list(self.applied)))
+                .withColumn("txn_order", F.expr(ORDER_SQL)))
+        in_range = (txns.join(F.broadcast(spark.table("bl_version_spans")), "source")
+                    .where((F.col("commit_ts") >= F.col("start")) & (F.col("commit_ts") < F.col("end")))
+                    .drop("start", "end"))
+        in_range.createOrReplaceTempView("bl_version_txns")
+        own = (in_range.where((F.col("outcome") == "committed") & F.col("kind").isin("dml", "ddl"))
+               .select("source", "binlog_file", "txn_id", F.col("txn_order").alias("applied_order")))
+        # an XA transaction's rows, at its XA COMMIT: each commit's prepare is the last XA PREPARE of
+        # its xid before it, of any date (binlake.spark.tables takes them so)
+        commits = (in_range.where((F.col("kind") == "xa_commit") & (F.col("outcome") == "committed"))
+                   .select("source", "xa_xid", F.col("txn_order").alias("applied_order")))
+        prepares = (txns.where(F.col("kind") == "xa_prepare")
+                    .select("source", "xa_xid", "binlog_file", "txn_id", "txn_order")
+                    .join(commits, ["source", "xa_xid"]).where(F.col("txn_order") < F.col("applied_order"))
+                    .withColumn("last", F.max("txn_order").over(Window.partitionBy("source", "applied_order")))
+                    .where(F.col("txn_order") == F.col("last"))
+                    .select("source", "binlog_file", "txn_id", "applied_order"))
+        (wh.read("row_changes").where(F.col("source").isin(list(self.applied)))
+         .join(own.unionByName(prepares), ["source", "binlog_file", "txn_id"])
+         .groupBy("source", "schema", "table", F.col("applied_order").alias("txn_order"))
+         .agg(*[F.sum((F.col("op") == op).cast("long")).alias(f"{op}s") for op in ("insert", "update", "delete")])
+         .createOrReplaceTempView("bl_version_changes"))
+        complete = [(source, ts.schema, ts.table, ts.complete_from.order if ts.complete_from else None,
+                     ts.partial_from.order if ts.partial_from else None)
+                    for source, a in self.applied.items() for ts in a.state.tables.values()]
+        spark.createDataFrame(complete, "source string, schema string, table string, complete_from string, "
+                                        "partial_from string") \
+            .createOrReplaceTempView("bl_complete_from")
+
+    def after_apply(self, assembled: list[tuple[int, str, str, list[str]]]) -> list[Report]:
+        """After `binlake tables`: the suites, in the reports of the validation runs that let it apply
+        (binlake.spark.verdicts: the newest passing one over each part of each source's range)."""
+        runs = sorted({v.run for source, a in self.applied.items()
+                       for v in verdicts.deciding(self.quality, source, (a.start, a.end), assembled)})
+        return self.add_to_reports(runs)
+
+    def add_to_reports(self, runs: list[str]) -> list[Report]:
+        """The suites added to the reports of validation runs `runs`: each report's results.json,
+        summary.txt and the data docs then hold the boundary suites and these (a run's earlier row
+        versions' results replaced). The reports as they are now."""
+        if not self.applied or not runs:
+            return []
+        results, raw, stored, counts = self.judge(runs[0])
+        context, _ = gx_project(self.quality)
+        out = []
+        for run in runs:
+            report = load_report(self.warehouse, run, str(self.quality))
+            previous = json.loads((self.quality / "runs" / run / "results.json").read_text())["gx"]
+            report.suites = [s for s in report.suites if s.suite not in SUITES] + results
+            report.counts = {**{k: v for k, v in report.counts.items() if k not in SUITES}, **counts}
+            write_report(context, self.quality, stored, report, raw={**previous, **raw})
+            out.append(report)
+            log.info("row versions' suites %s in the report of run %s", "passed" if report.success else "FAILED",
+                     run)
+        return out
+
+    def judge(self, run_name: str) -> tuple[list[SuiteResult], dict[str, dict], list, dict[str, int]]:
+        """The two suites: their summaries, GX's results (stored in the GX project under run
+        `run_name`), the results' keys and the batches' row counts."""
+        batches = {"versions": self.versions().cache(), "baselines": self.baselines().cache()}
+        counts = {name: df.count() for name, df in batches.items()}
+        log.info("row versions of %s: %s", ", ".join(self.applied), counts)
+        self.views()
+        context, source = gx_project(self.quality)
+        results, raw, stored = [], {}, []
+        for name in SUITES:
+            result, raw[name], key = judge(context, source, name, batches[name], table=name, run_name=run_name,
+                                           where=WHERE[name], warn_only=False)
+            results.append(result)
+            stored.append(key)
+        for df in batches.values():
+            df.unpersist()
+        return results, raw, stored, counts
+
+
+def _key_columns(ts: TableState) -> list[tuple[str, str]]:
+    """The key's (name, Delta column) pairs, from the table's latest shape with columns."""
+    shapes = [s for s in ts.shapes if s.columns]
+    if not ts.key or not shapes:
+        return []
+    delta = {c.name: c.column for c in shapes[-1].columns or []}
+    return [(name, delta[name]) for name in ts.key] if all(name in delta for name in ts.key) else []
