@@ -22,6 +22,7 @@ from typing import Any
 
 import orjson
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from binlake.tables.fold import BASELINE, ROWS, Change, Fold, Snapshot, TableEvent, Version, canonical, key_text
 from binlake.tables.shapes import Shape
@@ -151,12 +152,36 @@ def held_keys(routes: Routes, lineage: int, table: str, batches: Iterable[pa.Rec
     names = frozenset(key)
     shapes = routes.shapes[table]
     now = shapes[routes.held.get(table, len(shapes) - 1)]
-    needed = [c.column for c in now.columns or [] if c.name in names] + ["_from_order", "_raw", "_unknown"]
+    columns = {c.name: c for c in now.columns or [] if c.name in names}
+    needed = [c.column for c in columns.values()] + ["_from_order", "_raw", "_unknown"]
+    # An integer key's text is its numbers' (key_text: JSON), made by Arrow for every row that
+    # keeps all its values typed; the others (a value in _raw, one unknown) go through Python.
+    integers = [columns[k].column for k in key] \
+        if key and all(k in columns and columns[k].kind().name == "integer" for k in key) else None
+
+    def one(data: dict[str, list], i: int) -> bytes:
+        return key_text(version_values(shapes, now, {n: data[n][i] for n in needed}, names), key) or b""
+
     for b in batches:
-        data = b.select(needed).to_pydict()
-        grps = [key_text(version_values(shapes, now, {n: data[n][i] for n in needed}, names), key) or b""
-                for i in range(b.num_rows)]
-        yield b.append_column("_grp", pa.array(grps, pa.binary()))
+        if integers is None:
+            data = b.select(needed).to_pydict()
+            yield b.append_column("_grp", pa.array([one(data, i) for i in range(b.num_rows)], pa.binary()))
+            continue
+        texts = [pc.fill_null(pc.cast(b.column(c), pa.string()), "null") for c in integers]
+        grps = pc.binary_join_element_wise("[", pc.binary_join_element_wise(*texts, ","), "]", "").cast(pa.binary())
+        typed = pc.and_(_empty(b.column("_raw")), _empty(b.column("_unknown")))
+        if not pc.all(typed).as_py():
+            data = b.select(needed).to_pydict()
+            grps = pa.array([g if ok else one(data, i) for i, (g, ok) in enumerate(zip(grps.to_pylist(),
+                                                                                     typed.to_pylist(), strict=True))],
+                            pa.binary())
+        yield b.append_column("_grp", grps)
+
+
+def _empty(lists: pa.Array) -> pa.Array:
+    """Whether each list (or map: Arrow's list_value_length has no kernel for maps) is null or empty."""
+    offsets = lists.offsets
+    return pc.or_(lists.is_null(), pc.equal(pc.subtract(offsets[1:], offsets[:-1]), 0))
 
 
 def version_values(shapes: list[Shape], now: Shape, row: dict[str, Any], only: Container[str] | None = None
