@@ -213,15 +213,15 @@ def _archive(server, store: str) -> None:
     assert proc.returncode == 0, proc.stderr
 
 
-def _assemble_validate_apply(spark, store: str, warehouse: Path) -> None:
-    """The whole range of the archive through the DAG's three steps, each to succeed."""
+def _assemble_validate_apply(spark, store: str, warehouse: Path, span: tuple[str, str] = RANGE) -> None:
+    """A range of the archive (the whole one by default) through the DAG's three steps, each to succeed."""
     from binlake.spark.job import assemble
     from binlake.spark.validate import validate
 
-    assert assemble(spark, store, str(warehouse), *RANGE).status == "ok"
-    report = validate(spark, str(warehouse), *RANGE, store=store)
+    assert assemble(spark, store, str(warehouse), *span).status == "ok"
+    report = validate(spark, str(warehouse), *span, store=store)
     assert report.success, report.text()
-    out = _apply(spark, store, warehouse, *RANGE)
+    out = _apply(spark, store, warehouse, *span)
     assert out.status == "applied", out.reason
 
 
@@ -582,8 +582,14 @@ def test_a_table_written_by_statement_is_partial_from_there_on(request, spark, t
     UPDATE naming `joined` too, DELETE) while another logs rows into `kept`: `stmt` and `joined` are
     partial from their first statement on, asof refuses them there and after (later, rows logged
     again: an UPDATE of a row a statement inserted, an INSERT of a key a statement deleted), `kept`
-    equals the server's SELECT throughout, and the row versions' suites pass (_apply). MySQL 9
+    equals the server's SELECT throughout, and the row versions' suites pass (_apply). Then a
+    baseline of the two (`binlake snapshot`), more row-logged writes and a second apply: from the
+    baseline's point on both are complete again and equal SELECT (by time at checkpoint 4 too: no
+    transaction came between it and the point); before it they stay partial, the window before the
+    first statement included (docs/tables.md, "Written by statement"). MySQL 9
     accepts the session's binlog_format (it warns that it is deprecated)."""
+    from tests.support import snapshots
+
     server = request.getfixturevalue(f"{flavor}_factory")()  # the test's own: its binary log is read whole
     store = f"file://{tmp_path}/store"
     cols = {"kept": ["id", "v"], "stmt": ["id", "v"], "joined": ["id", "v"]}
@@ -611,10 +617,12 @@ def test_a_table_written_by_statement_is_partial_from_there_on(request, spark, t
         rcur.execute("INSERT INTO shop.kept VALUES (3, 'kept 3')")
         rcur.execute("DELETE FROM shop.kept WHERE id = 2")
         points.append(_checkpoint(look, cols, flavor))  # 4
+        cut = _checkpoint(look, cols, flavor)["time"]  # after checkpoint 4, before every write after it
         cur.execute("FLUSH BINARY LOGS")
     _archive(server, store)
     warehouse = tmp_path / "lake"
-    _assemble_validate_apply(spark, store, warehouse)  # the row versions' suites pass (_apply)
+    first = (RANGE[0], cut)
+    _assemble_validate_apply(spark, store, warehouse, first)  # the row versions' suites pass (_apply)
 
     # partial from the workload's first statement-logged write of each: stmt at 1, joined at 3
     partial_at = {"kept": None, "stmt": 1, "joined": 3}
@@ -628,3 +636,31 @@ def test_a_table_written_by_statement_is_partial_from_there_on(request, spark, t
     state = json.loads((warehouse / "tables" / "src" / "_binlake.json").read_text())["tables"]
     assert {k: (t.get("partial_from") or {}).get("by") for k, t in state.items()} == \
         {"shop/kept": None, "shop/stmt": "statement", "shop/joined": "statement"}
+
+    # a baseline of the two makes them complete again from its point on
+    snapshots.take(server, store, "src", ["shop.stmt", "shop.joined"])
+    with server.connect() as conn, conn.cursor() as cur, server.connect() as other, other.cursor() as look:
+        cur.execute("UPDATE shop.stmt SET v = 'after the baseline' WHERE id = 1")
+        cur.execute("INSERT INTO shop.stmt VALUES (4, 'stmt 4')")
+        cur.execute("DELETE FROM shop.joined WHERE id = 1")
+        cur.execute("UPDATE shop.kept SET v = 'kept again' WHERE id = 3")
+        points.append(_checkpoint(look, cols, flavor))  # 5
+        cur.execute("FLUSH BINARY LOGS")
+    _archive(server, store)
+    _assemble_validate_apply(spark, store, warehouse, (first[1], RANGE[1]))
+    for at in (points[5]["gtid"], points[5]["time"]):
+        for table in cols:  # the server's SELECT at checkpoint 5
+            assert _asof(warehouse, at, table, flavor) == points[5]["tables"][table], (at, table)
+    for i, point in enumerate(points[:5]):
+        for at in (point["gtid"], point["time"]):
+            assert _asof(warehouse, at, "kept", flavor) == point["tables"]["kept"], (i, at)
+            for table in ("stmt", "joined"):
+                if i == 4 and at == point["time"]:  # by time, complete from the commit of the
+                    # transaction at the baseline's point (none came between): the baseline's rows
+                    assert _asof(warehouse, at, table, flavor) == point["tables"][table], (i, at, table)
+                else:  # before the point in commit order: partial, the window before the first statement too
+                    _partial(warehouse, at, table)
+    state = json.loads((warehouse / "tables" / "src" / "_binlake.json").read_text())["tables"]
+    assert {k: ((t.get("partial_from") or {}).get("by"), (t.get("complete_from") or {}).get("by"))
+            for k, t in state.items()} == {"shop/kept": (None, "create"), "shop/stmt": (None, "baseline"),
+                                           "shop/joined": (None, "baseline")}

@@ -261,6 +261,9 @@ class Planner:
         ts.shapes.append(Shape(s.order, s.time, None))
 
     def _baseline(self, b: Baseline) -> None:
+        # In the changelog's clock (a MariaDB log's whole seconds too), not the snapshot's client's:
+        # its rows are the tables as the transaction at its point left them.
+        at = b.at or b.started_at
         for name, bt in sorted(b.tables.items()):
             ts = self._ts(name)
             stale = ts.partial_from is not None and ts.partial_from.order < bt.complete  # written by statement before
@@ -270,19 +273,19 @@ class Planner:
             if lineage_id is None:
                 lineage = self._new_lineage(name, "", bt.key)
                 lineage_id = lineage.id
-                lineage.events.append(self._reshape(name, b.start, b.started_at, bt.definition))
+                lineage.events.append(self._reshape(name, b.start, at, bt.definition))
             lineage = self.lineages[lineage_id]
             if lineage.key is None and not lineage.single and bt.key:
                 lineage.key = bt.key
             lineage.single = lineage.key is None
             ts.key = ts.key or bt.key
-            lineage.events.append(TableEvent(b.start, BASELINE, "", b.started_at, "baseline"))
-            ts.complete_from = Point(bt.complete, b.started_at, BY_BASELINE)
+            lineage.events.append(TableEvent(b.start, BASELINE, "", at, "baseline"))
+            ts.complete_from = Point(bt.complete, at, BY_BASELINE)
             ts.baseline = {"id": b.id, "rows": bt.rows}
             if stale:
                 ts.partial_from = None
             shape = len(ts.shapes) - 1
-            self.loads.append(BaselineLoad(lineage_id, ts.name, shape, b.start, b.started_at,
+            self.loads.append(BaselineLoad(lineage_id, ts.name, shape, b.start, at,
                                            [(c.key, c.order, c.first_seq) for c in bt.chunks if c.key]))
 
     def _lineage_at(self, name: tuple[str, str], order: str) -> int | None:
