@@ -4,10 +4,12 @@ import here, so the operator reads them without loading Spark."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 from binlake.errors import BinlakeError
 
@@ -117,3 +119,19 @@ def local(conf: dict | None = None) -> dict[str, str]:
     return {"spark.driver.bindAddress": "127.0.0.1", "spark.driver.host": "127.0.0.1",
             "spark.driver.memory": LOCAL_MEMORY, "spark.python.daemon.module": "binlake.spark.daemon",
             "spark.databricks.delta.snapshotPartitions": "2", **(conf or {})}
+
+
+@contextlib.contextmanager
+def session_settings(spark: Any, settings: Mapping[str, str]) -> Iterator[None]:
+    """A SparkSession's `settings` for the block, then each as it was (unset if it was not set)."""
+    before = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, old in before.items():
+            if old is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, old)

@@ -24,12 +24,12 @@ runs/<run>/results.json and summary.txt there.
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import json
 import logging
 import os
 import re
+from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -44,7 +44,7 @@ from binlake.archive.stores import open_store
 from binlake.errors import BinlakeError
 from binlake.local import offline_docs
 from binlake.spark import schema, verdicts
-from binlake.spark.settings import SESSION, local_warehouse, quality_dir, quiet_gx_logs
+from binlake.spark.settings import SESSION, local_warehouse, quality_dir, quiet_gx_logs, session_settings
 from binlake.spark.warehouse import TABLES, RunRange, Warehouse, warehouse_uri
 from binlake.splits.plan import meets, sources
 from binlake.splits.times import check_quality_run, parse_time, quality_run
@@ -324,23 +324,12 @@ def _checkpoint(context, name: str, vd, result_format: dict):
         name=f"binlake_{name}{suffix}", validation_definitions=[vd], actions=[], result_format=result_format))
 
 
-@contextlib.contextmanager
-def _small_range_settings(spark: SparkSession, small: bool):
+def _small_range_settings(spark: SparkSession, small: bool) -> AbstractContextManager[None]:
     """For a small range, its queries' shuffles in one partition and without adaptive re-planning:
     at a few thousand rows a query's cost is its planning and its tasks, not its data. The
     session's own settings are restored after."""
-    keys = {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": "1"} if small else {}
-    before = {key: spark.conf.get(key, None) for key in keys}
-    for key, value in keys.items():
-        spark.conf.set(key, value)
-    try:
-        yield
-    finally:
-        for key, old in before.items():
-            if old is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, old)
+    return session_settings(spark, {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": "1"}
+                            if small else {})
 
 
 def quiet_gx(context) -> None:
