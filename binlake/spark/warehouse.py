@@ -283,4 +283,3 @@ class Warehouse:
         while listing.hasNext():
             found += listing.next().getPath().getName().endswith(".parquet")
         return found
-
