@@ -62,7 +62,7 @@ class Baseline:
     started_at: str  # that session's start (UTC)
     tables: dict[tuple[str, str], BaselineTable]
     points: list[str]  # each session's point's order
-    at: str = ""  # the commit time of the transaction at its start (binlake.spark.tables sets it)
+    at: str = ""  # the commit time of the transaction at its start, else started_at (binlake.spark.tables sets it)
 
 
 def complete(store, source: str) -> list[dict[str, Any]]:

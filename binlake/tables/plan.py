@@ -262,8 +262,8 @@ class Planner:
 
     def _baseline(self, b: Baseline) -> None:
         # In the changelog's clock (a MariaDB log's whole seconds too), not the snapshot's client's:
-        # its rows are the tables as the transaction at its point left them.
-        at = b.at or b.started_at
+        # its rows are the tables as the transaction at its point left them (Baseline.at).
+        at = b.at
         for name, bt in sorted(b.tables.items()):
             ts = self._ts(name)
             stale = ts.partial_from is not None and ts.partial_from.order < bt.complete  # written by statement before
