@@ -170,11 +170,12 @@ def held_keys(routes: Routes, lineage: int, table: str, batches: Iterable[pa.Rec
         texts = [pc.fill_null(pc.cast(b.column(c), pa.string()), "null") for c in integers]
         grps = pc.binary_join_element_wise("[", pc.binary_join_element_wise(*texts, ","), "]", "").cast(pa.binary())
         typed = pc.and_(_empty(b.column("_raw")), _empty(b.column("_unknown")))
-        if not pc.all(typed).as_py():
-            data = b.select(needed).to_pydict()
-            grps = pa.array([g if ok else one(data, i) for i, (g, ok) in enumerate(zip(grps.to_pylist(),
-                                                                                     typed.to_pylist(), strict=True))],
-                            pa.binary())
+        odd = [i for i, ok in enumerate(typed.to_pylist()) if not ok]
+        if odd:
+            data, values = b.select(needed).to_pydict(), grps.to_pylist()
+            for i in odd:
+                values[i] = one(data, i)
+            grps = pa.array(values, pa.binary())
         yield b.append_column("_grp", grps)
 
 
