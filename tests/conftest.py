@@ -54,7 +54,7 @@ def _costliest_modules_first(items: list[pytest.Item]) -> None:
     cost: dict[str, float] = {}
     for item in items:
         marks = {m.name for m in item.iter_markers()}
-        cost[item.path.name] = cost.get(item.path.name, 0) + max((COST.get(m, 0) for m in marks), default=0.1)
+        cost[item.path.name] = cost.get(item.path.name, 0) + max([COST.get(m, 0) for m in marks] + [0.1])
     items.sort(key=lambda item: -cost[item.path.name])
 
 
