@@ -16,11 +16,13 @@ airflow: install java  ## a local Airflow for binlake (127.0.0.1:8080, the demo'
 
 # Two workers by default (CI's two cores): a test module runs whole on one worker, with its own
 # servers; every worker starts its own session servers, Spark and Airflow. The modules go out in
-# the order tests/conftest.py gives them (costliest first), not xdist's (most tests first).
+# the order tests/support/module_order.py gives them (longest first), not xdist's (most tests first).
 TEST_WORKERS ?= 2
+# More pytest arguments, e.g. --record-module-durations after a change to a slow module (DEVELOPERS.md).
+TEST_ARGS ?=
 
 test: install servers java browser compose lint  ## lint, then every test against real servers
-	$(BIN)/python -m pytest -q -rfEs --durations=40 -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
+	$(BIN)/python -m pytest -q -rfEs --durations=40 -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(TEST_ARGS)
 
 # The tests that need no server, JVM, Airflow or browser (markers from their fixtures: tests/conftest.py).
 test-fast: install lint  ## the developer's loop, in about a minute

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import servers
+from tests.support import module_order, servers
 from tests.support.scanning import PUBLIC
 
 # fixture -> the marker of what it needs
@@ -29,8 +29,15 @@ NEEDS = {"mysql_server": "mysql", "mysql_factory": "mysql", "mariadb_server": "m
          "chromium": "browser", "s3_endpoint": "s3"}
 
 
-# A test's rough cost in seconds by the heaviest thing it needs, to start the costliest modules first.
-COST = {"airflow": 90, "browser": 60, "spark": 15, "mysql": 0.5, "mariadb": 0.5, "s3": 0.5}
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--record-module-durations", action="store_true",
+                     help="write each module's measured seconds into tests/module_durations.json, "
+                          "whose order the workers of `make test` take them in")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not os.environ.get("PYTEST_XDIST_WORKER"):  # the controller sees every worker's reports
+        config.pluginmanager.register(module_order.Clock(config.getoption("record_module_durations")))
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -43,19 +50,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         for marker in sorted({NEEDS[f] for f in used & NEEDS.keys()}):
             item.add_marker(marker)
     if os.environ.get("PYTEST_XDIST_WORKER"):
-        _costliest_modules_first(items)
-
-
-def _costliest_modules_first(items: list[pytest.Item]) -> None:
-    """Under pytest-xdist (`--dist loadfile`: a module runs whole on one worker, which takes the
-    next module when it is done), the modules by their estimated cost, costliest first, so that
-    the last ones to start are short. pytest-randomly's order is kept within a module and
-    between modules of one cost; every worker computes the same order."""
-    cost: dict[str, float] = {}
-    for item in items:
-        marks = {m.name for m in item.iter_markers()}
-        cost[item.path.name] = cost.get(item.path.name, 0) + max([COST.get(m, 0) for m in marks] + [0.1])
-    items.sort(key=lambda item: -cost[item.path.name])
+        module_order.longest_first(items)
 
 
 def pytest_terminal_summary(terminalreporter, config) -> None:
