@@ -65,6 +65,8 @@ class Clock:
         self.ended[name] = max(self.ended.get(name, 0.0), report.stop)
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
+        if set(self.busy) <= {"main"}:  # no workers: nothing to balance
+            return
         for name in sorted(self.busy):
             terminalreporter.write_line(
                 f"worker {name}: {self.busy[name] / 60:.1f} min in tests, "
