@@ -44,7 +44,7 @@ from binlake.tables import state as states
 from binlake.tables.baselines import Baseline, complete, lines, placed
 from binlake.tables.plan import Planner, RangePlan, Statement, Written, check_names, table_statement
 from binlake.tables.state import Point, SourceState, warehouse_store
-from binlake.tables.stream import OUT, SORT, STREAM, Routes, fold, held, held_keys, route, snapshot_rows
+from binlake.tables.stream import OUT, SORT, STREAM, Routes, fold, held, held_keys, integer_key, route, snapshot_rows
 
 # The Arrow schemas of the fold's stages as Spark's (mapInArrow takes Spark's types)
 _STREAM, _OUT = from_arrow_schema(STREAM), from_arrow_schema(OUT)
@@ -252,7 +252,8 @@ class TablesJob:
                      baselines: list[Baseline]) -> None:
         start, end = span
         lo, hi = F.lit(start).cast("timestamp"), F.lit(end).cast("timestamp")
-        in_range = txns.where((F.col("commit_ts") >= lo) & (F.col("commit_ts") < hi))
+        # read four times (the changes, the XA commits, the first order, the tables written by statement)
+        in_range = txns.where((F.col("commit_ts") >= lo) & (F.col("commit_ts") < hi)).cache()
         changes = self._changes(state.source, txns, in_range, span).cache()
         s.row_changes = changes.count()
         touched, keys = self._images(changes)
@@ -273,6 +274,7 @@ class TablesJob:
         out = self._fold(state, plan, changes)
         self._write(state, plan, out, s)
         changes.unpersist()
+        in_range.unpersist()
 
     def _changes(self, source: str, txns: DataFrame, in_range: DataFrame, span: tuple[str, str]) -> DataFrame:
         """The range's row changes to apply, with their transaction's place: committed dml, and the
@@ -419,8 +421,13 @@ class TablesJob:
                 # Only the versions of the keys the range changes go on to the fold: the key ranges of
                 # `where` prune files, not rows, and random keys span nearly every file. Matched by
                 # the fold's own key text, so as the server matches keys (collations included), which
-                # held_keys makes from the key's columns alone.
-                changed = routed.where(F.col("lineage") == lid).select(F.col("grp").alias("_grp")).distinct()
+                # held_keys makes from the key's columns alone; an integer key's versions are first
+                # cut to the changed keys' by value, in the JVM.
+                changes_of = routed.where(F.col("lineage") == lid)
+                integers = integer_key(routes, lid, table)
+                if integers:
+                    current = _changed_integer_keys(current, changes_of, integers)
+                changed = changes_of.select(F.col("grp").alias("_grp")).distinct()
                 keyed = StructType([*current.schema.fields, StructField("_grp", BinaryType())])
                 current = (current.mapInArrow(functools.partial(held_keys, routes, lid, table), keyed)
                            .join(F.broadcast(changed), "_grp", "left_semi").drop("_grp"))
@@ -504,6 +511,21 @@ class TablesJob:
                  F.col("op").alias("_op"), F.col("from_seq").alias("_from_seq"), F.col("unknown").alias("_unknown"),
                  F.col("raw").alias("_raw"), F.col("existing").alias("_existing")]
         return staged.select(*cols)
+
+
+def _changed_integer_keys(current: DataFrame, changes: DataFrame, columns: list[str]) -> DataFrame:
+    """The current versions whose integer key one of the changes holds, matched by value in the
+    JVM, and those held_keys can key only in Python (a value in `_raw`, one unknown): a superset
+    of what the join on the key's text keeps, so that only these cross into Python. A change's key
+    text is its values' JSON (key_text), which parses back to the same numbers."""
+    parsed = F.from_json(F.col("grp").cast("string"), "ARRAY<DECIMAL(20,0)>")
+    keys = (changes.select(parsed.alias("_k")).distinct()
+            .select(*[F.col("_k")[i].alias(f"_binlake_k{i}") for i in range(len(columns))])
+            .withColumn("_binlake_hit", F.lit(True)))
+    on = [current[q(c)].eqNullSafe(keys[f"_binlake_k{i}"]) for i, c in enumerate(columns)]
+    odd = (F.coalesce(F.size("_raw"), F.lit(0)) > 0) | (F.coalesce(F.size("_unknown"), F.lit(0)) > 0)
+    return (current.join(F.broadcast(keys), on, "left").where(F.col("_binlake_hit").isNotNull() | odd)
+            .select(*[current[q(c)] for c in current.columns]))
 
 
 _VERSION_NAMES = {"_valid_from", "_valid_to", "_from_txn", "_to_txn", "_from_order", "_to_order", "_op", "_from_seq",

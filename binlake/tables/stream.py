@@ -151,13 +151,12 @@ def held_keys(routes: Routes, lineage: int, table: str, batches: Iterable[pa.Rec
     key = routes.lineages[lineage].key or []
     names = frozenset(key)
     shapes = routes.shapes[table]
-    now = shapes[routes.held.get(table, len(shapes) - 1)]
+    now = _held_shape(routes, table)
     columns = {c.name: c for c in now.columns or [] if c.name in names}
     needed = [c.column for c in columns.values()] + ["_from_order", "_raw", "_unknown"]
     # An integer key's text is its numbers' (key_text: JSON), made by Arrow for every row that
     # keeps all its values typed; the others (a value in _raw, one unknown) go through Python.
-    integers = [columns[k].column for k in key] \
-        if key and all(k in columns and columns[k].kind().name == "integer" for k in key) else None
+    integers = integer_key(routes, lineage, table)
 
     def one(data: dict[str, list], i: int) -> bytes:
         return key_text(version_values(shapes, now, {n: data[n][i] for n in needed}, names), key) or b""
@@ -177,6 +176,21 @@ def held_keys(routes: Routes, lineage: int, table: str, batches: Iterable[pa.Rec
                 values[i] = one(data, i)
             grps = pa.array(values, pa.binary())
         yield b.append_column("_grp", grps)
+
+
+def integer_key(routes: Routes, lineage: int, table: str) -> list[str] | None:
+    """The Delta columns of the lineage's key where every one is an integer (TINYINT…BIGINT,
+    unsigned too), in the key's order; else None."""
+    key = routes.lineages[lineage].key or []
+    columns = {c.name: c for c in _held_shape(routes, table).columns or [] if c.name in key}
+    if not key or not all(k in columns and columns[k].kind().name == "integer" for k in key):
+        return None
+    return [columns[k].column for k in key]
+
+
+def _held_shape(routes: Routes, table: str) -> Shape:
+    shapes = routes.shapes[table]
+    return shapes[routes.held.get(table, len(shapes) - 1)]
 
 
 def _empty(lists: pa.Array) -> pa.Array:
