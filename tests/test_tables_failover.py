@@ -32,6 +32,17 @@ def _promote(replica, primary) -> None:
         cur.execute("RESET REPLICA ALL" if mysql else "RESET SLAVE ALL")
 
 
+def _binlog_file(server) -> str:
+    """The binary log file the server writes now (its own status)."""
+    with server.connect() as conn, conn.cursor() as cur:
+        cur.execute("SHOW BINARY LOG STATUS" if server.flavor == "mysql" else "SHOW BINLOG STATUS")
+        return cur.fetchone()[0]
+
+
+def _number(name: str) -> int:
+    return int(name.rsplit(".", 1)[1])
+
+
 @pytest.mark.parametrize("flavor", ["mysql", "mariadb"])
 def test_asof_before_and_after_a_failover_is_each_primarys_select(request, flavor, spark, tmp_path):
     from tests.support.snapshots import replicate
@@ -44,6 +55,13 @@ def test_asof_before_and_after_a_failover_is_each_primarys_select(request, flavo
     with replica.connect() as conn, conn.cursor() as cur:
         cur.execute("START REPLICA" if flavor == "mysql" else "START SLAVE")
     store = f"file://{tmp_path}/store"
+    # The old primary's workload in a file numbered above every file the replica writes: the order
+    # by file and offset alone would put the promoted replica's changes first; only the archive's
+    # generations put them after (binlake.tables.order). FLUSH BINARY LOGS is not replicated.
+    with primary.connect() as conn, conn.cursor() as cur:
+        for _ in range(4):
+            cur.execute("FLUSH BINARY LOGS")
+    old_file = _binlog_file(primary)
     _archive(primary, store)  # the schema history before the workload
     with primary.connect() as conn, conn.cursor() as cur, primary.connect() as other, other.cursor() as look:
         cur.execute("CREATE DATABASE shop")
@@ -66,7 +84,9 @@ def test_asof_before_and_after_a_failover_is_each_primarys_select(request, flavo
         cur.execute("UPDATE shop.acct SET extra = 8 WHERE id = 1")
         cur.execute("UPDATE shop.bag SET y = 'z' WHERE x = 2")
         after = _checkpoint(look, {"acct": [*ACCT, "extra"], "bag": BAG}, flavor)
+        new_file = _binlog_file(replica)
         cur.execute("FLUSH BINARY LOGS")
+    assert _number(new_file) < _number(old_file), (new_file, old_file)
     _archive(replica, store)  # the same source name, another server: generation 2
     # its files, named as the old primary's, a new generation beside them (DESIGN.md; docs/archive.md)
     assert any(p.name.endswith("@g0002") for p in (tmp_path / "store").rglob("*")), \
