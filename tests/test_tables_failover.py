@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import pytest
 
+from binlake.tables.order import place
 from tests.test_tables_servers import _archive, _asof, _assemble_validate_apply, _checkpoint
 
 ACCT = ["id", "CAST(bal AS CHAR)", "note"]
@@ -37,10 +38,6 @@ def _binlog_file(server) -> str:
     with server.connect() as conn, conn.cursor() as cur:
         cur.execute("SHOW BINARY LOG STATUS" if server.flavor == "mysql" else "SHOW BINLOG STATUS")
         return cur.fetchone()[0]
-
-
-def _number(name: str) -> int:
-    return int(name.rsplit(".", 1)[1])
 
 
 @pytest.mark.parametrize("flavor", ["mysql", "mariadb"])
@@ -86,7 +83,7 @@ def test_asof_before_and_after_a_failover_is_each_primarys_select(request, flavo
         after = _checkpoint(look, {"acct": [*ACCT, "extra"], "bag": BAG}, flavor)
         new_file = _binlog_file(replica)
         cur.execute("FLUSH BINARY LOGS")
-    assert _number(new_file) < _number(old_file), (new_file, old_file)
+    assert place(new_file)[1] < place(old_file)[1], (new_file, old_file)
     _archive(replica, store)  # the same source name, another server: generation 2
     # its files, named as the old primary's, a new generation beside them (DESIGN.md; docs/archive.md)
     assert any(p.name.endswith("@g0002") for p in (tmp_path / "store").rglob("*")), \
