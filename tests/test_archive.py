@@ -326,14 +326,16 @@ def test_two_archivers_at_once(mysql_server, tmp_path):
     src = MySQLSource(f"mysql://root@127.0.0.1:{mysql_server.port}")
     errors = []
 
-    def run():
+    def run(server_id: int):
         try:
-            archive(MySQLSource(f"mysql://root@127.0.0.1:{mysql_server.port}", server_id=0x62000000
-                                + threading.get_ident() % 1000), store, "c")
+            archive(MySQLSource(f"mysql://root@127.0.0.1:{mysql_server.port}", server_id=server_id),
+                    store, "c")
         except Exception as e:  # noqa: BLE001
             errors.append(e)
 
-    threads = [threading.Thread(target=run) for _ in range(2)]
+    # Each run its own server_id, as the server requires of concurrent dumps (a thread's ident
+    # is no such id: two threads' idents may agree modulo any small number).
+    threads = [threading.Thread(target=run, args=(0x62000000 + i,)) for i in range(2)]
     for t in threads:
         t.start()
     for t in threads:
