@@ -32,8 +32,10 @@ install: $(STAMP) $(ASSETS) jars
 
 # Delta Lake's and the S3A connector's jars for pyspark's Spark and Hadoop, resolved by Maven from
 # Maven Central into $${BINLAKE_CACHE:-~/.cache/binlake} once; offline after that (binlake/spark/jars.py).
+# Then the archive of the classes a local session loads, which every later JVM maps (binlake/spark/classes.py).
 jars: $(STAMP)
 	$(BIN)/python -m binlake.spark.jars fetch >/dev/null
+	$(BIN)/python -m binlake.spark.classes >/dev/null
 
 # The data docs' CSS, JavaScript and fonts from the npm registry, tarballs cached in .cache/npm.
 $(ASSETS): binlake/local/offline_docs.py $(STAMP)

@@ -86,6 +86,44 @@ def test_both_range_jobs_get_the_variables_range_and_every_source(airflow):
             (variable["store"], variable["warehouse"], start, end, ["db1", "old"]), task_id
 
 
+# The DAG's assemble task prepared for a range on a local master, as its execute() prepares it:
+# the driver's java options its spark-submit gets (JSON, the last line).
+PREPARED = """
+import json, sys, types
+from airflow.dag_processing.dagbag import DagBag
+from binlake_airflow import settings
+task = DagBag(dag_folder=sys.argv[1]).dags["binlake_transactions"].get_task("assemble")
+task.start, task.end = sys.argv[3], sys.argv[4]
+task.prepare(settings.parse(json.loads(sys.argv[2])), types.SimpleNamespace(host="local[2]"), (task.start, task.end))
+print(json.dumps(task.conf.get("spark.driver.extraJavaOptions")))
+"""
+
+
+def test_a_local_range_the_driver_reads_gets_the_class_archive_and_the_short_jvm(airflow, tmp_path):
+    # The samples' range is one the driver reads itself (settings.in_driver): C1 only; a local
+    # master's JVM maps the class archive make install made (binlake.spark.classes). Both, in that
+    # order: the archive's options first, so that the range's (and a user's) come last and win.
+    import subprocess
+
+    from binlake.spark.settings import JAVA_OPTIONS, SHORT_JVM, class_sharing
+    from tests.conftest import require
+    from tests.support.scanning import REPO
+
+    require(bool(class_sharing()), "the archive of Spark's classes (make install)")
+    store = tmp_path / "archive"
+    mysql_samples = next(f for f in sample_files() if "/mysql-" in f).rsplit("/", 1)[0]
+    archive(DirSource(mysql_samples), open_store(f"file://{store}"), "s")
+    start, end = commit_range(store)
+    variable = {"store": f"file://{store}", "warehouse": str(tmp_path / "warehouse"),
+                "sources": [{"name": "s", "url": f"dir://{mysql_samples}"}]}
+    af = airflow()
+    out = subprocess.run([str(Path(af.env["PATH"].split(os.pathsep)[0]) / "python"), "-c", PREPARED,
+                          str(REPO / "dags"), json.dumps(variable), start, end], env=af.env, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == f"{class_sharing()} {SHORT_JVM[JAVA_OPTIONS]}"
+
+
 def test_binlakes_own_imports_raise_no_deprecation_warning(tmp_path):
     # Airflow 3 moved the task exceptions to airflow.sdk.exceptions; the old names warn in every
     # task's log. A fresh interpreter imports the plugins and both DAG files with every warning

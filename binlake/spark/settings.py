@@ -5,9 +5,12 @@ import here, so the operator reads them without loading Spark."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import os
+import shutil
 from collections.abc import Iterator, Mapping
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -45,13 +48,16 @@ def quiet_gx_logs() -> None:
     gx = logging.getLogger("great_expectations")
     if gx.level == logging.NOTSET:
         gx.setLevel(logging.WARNING)
+
+
+JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 DRIVER_BYTES = 8 << 20  # the most binlog bytes a range may have for the driver to read it itself
 # A short run's JVM: C1 compiles only. Where the driver reads the range itself the JVM's work is a
 # few small writes and queries, and C2's warm-up on 2 cores is most of what it would pay (an
 # interval's time: bench/RESULTS.md, bench/interval.py); big ranges keep the full JIT for its steady state.
 # C1 alone gets a 48 MB code cache, which Delta and GX in one JVM (`assemble --validate`) fill: the
 # JIT then stops, and HotSpot prints its warning on stdout, where binlake's records go.
-SHORT_JVM = {"spark.driver.extraJavaOptions":
+SHORT_JVM = {JAVA_OPTIONS:
              "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m -XX:+DisplayVMOutputToStderr"}
 
 
@@ -103,9 +109,64 @@ def in_driver(plan, split_bytes: int) -> bool:
     return not plan.bigs and plan.bytes <= min(split_bytes, DRIVER_BYTES)
 
 
+# HotSpot's log to stderr only wherever the class archive is named: a mismatch is a warning, and
+# its default output, stdout, carries binlake's records.
+JVM_LOG = "-Xlog:disable -Xlog:all=warning:stderr"
+
+
+def java() -> Path | None:
+    """The java spark-submit starts (spark-class: $JAVA_HOME/bin/java, else the PATH's), resolved."""
+    home = os.environ.get("JAVA_HOME")
+    found = str(Path(home) / "bin" / "java") if home else shutil.which("java")
+    return Path(found).resolve() if found and os.path.exists(found) else None
+
+
+def class_archive_inputs() -> list[str] | None:
+    """What the archive of a local session's classes is checked against by the JVM: the Java (and
+    its file's time), Spark's jars directory and version, the fetched jars on the driver's class
+    path. None without Java or the fetched jars."""
+    from binlake.spark import jars
+
+    exe = java()
+    if exe is None:
+        return None
+    try:
+        extra = jars.classpath()
+        spark = jars.pyspark_jars()
+    except BinlakeError:
+        return None
+    return [str(exe), str(exe.stat().st_mtime_ns), str(spark), metadata.version("pyspark"), *extra]
+
+
+def class_archive() -> Path | None:
+    """Where the archive of a local session's classes is kept (binlake.spark.classes makes it),
+    named by its inputs, so that a changed install gets its own."""
+    from binlake.spark import jars
+
+    inputs = class_archive_inputs()
+    if inputs is None:
+        return None
+    return jars.cache() / "classes" / f"spark-{hashlib.sha256(chr(10).join(inputs).encode()).hexdigest()[:16]}.jsa"
+
+
+def class_sharing() -> str:
+    """The driver's java options that map the class archive, or "" where there is none."""
+    archive = class_archive()
+    if archive is None or not archive.is_file():
+        return ""
+    return f"-XX:SharedArchiveFile={archive} {JVM_LOG}"
+
+
+def with_java_options(options: str, conf: Mapping[str, str]) -> dict[str, str]:
+    """`conf` with `options` before its own driver's java options: both kept, and where they set
+    the same flag, the JVM takes the last, `conf`'s."""
+    joined = " ".join(o for o in (options, conf.get(JAVA_OPTIONS, "")) if o)
+    return {**conf, JAVA_OPTIONS: joined} if joined else dict(conf)
+
+
 def for_range(conf: dict[str, str], plan, split_bytes: int) -> dict[str, str]:
     """A local master's settings for a planned range: SHORT_JVM under `conf` (which wins) where
-    the driver reads the range itself."""
+    the driver reads the range itself. Before local(), which adds its own java options."""
     return {**SHORT_JVM, **conf} if in_driver(plan, split_bytes) else conf
 
 
@@ -115,10 +176,12 @@ def local(conf: dict | None = None) -> dict[str, str]:
     (the driver's interpreter) import pyspark as installed, not from Spark's zips
     (binlake.spark.daemon). Delta rebuilds a table's state from its log in 50 partitions unless
     told otherwise: on one machine, for logs of a commit per run, that is some 150 tasks of
-    nothing at every write and read (bench/RESULTS.md, "Delta's fixed costs")."""
-    return {"spark.driver.bindAddress": "127.0.0.1", "spark.driver.host": "127.0.0.1",
-            "spark.driver.memory": LOCAL_MEMORY, "spark.python.daemon.module": "binlake.spark.daemon",
-            "spark.databricks.delta.snapshotPartitions": "2", **(conf or {})}
+    nothing at every write and read (bench/RESULTS.md, "Delta's fixed costs"). Its JVM maps Spark's
+    classes from binlake's archive where `make install` made one (binlake.spark.classes)."""
+    return with_java_options(class_sharing(), {
+        "spark.driver.bindAddress": "127.0.0.1", "spark.driver.host": "127.0.0.1",
+        "spark.driver.memory": LOCAL_MEMORY, "spark.python.daemon.module": "binlake.spark.daemon",
+        "spark.databricks.delta.snapshotPartitions": "2", **(conf or {})})
 
 
 @contextlib.contextmanager

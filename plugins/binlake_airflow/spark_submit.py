@@ -46,10 +46,11 @@ class BinlakeSubmitOperator(SparkSubmitOperator):
         conf = {**spark_settings.LOGS, **spark_settings.delta(aws), **(self.conf or {})}
         if spark_settings.is_local(conn.host):
             env["PYSPARK_PYTHON"] = sys.executable
-            conf = spark_settings.local({**conf, **cfg.spark_conf})
+            conf = {**conf, **cfg.spark_conf}
             planned = _planned(cfg, span) if span is not None else None
             if planned is not None:
                 conf = spark_settings.for_range(conf, planned, cfg.split_bytes)
+            conf = spark_settings.local(conf)  # last: its java options join the range's
         else:
             conf = {**conf, **{f"spark.executorEnv.{k}": v for k, v in aws.items()}, **cfg.spark_conf}
         self.conf = conf
