@@ -76,3 +76,14 @@ def test_the_archives_options_come_before_the_users_own():
     assert got == {settings.JAVA_OPTIONS: f"-XX:SharedArchiveFile=/a.jsa {settings.JVM_LOG} -Xss4m -Xshare:off"}
     assert settings.with_java_options("", {}) == {}
     assert settings.with_java_options("-Xa", {"k": "v"}) == {"k": "v", settings.JAVA_OPTIONS: "-Xa"}
+
+
+def test_make_install_without_java_makes_no_archive_and_goes_on(tmp_path):
+    # make install runs the build; `make test-fast` needs no Java, so its absence is no error there
+    import os
+
+    env = {**os.environ, "PATH": str(Path(sys.executable).parent), "JAVA_HOME": ""}
+    proc = subprocess.run([sys.executable, "-m", "binlake.spark.classes"], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert (proc.returncode, proc.stdout) == (0, "")
+    assert "no Java: no archive of Spark's classes" in proc.stderr
