@@ -191,7 +191,7 @@ def _step(description: str) -> str:
         for known, name in (("DeltaMergeBuilder", "Delta: the MERGE"), ("getHistory", "Delta: the history"),
                             ("localCheckpoint", "tables.TablesJob._fold (localCheckpoint)"),
                             ("Filtering files", "Delta: files"),
-                            ("count at NativeMethod", "tables.TablesJob._apply_range (count: the changes cached)")):
+                            ("count at NativeMethod", "tables.TablesJob.apply (count: any transaction in the range)")):
             if known in description:
                 return name
         return description

@@ -35,7 +35,7 @@ from binlake.spark.settings import SESSION, quality_dir
 from binlake.spark.validate import Report
 from binlake.spark.version_suites import Applied, VersionChecks
 from binlake.spark.versions import Versions, cast, q
-from binlake.spark.warehouse import Warehouse, warehouse_uri
+from binlake.spark.warehouse import Commit, Warehouse, warehouse_uri
 from binlake.spark.writer import WriterLease
 from binlake.splits.plan import sources as archived_sources
 from binlake.splits.times import compact_ts, parse_time
@@ -94,6 +94,7 @@ class TablesJob:
         self.run_id = uuid.uuid4().hex[:12]
         self.applied: dict[str, Applied] = {}  # what each source's apply wrote, for the row versions' suites
         self.reports: list[Report] = []  # the validation reports those suites joined
+        self._commits_read: list[Commit] | None = None
 
     def sources(self) -> list[str]:
         """Every source of the archive, as `binlake assemble` takes them when none is named: a
@@ -125,7 +126,7 @@ class TablesJob:
         state = states.load(self.warehouse, source) or SourceState(source)
         txns = self._transactions(source)
         assembled = self._assembled()
-        version_now = self.wh.version("transactions")
+        version_now = self._commits()[0].version
         baselines = self._baselines(source, txns)
         decided = decide(state, self.start, self.end, self._rebuild_from(state, assembled, baselines))
         if isinstance(decided, str):
@@ -181,10 +182,17 @@ class TablesJob:
         return (self.wh.read("transactions").where(F.col("source") == source)
                 .withColumn("order", F.expr(orders.SQL)))
 
+    def _commits(self) -> list[Commit]:
+        """The `transactions` table's commits, newest first: read once a run, which holds the
+        warehouse's writer lease (no assemble commits meanwhile)."""
+        if self._commits_read is None:
+            self._commits_read = self.wh.history("transactions")
+        return self._commits_read
+
     def _assembled(self) -> list[tuple[int, str, str, list[str]]]:
         """The `transactions` table's binlake commits: (version, start, end, sources)."""
         return [(c.version, parse_time(c.note.start), parse_time(c.note.end), list(c.note.sources))
-                for c in self.wh.runs("transactions") if c.note is not None]
+                for c in self._commits() if c.note is not None]
 
     def _touched_since(self, state: SourceState, assembled: list, start: str) -> bool:
         """Whether an assemble run after the last apply rewrote part of [start, span end)."""
@@ -255,8 +263,7 @@ class TablesJob:
         # read four times (the changes, the XA commits, the first order, the tables written by statement)
         in_range = txns.where((F.col("commit_ts") >= lo) & (F.col("commit_ts") < hi)).cache()
         changes = self._changes(state.source, txns, in_range, span).cache()
-        s.row_changes = changes.count()
-        touched, keys = self._images(changes)
+        touched, keys, s.row_changes = self._images(changes)
         statements = self._statements(state.source, txns, start, end)
         history = self._history(state.source, start, end)
         if history is not None:  # moved to the start of the range's first file: on to the range's start
@@ -333,16 +340,17 @@ class TablesJob:
                 .select("name", "first.order", "first.at").collect())
         return [Written(r["order"], r["at"], r["name"]) for r in rows]
 
-    def _images(self, changes: DataFrame) -> tuple[dict[tuple[str, str], list[str]], dict[tuple[str, str], list[str]]]:
+    def _images(self, changes: DataFrame) -> tuple[dict[tuple[str, str], list[str]], dict[tuple[str, str], list[str]],
+                                                   int]:
         """Per table with row changes: its images' columns (the widest image's, then any other), and a
         key its before images show (every update and delete image holding the same columns, fewer than
-        the table has: MINIMAL's key)."""
+        the table has: MINIMAL's key); and how many row changes there are (one query for both)."""
         keys_of = F.json_object_keys(F.coalesce("after", "before"))
         before = F.when(F.col("op") != "insert", F.json_object_keys("before"))
         rows = (changes.groupBy("schema", "table")
                 .agg(F.max_by(keys_of, F.size(keys_of)).alias("widest"),
                      F.array_distinct(F.flatten(F.collect_set(keys_of))).alias("all"),
-                     F.collect_set(before).alias("befores"))
+                     F.collect_set(before).alias("befores"), F.count(F.lit(1)).alias("n"))
                 .collect())
         touched, keys = {}, {}
         for r in rows:
@@ -351,7 +359,7 @@ class TablesJob:
             befores = {tuple(b) for b in r["befores"] or []}
             if len(befores) == 1 and len(next(iter(befores))) < len(touched[(r["schema"], r["table"])]):
                 keys[(r["schema"], r["table"])] = list(next(iter(befores)))
-        return touched, keys
+        return touched, keys, sum(r["n"] for r in rows)
 
     def _statements(self, source: str, txns: DataFrame, start: str, end: str) -> list[Statement]:
         """The table statements (DDL, TRUNCATE) of the range's files up to its end, each at its
@@ -491,8 +499,9 @@ class TablesJob:
                 rows = self._typed(ts, out.where(F.col("table") == name))
                 note = json.dumps({"binlake": {"run": self.run_id, "source": state.source, "start": self.start,
                                                "end": self.end}})
-                self.versions.merge(ts, rows, note)
-            ts.version = self.versions.version(ts) if self.versions.exists(ts) else None
+                ts.version, _ = self.versions.merge(ts, rows, note)
+            else:
+                ts.version = self.versions.version(ts) if self.versions.exists(ts) else None
             opened, closed = counts.get(name, (0, 0))
             s.tables[name] = {"opened": int(opened or 0), "closed": int(closed or 0), "version": ts.version or 0}
 

@@ -126,9 +126,9 @@ class Versions:
             df = df.where(where)
         return df.withColumn("_valid_from", F.date_format("_valid_from", "yyyy-MM-dd'T'HH:mm:ss.SSSSSS'Z'"))
 
-    def merge(self, ts: TableState, rows: DataFrame, note: str) -> dict[str, str]:
+    def merge(self, ts: TableState, rows: DataFrame, note: str) -> tuple[int, dict[str, str]]:
         """One commit: the versions closed (matched among the current ones by their identity:
-        `_from_order`, `_from_seq` and the key) updated, the new ones inserted. Its metrics."""
+        `_from_order`, `_from_seq` and the key) updated, the new ones inserted. Its version and metrics."""
         from delta.tables import DeltaTable
 
         names = [f.name for f in self.spark.read.format("delta").load(self.path(ts)).schema.fields]
@@ -144,7 +144,7 @@ class Versions:
         finally:
             self.spark.conf.unset("spark.databricks.delta.commitInfo.userMetadata")
         last = table.history(1).collect()[0]
-        return dict(last["operationMetrics"] or {})
+        return last["version"], dict(last["operationMetrics"] or {})
 
     def rollback(self, ts: TableState, at: str, note: str) -> None:
         """The table as it was before instant `at`: versions opened from it deleted, versions closed
