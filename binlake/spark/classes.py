@@ -1,6 +1,6 @@
 """Class data sharing for a local driver's JVM: the classes a binlake session loads (Spark's,
 Delta's, Hadoop's) mapped from an archive made once, instead of found, read, verified and parsed
-from some 300 jars at every start.
+from the 280-odd jars of its class path at every start.
 
 The archive is HotSpot's dynamic CDS archive (JEP 350): `python -m binlake.spark.classes` (make
 install runs it) starts a session as binlake's local sessions start, runs the kinds of work they
