@@ -76,6 +76,7 @@ bench: install servers java
 	$(BIN)/python bench/schema.py
 	$(BIN)/python bench/shapes.py
 	$(BIN)/python bench/interval.py
+	$(BIN)/python bench/classes.py
 	$(BIN)/python bench/manifests.py
 	$(BIN)/python bench/hourly.py
 	$(BIN)/python bench/delta_cost.py

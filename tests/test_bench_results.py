@@ -27,6 +27,7 @@ SECTIONS = [
     "bench/delta_cost.py --fixed (Delta's fixed costs per commit)",
     "bench/snapshot.py",
     "bench/tables.py",
+    "bench/classes.py (class data sharing)",
 ]
 
 
