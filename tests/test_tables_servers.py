@@ -569,6 +569,19 @@ def test_the_generations_after_a_reset_apply_in_commit_order(mysql_factory, spar
             assert proc.returncode == 1 and "2 times" in proc.stderr and "give a time" in proc.stderr, proc.stderr
 
 
+def _logged_both_ways(cur, statement: str) -> None:
+    """The server's own listing (SHOW BINLOG EVENTS of its last file): the transaction holding
+    `statement` as a QUERY event has a rows event too, before its end."""
+    cur.execute("SHOW BINARY LOGS")
+    last = cur.fetchall()[-1][0]
+    cur.execute(f"SHOW BINLOG EVENTS IN '{last}'")
+    events = [(row[2], row[5]) for row in cur.fetchall()]  # Event_type, Info
+    at = next(i for i, (kind, info) in enumerate(events) if kind == "Query" and statement in info)
+    rest = events[at + 1:]
+    end = next(i for i, (kind, _) in enumerate(rest) if kind == "Xid")
+    assert any(kind.startswith("Write_rows") for kind, _ in rest[:end]), events[at:]
+
+
 def _partial(warehouse: Path, at: str, table: str) -> str:
     """`binlake asof` of a table it must refuse as partial at `at`: its stderr."""
     proc = run_cli("asof", "--warehouse", str(warehouse), "--source", "src", "--at", at, "--table", f"shop.{table}")
@@ -579,7 +592,9 @@ def _partial(warehouse: Path, at: str, table: str) -> str:
 @pytest.mark.parametrize("flavor", ["mysql", "mariadb"])
 def test_a_table_written_by_statement_is_partial_from_there_on(request, spark, tmp_path, flavor):
     """A session logging `binlog_format=STATEMENT` writes `stmt` (INSERT, UPDATE, a multi-table
-    UPDATE naming `joined` too, DELETE) while another logs rows into `kept`: `stmt` and `joined` are
+    UPDATE naming `joined` too, DELETE) while another logs rows into `kept`, and a `MIXED`
+    transaction writes `mixed` by statement (a safe UPDATE) and by rows (an unsafe INSERT, UUID()),
+    as the server's own SHOW BINLOG EVENTS shows: `stmt`, `joined` and `mixed` are
     partial from their first statement on, asof refuses them there and after (later, rows logged
     again: an UPDATE of a row a statement inserted, an INSERT of a key a statement deleted), `kept`
     equals the server's SELECT throughout, and the row versions' suites pass (_apply). Then a
@@ -592,7 +607,7 @@ def test_a_table_written_by_statement_is_partial_from_there_on(request, spark, t
 
     server = request.getfixturevalue(f"{flavor}_factory")()  # the test's own: its binary log is read whole
     store = f"file://{tmp_path}/store"
-    cols = {"kept": ["id", "v"], "stmt": ["id", "v"], "joined": ["id", "v"]}
+    cols = {"kept": ["id", "v"], "stmt": ["id", "v"], "joined": ["id", "v"], "mixed": ["id", "v"]}
     _archive(server, store)  # the schema history before the workload
     with server.connect() as conn, conn.cursor() as cur, server.connect() as rows, rows.cursor() as rcur, \
             server.connect() as other, other.cursor() as look:
@@ -611,6 +626,12 @@ def test_a_table_written_by_statement_is_partial_from_there_on(request, spark, t
         cur.execute("UPDATE stmt s JOIN shop.joined j ON s.id = j.id SET s.v = j.v")  # names joined too
         points.append(_checkpoint(look, cols, flavor))  # 3: joined partial
         cur.execute("DELETE FROM shop.stmt WHERE id = 2")
+        cur.execute("SET SESSION binlog_format = 'MIXED'")
+        cur.execute("BEGIN")
+        cur.execute("UPDATE shop.mixed SET v = 'by statement' WHERE id = 1")  # safe: logged as its text
+        cur.execute("INSERT INTO shop.mixed VALUES (3, LEFT(UUID(), 8))")  # unsafe: logged as rows
+        cur.execute("COMMIT")
+        _logged_both_ways(cur, "UPDATE shop.mixed")
         cur.execute("SET SESSION binlog_format = 'ROW'")
         cur.execute("UPDATE shop.stmt SET v = 'rows again' WHERE id = 3")  # a row no version holds
         cur.execute("INSERT INTO shop.stmt VALUES (2, 'back')")  # its version the statement's DELETE never closed
@@ -625,7 +646,7 @@ def test_a_table_written_by_statement_is_partial_from_there_on(request, spark, t
     _assemble_validate_apply(spark, store, warehouse, first)  # the row versions' suites pass (_apply)
 
     # partial from the workload's first statement-logged write of each: stmt at 1, joined at 3
-    partial_at = {"kept": None, "stmt": 1, "joined": 3}
+    partial_at = {"kept": None, "stmt": 1, "joined": 3, "mixed": 4}
     for i, point in enumerate(points):
         for at in (point["gtid"], point["time"]):
             for table, since in partial_at.items():
@@ -635,7 +656,7 @@ def test_a_table_written_by_statement_is_partial_from_there_on(request, spark, t
                     assert _asof(warehouse, at, table, flavor) == point["tables"][table], (i, at, table)
     state = json.loads((warehouse / "tables" / "src" / "_binlake.json").read_text())["tables"]
     assert {k: (t.get("partial_from") or {}).get("by") for k, t in state.items()} == \
-        {"shop/kept": None, "shop/stmt": "statement", "shop/joined": "statement"}
+        {"shop/kept": None, "shop/stmt": "statement", "shop/joined": "statement", "shop/mixed": "statement"}
 
     # a baseline of the two makes them complete again from its point on
     snapshots.take(server, store, "src", ["shop.stmt", "shop.joined"])
@@ -649,11 +670,16 @@ def test_a_table_written_by_statement_is_partial_from_there_on(request, spark, t
     _archive(server, store)
     _assemble_validate_apply(spark, store, warehouse, (first[1], RANGE[1]))
     for at in (points[5]["gtid"], points[5]["time"]):
-        for table in cols:  # the server's SELECT at checkpoint 5
+        _partial(warehouse, at, "mixed")  # no baseline of it
+        for table in ("kept", "stmt", "joined"):  # the server's SELECT at checkpoint 5
             assert _asof(warehouse, at, table, flavor) == points[5]["tables"][table], (at, table)
     for i, point in enumerate(points[:5]):
         for at in (point["gtid"], point["time"]):
             assert _asof(warehouse, at, "kept", flavor) == point["tables"]["kept"], (i, at)
+            if i < 4:
+                assert _asof(warehouse, at, "mixed", flavor) == point["tables"]["mixed"], (i, at)
+            else:
+                _partial(warehouse, at, "mixed")
             for table in ("stmt", "joined"):
                 if i == 4 and at == point["time"]:  # by time, complete from the commit of the
                     # transaction at the baseline's point (none came between): the baseline's rows
@@ -663,4 +689,4 @@ def test_a_table_written_by_statement_is_partial_from_there_on(request, spark, t
     state = json.loads((warehouse / "tables" / "src" / "_binlake.json").read_text())["tables"]
     assert {k: ((t.get("partial_from") or {}).get("by"), (t.get("complete_from") or {}).get("by"))
             for k, t in state.items()} == {"shop/kept": (None, "create"), "shop/stmt": (None, "baseline"),
-                                           "shop/joined": (None, "baseline")}
+                                           "shop/joined": (None, "baseline"), "shop/mixed": ("statement", "create")}

@@ -264,7 +264,7 @@ class TablesJob:
         in_range = txns.where((F.col("commit_ts") >= lo) & (F.col("commit_ts") < hi)).cache()
         changes = self._changes(state.source, txns, in_range, span).cache()
         touched, keys, s.row_changes = self._images(changes)
-        statements = self._statements(state.source, txns, start, end)
+        statements, by_statement = self._statements(state.source, txns, start, end)
         history = self._history(state.source, start, end)
         if history is not None:  # moved to the start of the range's first file: on to the range's start
             for st in statements:
@@ -274,7 +274,8 @@ class TablesJob:
         first_row = in_range.where(F.col("outcome") == "committed").agg(F.min("order").alias("o")).collect()[0]["o"]
         first = min([o for o in [first_row] + [b.start for b in baselines] if o] or [orders.order("x.000001", 0)])
         planner = Planner(state, Point(first, start), history)
-        written = self._written(state.source, in_range, span, statements=statements, baselines=baselines)
+        written = self._written(state.source, in_range, span, statements=statements, baselines=baselines,
+                                by_statement=by_statement)
         plan = planner.plan(statements, touched, keys, baselines, written=written)
         check_names(state.tables[t] for t in plan.touched if t in state.tables)
         self._prepare(state, plan)
@@ -318,9 +319,11 @@ class TablesJob:
         return rows.unionByName(xa_rows)
 
     def _written(self, source: str, in_range: DataFrame, span: tuple[str, str], *, statements: list[Statement],
-                 baselines: list[Baseline]) -> list[Written]:
+                 baselines: list[Baseline], by_statement: list[tuple[str, int, str]]) -> list[Written]:
         """The tables the range's transactions wrote by statement: named in a transaction's `tables`
-        with no row change of their own there, applied or not (a rolled-back one's too: a
+        with no row change of their own there, or named by a DML statement of the transaction
+        (`by_statement`: its file, position and table; MIXED logs one transaction's statements
+        either way, so a table can have both), applied or not (a rolled-back one's too: a
         non-transactional table keeps what a statement wrote). Of each table, the first after each
         table statement or baseline point: what may make it complete again
         (binlake.tables.plan.Planner._written)."""
@@ -331,14 +334,20 @@ class TablesJob:
         marks = sorted({st.order for st in statements} | {bt.complete for b in baselines for bt in b.tables.values()})
         before = F.size(F.filter(F.array(*[F.lit(m) for m in marks]), lambda m: m < F.col("order"))) if marks \
             else F.lit(0)
-        rows = (in_range.where((F.col("outcome") != "incomplete") & (F.size("tables") > 0))
-                .select("txn_id", "binlog_file", "order", _ts(in_range, "commit_ts").alias("at"),
-                        F.explode("tables").alias("name"))
-                .join(own, ["txn_id", "binlog_file", "name"], "left_anti")
-                .groupBy("name", before.alias("after"))
-                .agg(F.min_by(F.struct("order", "at"), F.col("order")).alias("first"))
-                .select("name", "first.order", "first.at").collect())
-        return [Written(r["order"], r["at"], r["name"]) for r in rows]
+        txns = in_range.where(F.col("outcome") != "incomplete")
+        cols = ["txn_id", "binlog_file", "order", _ts(in_range, "commit_ts").alias("at")]
+        rows = (txns.where(F.size("tables") > 0).select(*cols, F.explode("tables").alias("name"))
+                .join(own, ["txn_id", "binlog_file", "name"], "left_anti"))
+        if by_statement:
+            named = self.spark.createDataFrame(by_statement, "file string, pos long, name string")
+            rows = rows.unionByName(
+                txns.join(F.broadcast(named), (txns["binlog_file"] == named["file"])
+                          & (txns["start_pos"] <= named["pos"]) & (named["pos"] < txns["end_pos"]))
+                .select(*cols, named["name"]))
+        firsts = (rows.groupBy("name", before.alias("after"))
+                  .agg(F.min_by(F.struct("order", "at"), F.col("order")).alias("first"))
+                  .select("name", "first.order", "first.at").collect())
+        return [Written(r["order"], r["at"], r["name"]) for r in firsts]
 
     def _images(self, changes: DataFrame) -> tuple[dict[tuple[str, str], list[str]], dict[tuple[str, str], list[str]],
                                                    int]:
@@ -361,19 +370,28 @@ class TablesJob:
                 keys[(r["schema"], r["table"])] = list(next(iter(befores)))
         return touched, keys, sum(r["n"] for r in rows)
 
-    def _statements(self, source: str, txns: DataFrame, start: str, end: str) -> list[Statement]:
+    def _statements(self, source: str, txns: DataFrame, start: str, end: str
+                    ) -> tuple[list[Statement], list[tuple[str, int, str]]]:
         """The table statements (DDL, TRUNCATE) of the range's files up to its end, each at its
-        transaction, in order (those before its start too: its first file may begin earlier)."""
+        transaction, in order (those before its start too: its first file may begin earlier); and
+        the tables each DML statement there names as written (its file, position, "db.table"),
+        read in the same pass over the files."""
+        from binlake.assemble.statement_dml import DML_RE, targets
         from binlake.splits.plan import plan
         from binlake.splits.schemas import archived_ddl
 
         planned = plan(self.store, [source], start, end)
-        found = []
+        found, dml = [], []
         for f in planned.files:
-            for pos, db, sql, collation in archived_ddl(self.store, source, f.file, wanted=table_statement) or []:
-                found.append((f.file, pos, db, sql, collation))
+            for pos, db, sql, collation in archived_ddl(self.store, source, f.file,
+                                                        wanted=lambda sql: table_statement(sql)
+                                                        or bool(DML_RE.match(sql))) or []:
+                if table_statement(sql):
+                    found.append((f.file, pos, db, sql, collation))
+                else:  # unreadable targets: the assembler's ANY in `tables`, which no row change has
+                    dml += [(f.file, pos, name) for name in targets(db, sql) or []]
         if not found:
-            return []
+            return [], dml
         cond = " OR ".join(f"(binlog_file = '{file}' AND start_pos <= {pos} AND end_pos > {pos})"
                            for file, pos, *_ in found)
         located = {(r["binlog_file"], r["start_pos"], r["end_pos"]): r for r in
@@ -385,7 +403,7 @@ class TablesJob:
             r = next((r for (f, a, b), r in located.items() if f == file and a <= pos < b), None)
             if r is not None and r["at"] < end:
                 out.append(Statement(r["order"], r["at"], r["txn_id"], db, sql, collation))
-        return sorted(out, key=lambda st: st.order)
+        return sorted(out, key=lambda st: st.order), dml
 
     def _history(self, source: str, start: str, end: str):
         """The schema state at the range's start, from the source's schema history (as the assemble
