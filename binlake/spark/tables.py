@@ -376,20 +376,22 @@ class TablesJob:
         transaction, in order (those before its start too: its first file may begin earlier); and
         the tables each DML statement there names as written (its file, position, "db.table"),
         read in the same pass over the files."""
-        from binlake.assemble.statement_dml import DML_RE, targets
+        from binlake.assemble.statement_dml import DML_RE, written_tables
         from binlake.splits.plan import plan
         from binlake.splits.schemas import archived_ddl
+
+        def wanted(sql: str) -> bool:
+            return bool(DML_RE.match(sql)) or table_statement(sql)
 
         planned = plan(self.store, [source], start, end)
         found, dml = [], []
         for f in planned.files:
-            for pos, db, sql, collation in archived_ddl(self.store, source, f.file,
-                                                        wanted=lambda sql: table_statement(sql)
-                                                        or bool(DML_RE.match(sql))) or []:
-                if table_statement(sql):
+            for pos, db, sql, collation in archived_ddl(self.store, source, f.file, wanted=wanted) or []:
+                names = written_tables(db, sql, grouped=False)  # the assembler's rule: [] for a table statement
+                if names:
+                    dml += [(f.file, pos, name) for name in names]
+                else:
                     found.append((f.file, pos, db, sql, collation))
-                else:  # unreadable targets: the assembler's ANY in `tables`, which no row change has
-                    dml += [(f.file, pos, name) for name in targets(db, sql) or []]
         if not found:
             return [], dml
         cond = " OR ".join(f"(binlog_file = '{file}' AND start_pos <= {pos} AND end_pos > {pos})"
