@@ -133,8 +133,7 @@ def fixed(count: int) -> None:
     lines = [
         f"{count} commits of 1,000 rows into one day of a Delta table on local disk (`replaceWhere`, then the "
         f"commit read from the history, as `Warehouse.replace` does), `local[2]`, {os.cpu_count()} cores, a "
-        f"process per setting; the first commit (the table's creation) left out; the machine's load average "
-        f"when it ended {os.getloadavg()[0]:.1f}.",
+        "process per setting; the first commit (the table's creation) left out.",
         "",
         "| setting | Spark tasks per commit | seconds per commit (median) | every commit (s) |",
         "|---|---:|---:|---|",
@@ -212,8 +211,7 @@ def main() -> None:
         f"Corpus: bench/shapes.py's mix, {one:.1f} MiB written by MySQL {version}, archived under {args.copies} "
         f"source names ({one * args.copies:.0f} MiB, {summary['transactions']:,} transactions, {rows:,} row "
         f"changes); `binlake assemble --master local[2]` over one source and over all, {os.cpu_count()} cores, "
-        f"the warehouse on local disk; the best of {args.repeat} runs of each, run alternately; the machine's "
-        f"load average when it ended {os.getloadavg()[0]:.1f}.",
+        f"the warehouse on local disk; the best of {args.repeat} runs of each, run alternately.",
         "",
         "| what | one source (s) | all (s) | steady state MiB/s | write step, all (s) | every run, all (s) |",
         "|---|---:|---:|---:|---:|---|",

@@ -245,7 +245,7 @@ def _asof(m: dict, root: Path) -> dict:
     return {"at": at, "runs": runs, "server": m["mid_count"]}
 
 
-def _report(measured: dict[int, dict], asof: dict, hour: int, load: float) -> list[str]:
+def _report(measured: dict[int, dict], asof: dict, hour: int) -> list[str]:
     sizes = sorted(measured)
     small, big = measured[sizes[0]], measured[sizes[-1]]
     changes = big["tables"][1]["row_changes"]
@@ -253,7 +253,7 @@ def _report(measured: dict[int, dict], asof: dict, hour: int, load: float) -> li
     slowest = max(m["tables"][0] / m["assemble"][0] for m in measured.values())
     lines = [
         f"MySQL {big['version']}, {os.cpu_count()} cores, each command in its own process with `--master local[2]`, "
-        f"the warehouse on local disk; the machine's load average when the run ended {load:.1f}. Each table size "
+        "the warehouse on local disk. Each table size "
         f"its own server and lake: the table filled by the changelog (transactions of {FILL:,} rows), then "
         f"the same hour: {hour:,} seeded transactions of one to five statements by key, the keys uniform over "
         f"the table (2/3 UPDATE, 1/6 DELETE, 1/6 INSERT), {changes:,} row changes on the biggest table "
@@ -329,7 +329,7 @@ def main() -> None:
                 asof = {**_asof(measured[n], root), "size": n}
             shutil.rmtree(root / str(n))
             if len(measured) > 1 and asof:
-                publish("bench/tables.py", _report(measured, asof, args.hour, os.getloadavg()[0]))
+                publish("bench/tables.py", _report(measured, asof, args.hour))
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

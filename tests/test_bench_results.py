@@ -58,6 +58,17 @@ def test_write_section_replaces_only_its_own(tmp_path: Path, monkeypatch: pytest
             assert body in text
 
 
+def test_published_section_says_how_fast_the_machine_was(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each section ends with the machine's load and loop speed: its figures compare only with
+    figures of a machine as fast (this one ran half as fast on one day as on the day before)."""
+    copy = tmp_path / "RESULTS.md"
+    monkeypatch.setattr(results, "PATH", copy)
+    results.publish("bench/test.py", ["| a | b |"])
+    body = copy.read_text().split("## bench/test.py\n", 1)[1]
+    assert re.search(r"\| a \| b \|\n\nThe machine when the run ended: \d+ cores, load average \d+\.\d, "
+                     r"a Python loop of 10 million squares in \d+\.\d\d s\.\n$", body), body
+
+
 def test_small_heap_recipe_is_the_one_measured() -> None:
     """docs/warehouse.md tells users the JVM settings whose memory bench/memory.py reports."""
     from bench import memory
