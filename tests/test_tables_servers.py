@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import itertools
 import json
 import shutil
 from collections import Counter
@@ -569,17 +570,19 @@ def test_the_generations_after_a_reset_apply_in_commit_order(mysql_factory, spar
             assert proc.returncode == 1 and "2 times" in proc.stderr and "give a time" in proc.stderr, proc.stderr
 
 
-def _logged_both_ways(cur, statement: str) -> None:
+def _logged_both_ways(cur, statement: str, table: str) -> None:
     """The server's own listing (SHOW BINLOG EVENTS of its last file): the transaction holding
-    `statement` as a QUERY event has a rows event too, before its end."""
+    `statement` as a QUERY event has a rows event of `table` ("db.table") too, before its end (a
+    Table_map naming it, then Write_rows)."""
     cur.execute("SHOW BINARY LOGS")
     last = cur.fetchall()[-1][0]
     cur.execute(f"SHOW BINLOG EVENTS IN '{last}'")
     events = [(row[2], row[5]) for row in cur.fetchall()]  # Event_type, Info
     at = next(i for i, (kind, info) in enumerate(events) if kind == "Query" and statement in info)
     rest = events[at + 1:]
-    end = next(i for i, (kind, _) in enumerate(rest) if kind == "Xid")
-    assert any(kind.startswith("Write_rows") for kind, _ in rest[:end]), events[at:]
+    rest = rest[:next(i for i, (kind, _) in enumerate(rest) if kind == "Xid")]
+    assert any(kind == "Table_map" and f"({table})" in info and nxt.startswith("Write_rows")
+               for (kind, info), (nxt, _) in itertools.pairwise(rest)), events[at:]
 
 
 def _partial(warehouse: Path, at: str, table: str) -> str:
@@ -631,7 +634,7 @@ def test_a_table_written_by_statement_is_partial_from_there_on(request, spark, t
         cur.execute("UPDATE shop.mixed SET v = 'by statement' WHERE id = 1")  # safe: logged as its text
         cur.execute("INSERT INTO shop.mixed VALUES (3, LEFT(UUID(), 8))")  # unsafe: logged as rows
         cur.execute("COMMIT")
-        _logged_both_ways(cur, "UPDATE shop.mixed")
+        _logged_both_ways(cur, "UPDATE shop.mixed", "shop.mixed")
         cur.execute("SET SESSION binlog_format = 'ROW'")
         cur.execute("UPDATE shop.stmt SET v = 'rows again' WHERE id = 3")  # a row no version holds
         cur.execute("INSERT INTO shop.stmt VALUES (2, 'back')")  # its version the statement's DELETE never closed

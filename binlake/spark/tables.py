@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import BinaryType, StructField, StructType
@@ -339,15 +339,27 @@ class TablesJob:
         rows = (txns.where(F.size("tables") > 0).select(*cols, F.explode("tables").alias("name"))
                 .join(own, ["txn_id", "binlog_file", "name"], "left_anti"))
         if by_statement:
-            named = self.spark.createDataFrame(by_statement, "file string, pos long, name string")
-            rows = rows.unionByName(
-                txns.join(F.broadcast(named), (txns["binlog_file"] == named["file"])
-                          & (txns["start_pos"] <= named["pos"]) & (named["pos"] < txns["end_pos"]))
-                .select(*cols, named["name"]))
+            rows = rows.unionByName(self._placed(txns, by_statement).select(*cols, "name"))
         firsts = (rows.groupBy("name", before.alias("after"))
                   .agg(F.min_by(F.struct("order", "at"), F.col("order")).alias("first"))
                   .select("name", "first.order", "first.at").collect())
         return [Written(r["order"], r["at"], r["name"]) for r in firsts]
+
+    def _placed(self, txns: DataFrame, statements: list[tuple[str, int, str]]) -> DataFrame:
+        """Each statement (its file, position, a name) with the transaction of `txns` holding it: the
+        last to start at or before it in its file, if it ends after it. A window over the file's
+        positions, not a range join: a source logging STATEMENT has as many statements as
+        transactions."""
+        named = self.spark.createDataFrame(statements, "binlog_file string, pos long, name string")
+        files = sorted({file for file, _, _ in statements})
+        starts = (txns.where(F.col("binlog_file").isin(files))
+                  .select("binlog_file", F.col("start_pos").alias("pos"), F.lit(None).cast("string").alias("name")))
+        # a transaction sorts before a statement at its own start (a lone Query event, no BEGIN)
+        upto = (Window.partitionBy("binlog_file").orderBy("pos", F.col("name").isNotNull())
+                .rowsBetween(Window.unboundedPreceding, Window.currentRow))
+        start = F.last(F.when(F.col("name").isNull(), F.col("pos")), ignorenulls=True).over(upto)
+        at = starts.unionByName(named).withColumn("start_pos", start).where(F.col("name").isNotNull())
+        return txns.join(at, ["binlog_file", "start_pos"]).where(F.col("pos") < F.col("end_pos"))
 
     def _images(self, changes: DataFrame) -> tuple[dict[tuple[str, str], list[str]], dict[tuple[str, str], list[str]],
                                                    int]:
@@ -394,15 +406,13 @@ class TablesJob:
                     found.append((f.file, pos, db, sql, collation))
         if not found:
             return [], dml
-        cond = " OR ".join(f"(binlog_file = '{file}' AND start_pos <= {pos} AND end_pos > {pos})"
-                           for file, pos, *_ in found)
-        located = {(r["binlog_file"], r["start_pos"], r["end_pos"]): r for r in
-                   txns.where(cond).where(F.col("outcome") == "committed")
-                   .select("binlog_file", "start_pos", "end_pos", "order", "txn_id", _ts(txns, "commit_ts").alias("at"))
-                   .collect()}
+        committed = txns.where(F.col("outcome") == "committed")
+        located = {int(r["name"]): r for r in
+                   self._placed(committed, [(file, pos, str(i)) for i, (file, pos, *_) in enumerate(found)])
+                   .select("name", "order", "txn_id", _ts(txns, "commit_ts").alias("at")).collect()}
         out = []
-        for file, pos, db, sql, collation in found:
-            r = next((r for (f, a, b), r in located.items() if f == file and a <= pos < b), None)
+        for i, (_, _, db, sql, collation) in enumerate(found):
+            r = located.get(i)
             if r is not None and r["at"] < end:
                 out.append(Statement(r["order"], r["at"], r["txn_id"], db, sql, collation))
         return sorted(out, key=lambda st: st.order), dml
