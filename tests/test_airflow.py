@@ -211,10 +211,48 @@ def test_live_server_through_both_dags(mysql_server, s3_endpoint, airflow, spark
     assert _snapshot_columns(s3, server) == _server_columns(server)
 
 
+def test_a_mariadb_server_through_both_dags(mariadb_factory, airflow, spark_submit, tmp_path):
+    """The second flavor as the DAGs take it: MariaDB 10.11's files archived by the archive DAG
+    (byte-identical), the transactions DAG's run over them, and its tables as of the server's last
+    GTID equal to the server's SELECT (the same seeded docker-compose workload as above, XA and
+    rollbacks included); the warehouse on local disk."""
+    server = mariadb_factory()
+    with server.connect() as conn, conn.cursor() as cur:
+        cur.execute("CREATE DATABASE shop")
+    start = dt.datetime.now(dt.UTC).replace(microsecond=0) - dt.timedelta(seconds=1)
+    compose_workload(server, transactions=150)
+    tables, last_gtid, documents = _shop_tables(server)
+    warehouse = tmp_path / "warehouse"
+    settings = {"store": f"file://{tmp_path / 'archive'}", "warehouse": str(warehouse),
+                "quality": str(tmp_path / "quality"),
+                "sources": [{"name": "live", "mysql_conn_id": "binlake_mariadb", "flush_binary_logs": True}]}
+    af = airflow({"AIRFLOW_VAR_BINLAKE": json.dumps(settings),
+                  "AIRFLOW_CONN_BINLAKE_MARIADB": json.dumps({"conn_type": "mysql", "host": server.host,
+                                                              "port": server.port, "login": server.user,
+                                                              "password": server.password})})
+    end = dt.datetime.now(dt.UTC)
+    run = af.dags_test("binlake_archive")
+    assert run["state"] == "success", run["output"][-3000:]
+    with server.connect() as conn, conn.cursor() as cur:
+        cur.execute("SHOW BINARY LOGS")
+        names = [r[0] for r in cur.fetchall()][:-1]  # the active file is never archived
+    for name in names:
+        archived = tmp_path / "archive" / "live" / "binlogs" / name
+        assert archived.read_bytes() == (server.binlog_dir / name).read_bytes(), name
+    run = af.dags_test("binlake_transactions", {"start": start.isoformat(), "end": end.isoformat()})
+    assert run["tasks"] == {"wait_for_archive": "success", "assemble": "success", "validate": "success",
+                            "apply_tables": "success", "publish_report": "success"}, run["output"][-3000:]
+    assert not documents and tables["orders"] and tables["customers"]  # the workload's tables, written
+    assert _asof_tables(str(warehouse), last_gtid, documents) == tables
+    (applied,) = _asset_events(af)["binlake_tables_live"]
+    assert applied["row_changes"] == _applied_row_changes(
+        scan([server.binlog_dir / n for n in names], rows=True, source="live"))
+
+
 def _shop_tables(server) -> tuple[dict[str, Counter], str, set[str]]:
     """Each table of the workload's database as the server's SELECT gives it (each row its columns'
-    `CAST(… AS CHAR)` text, a JSON document parsed), the last GTID of gtid_executed, and the
-    JSON columns (`table.column`)."""
+    `CAST(… AS CHAR)` text, a JSON document parsed), its last GTID (gtid_executed; MariaDB's
+    gtid_binlog_pos), and the JSON columns (`table.column`; MariaDB's JSON is LONGTEXT: text)."""
     with server.connect() as conn, conn.cursor() as cur:
         cur.execute("SELECT TABLE_NAME, COLUMN_NAME, DATA_TYPE FROM information_schema.COLUMNS "
                     "WHERE TABLE_SCHEMA = 'shop' ORDER BY TABLE_NAME, ORDINAL_POSITION")
@@ -230,6 +268,9 @@ def _shop_tables(server) -> tuple[dict[str, Counter], str, set[str]]:
             tables[t] = Counter(
                 json.dumps({c: _text(f"{t}.{c}" in documents, json.loads(v) if f"{t}.{c}" in documents and v else v)
                             for c, v in zip(cols, row, strict=True)}, sort_keys=True) for row in cur.fetchall())
+        if server.flavor == "mariadb":  # one domain, one server: its last GTID
+            cur.execute("SELECT @@global.gtid_binlog_pos")
+            return tables, cur.fetchone()[0], documents
         cur.execute("SELECT @@global.gtid_executed")
         uuid, ranges = cur.fetchone()[0].replace("\n", "").split(":", 1)  # one server since the reset: one uuid
     return tables, f"{uuid}:{ranges.split('-')[-1]}", documents
