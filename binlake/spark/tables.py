@@ -351,8 +351,15 @@ class TablesJob:
         positions, not a range join: a source logging STATEMENT has as many statements as
         transactions."""
         named = self.spark.createDataFrame(statements, "binlog_file string, pos long, name string")
-        files = sorted({file for file, _, _ in statements})
-        starts = (txns.where(F.col("binlog_file").isin(files))
+        spans: dict[str, tuple[int, int]] = {}
+        for file, pos, _ in statements:
+            lo, hi = spans.get(file, (pos, pos))
+            spans[file] = (min(lo, pos), max(hi, pos))
+        # only the transactions that may hold one: a DDL statement's file is read for one transaction
+        near = functools.reduce(lambda a, b: a | b, [
+            (F.col("binlog_file") == file) & (F.col("start_pos") <= hi) & (F.col("end_pos") > lo)
+            for file, (lo, hi) in sorted(spans.items())])
+        starts = (txns.where(near)
                   .select("binlog_file", F.col("start_pos").alias("pos"), F.lit(None).cast("string").alias("name")))
         # a transaction sorts before a statement at its own start (a lone Query event, no BEGIN)
         upto = (Window.partitionBy("binlog_file").orderBy("pos", F.col("name").isNotNull())
