@@ -5,6 +5,7 @@ source of every class, "shared objects file (top)" for the dynamic archive's."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import zipfile
@@ -69,6 +70,27 @@ def test_a_class_path_the_archive_does_not_match_starts_without_it(spark_submit,
     assert sources["org.apache.spark.sql.delta.DeltaLog"].startswith(("file:", "jar:"))
 
 
+def test_a_spark_reinstalled_at_the_same_path_gets_an_archive_of_its_own(tmp_path, monkeypatch):
+    # The JVM refuses an archive whose class path jars changed size or time (a virtualenv made
+    # again at the same path: the clean-clone CI), so these name the archive and decide its pruning.
+    from binlake.spark import classes
+    from binlake.spark.jars import pyspark_jars
+
+    jars = tmp_path / "spark" / "jars"
+    jars.mkdir(parents=True)
+    for name in ("hadoop-client-api-*.jar", "spark-core_*.jar"):  # the versions the fetched jars match
+        for real in pyspark_jars().glob(name):
+            (jars / real.name).write_bytes(b"one")
+    monkeypatch.setenv("SPARK_HOME", str(tmp_path / "spark"))
+    core = next(jars.glob("spark-core_*.jar"))
+    first, inputs = settings.class_archive(), settings.class_archive_inputs()
+    require(first is not None and inputs is not None, "Java and the fetched jars (make install)")
+    assert settings.class_archive() == first and classes.still_there(inputs)
+    os.utime(core, ns=(0, 1_000_000_000))  # the same path and size, another time
+    assert settings.class_archive() != first and not classes.still_there(inputs)
+    assert not classes.still_there([e.rsplit(" ", 2)[0] for e in inputs])  # an older binlake's: made again
+
+
 def test_the_archives_options_come_before_the_users_own():
     # HotSpot takes a flag's last value: the user's --conf of the driver's java options keeps its say
     mine = {settings.JAVA_OPTIONS: "-Xss4m -Xshare:off"}
@@ -80,8 +102,6 @@ def test_the_archives_options_come_before_the_users_own():
 
 def test_make_install_without_java_makes_no_archive_and_goes_on(tmp_path):
     # make install runs the build; `make test-fast` needs no Java, so its absence is no error there
-    import os
-
     env = {**os.environ, "PATH": str(Path(sys.executable).parent), "JAVA_HOME": ""}
     proc = subprocess.run([sys.executable, "-m", "binlake.spark.classes"], env=env, capture_output=True, text=True,
                           timeout=120)

@@ -23,6 +23,7 @@ import argparse
 import json
 import logging
 import os
+import re
 import sys
 import tempfile
 import time
@@ -32,6 +33,7 @@ from binlake.errors import BinlakeError
 from binlake.spark.settings import class_archive, class_archive_inputs, java
 
 log = logging.getLogger(__name__)
+_JAR = re.compile(r"(/.+\.jar) (\d+) (\d+)")  # a class path entry of settings.class_archive_inputs
 
 
 def build() -> Path:
@@ -57,17 +59,35 @@ def build() -> Path:
 
 
 def _prune(directory: Path) -> None:
-    """The archives of installs that are gone (a Java, a Spark or a jar no longer there): another
-    install's (another virtualenv's) stays while it is there."""
+    """The archives of installs that are gone (a Java, a Spark or a jar no longer there, or
+    replaced: the JVM would refuse them): another install's (another virtualenv's) stays while
+    it is there."""
     for archive in directory.glob("spark-*.jsa"):
         try:
             inputs = json.loads(archive.with_suffix(".json").read_text())
         except (OSError, ValueError):
             inputs = None
-        if inputs is None or not all(os.path.exists(p) for p in inputs if os.path.isabs(p)):
+        if not isinstance(inputs, list) or not still_there(inputs):
             archive.unlink(missing_ok=True)
             archive.with_suffix(".json").unlink(missing_ok=True)
             log.info("%s removed: made for an install that is gone", archive)
+
+
+def still_there(inputs: list[str]) -> bool:
+    """Whether the files an archive was made from are there as they were: a jar's entry is its
+    path, size and time (settings.class_archive_inputs); inputs without them are an older
+    binlake's, whose archive is made again under its new name."""
+    jars = [m.groups() for m in map(_JAR.fullmatch, inputs) if m]
+    if not jars:
+        return False
+    for path, size, mtime in jars:
+        try:
+            st = os.stat(path)
+        except OSError:
+            return False
+        if (st.st_size, st.st_mtime_ns) != (int(size), int(mtime)):
+            return False
+    return all(os.path.exists(e) for e in inputs if os.path.isabs(e) and not _JAR.fullmatch(e))
 
 
 def _train(into: Path, work: Path) -> None:

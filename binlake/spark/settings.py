@@ -123,8 +123,9 @@ def java() -> Path | None:
 
 def class_archive_inputs() -> list[str] | None:
     """What the archive of a local session's classes is checked against by the JVM: the Java (and
-    its file's time), Spark's jars directory and version, the fetched jars on the driver's class
-    path. None without Java or the fetched jars."""
+    its file's time), Spark's version, and every jar of the driver's class path (Spark's own and
+    the fetched ones) with its size and time, which the JVM compares too: a reinstalled pyspark
+    at the same path gets an archive of its own. None without Java or the fetched jars."""
     from binlake.spark import jars
 
     exe = java()
@@ -135,7 +136,9 @@ def class_archive_inputs() -> list[str] | None:
         spark = jars.pyspark_jars()
     except BinlakeError:
         return None
-    return [str(exe), str(exe.stat().st_mtime_ns), str(spark), metadata.version("pyspark"), *extra]
+    stats = [(str(p), p.stat()) for p in [*sorted(spark.glob("*.jar")), *map(Path, extra)]]
+    return [str(exe), str(exe.stat().st_mtime_ns), metadata.version("pyspark"),
+            *(f"{p} {st.st_size} {st.st_mtime_ns}" for p, st in stats)]
 
 
 def class_archive() -> Path | None:
