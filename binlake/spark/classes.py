@@ -23,17 +23,15 @@ import argparse
 import json
 import logging
 import os
-import re
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 from binlake.errors import BinlakeError
-from binlake.spark.settings import class_archive, class_archive_inputs, java
+from binlake.spark.settings import class_archive, class_archive_inputs, jar_entries, jar_entry, java
 
 log = logging.getLogger(__name__)
-_JAR = re.compile(r"(/.+\.jar) (\d+) (\d+)")  # a class path entry of settings.class_archive_inputs
 
 
 def build() -> Path:
@@ -74,20 +72,14 @@ def _prune(directory: Path) -> None:
 
 
 def still_there(inputs: list[str]) -> bool:
-    """Whether the files an archive was made from are there as they were: a jar's entry is its
-    path, size and time (settings.class_archive_inputs); inputs without them are an older
-    binlake's, whose archive is made again under its new name."""
-    jars = [m.groups() for m in map(_JAR.fullmatch, inputs) if m]
-    if not jars:
+    """Whether the Java and the jars an archive was made from (settings.class_archive_inputs) are
+    there as they were; inputs without jars are an older binlake's, made again under a new name."""
+    jars, made = jar_entries(inputs), set(inputs)
+    try:
+        return bool(jars) and str(os.stat(inputs[0]).st_mtime_ns) == inputs[1] and \
+            all(jar_entry(p) in made for p in jars)
+    except OSError:  # the Java or a jar gone
         return False
-    for path, size, mtime in jars:
-        try:
-            st = os.stat(path)
-        except OSError:
-            return False
-        if (st.st_size, st.st_mtime_ns) != (int(size), int(mtime)):
-            return False
-    return all(os.path.exists(e) for e in inputs if os.path.isabs(e) and not _JAR.fullmatch(e))
 
 
 def _train(into: Path, work: Path) -> None:

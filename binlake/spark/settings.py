@@ -8,6 +8,7 @@ import contextlib
 import hashlib
 import logging
 import os
+import re
 import shutil
 from collections.abc import Iterator, Mapping
 from importlib import metadata
@@ -136,9 +137,22 @@ def class_archive_inputs() -> list[str] | None:
         spark = jars.pyspark_jars()
     except BinlakeError:
         return None
-    stats = [(str(p), p.stat()) for p in [*sorted(spark.glob("*.jar")), *map(Path, extra)]]
     return [str(exe), str(exe.stat().st_mtime_ns), metadata.version("pyspark"),
-            *(f"{p} {st.st_size} {st.st_mtime_ns}" for p, st in stats)]
+            *(jar_entry(p) for p in [*sorted(spark.glob("*.jar")), *map(Path, extra)])]
+
+
+_JAR = re.compile(r"(/.+\.jar) (\d+) (\d+)")
+
+
+def jar_entry(path: Path) -> str:
+    """A class path jar as class_archive_inputs names it: its path, size and time."""
+    st = path.stat()
+    return f"{path} {st.st_size} {st.st_mtime_ns}"
+
+
+def jar_entries(inputs: list[str]) -> list[Path]:
+    """The class path jars of class_archive_inputs (none in an older binlake's)."""
+    return [Path(m[1]) for m in map(_JAR.fullmatch, inputs) if m]
 
 
 def class_archive() -> Path | None:
