@@ -44,6 +44,16 @@ def bindir() -> Path | None:
     return Path(versions[-1]).parent if versions else None
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's
+        return True
+    return True
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -90,11 +100,19 @@ class Postgres:
         return (self.home / "postgres.password").read_text().strip()
 
     def _init(self) -> None:
+        # As root the cluster is in /var/tmp, named for the home's path: a home with no link to it
+        # is new, and a cluster there an earlier home's at the same path, left when it was deleted.
+        orphan = self.user is not None and not (self.home / "postgres").is_symlink()
         data = self.datadir
-        if (data / "PG_VERSION").exists():
-            return
-        data.mkdir(parents=True, exist_ok=True, mode=0o700)
         secret = self.home / "postgres.password"
+        if (data / "PG_VERSION").exists():
+            if secret.exists():
+                return
+            if not orphan:
+                raise BinlakeError(f"{secret} is missing: without it nothing can log in to the cluster {data} "
+                                   f"(remove {data} to start with a new one)")
+            self._remove_orphan(data)
+        data.mkdir(parents=True, exist_ok=True, mode=0o700)
         secret.write_text(secrets.token_urlsafe(18) + "\n")
         secret.chmod(0o600)
         # initdb's own copy, then gone (beside the directory: initdb wants it empty)
@@ -112,9 +130,30 @@ class Postgres:
         if proc.returncode != 0:
             raise BinlakeError(f"initdb {data} exited {proc.returncode}: {proc.stderr.strip()[-2000:]}")
 
+    def _remove_orphan(self, data: Path) -> None:
+        """An earlier home's cluster (its password gone with it) removed, unless its server runs."""
+        pid_file = data / "postmaster.pid"
+        if pid_file.exists():
+            pid = int(pid_file.read_text().split()[0])
+            if _alive(pid):
+                raise BinlakeError(f"{data}: the PostgreSQL of an earlier Airflow home at {self.home} still runs "
+                                   f"(pid {pid}), and its password went with that home: stop it (kill -INT {pid}) "
+                                   "and start again")
+        shutil.rmtree(data)
+
     def start(self, timeout: float = 60) -> str:
-        """Initialise the cluster if it is new, start it, create the database; Airflow's URL."""
+        """Initialise the cluster if it is new, start it, create the database; Airflow's URL. A
+        server that fails to come up is stopped: none is left running for no one."""
         self._init()
+        try:
+            self._serve(timeout)
+            self._create_database()
+        except BaseException:
+            self.stop()
+            raise
+        return (f"postgresql+psycopg2://{DATABASE}:{self._password()}@127.0.0.1:{self.port}/{DATABASE}")
+
+    def _serve(self, timeout: float) -> None:
         for attempt in range(5):
             self.port = _free_port()
             log = open(self.log, "ab")  # noqa: SIM115 - the server's, closed when it has started
@@ -131,8 +170,6 @@ class Postgres:
                 self.stop()
                 if not taken or attempt == 4:
                     raise
-        self._create_database()
-        return (f"postgresql+psycopg2://{DATABASE}:{self._password()}@127.0.0.1:{self.port}/{DATABASE}")
 
     def connect(self, dbname: str = DATABASE):
         import psycopg2

@@ -43,9 +43,13 @@ class Airflow:
         self.postgres = Postgres(home) if database == "postgres" else None
         if self.postgres is not None:
             self.env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] = self.postgres.start()
-        self.cli("db", "migrate")
-        if self.postgres is not None:  # the scheduler starts no task of a missing pool (`dags test` ignores pools)
-            self.cli(*POOL_COMMAND)
+        try:
+            self.cli("db", "migrate")
+            if self.postgres is not None:  # the scheduler starts no task of a missing pool (`dags test` ignores pools)
+                self.cli(*POOL_COMMAND)
+        except BaseException:  # not made, so no fixture stops it: its database stopped here
+            self.stop()
+            raise
 
     def cli(self, *args: str, check: bool = True, timeout: float = 1200) -> subprocess.CompletedProcess:
         proc = subprocess.run([AIRFLOW, *args], env=self.env, capture_output=True, text=True, timeout=timeout)
