@@ -51,7 +51,9 @@ _STREAM, _OUT = from_arrow_schema(STREAM), from_arrow_schema(OUT)
 
 log = logging.getLogger(__name__)
 ISO = "yyyy-MM-dd'T'HH:mm:ss.SSSSSS'Z'"
-PARTITIONS = 8  # the fold's partitions: a table's groups spread over them (a range's work, not the table's)
+# The fold's partitions at most (a range's work, not the table's), one a core below that: more tasks
+# than cores only add each task's cost, and the MERGE writes a file per partition.
+PARTITIONS = 8
 
 
 @dataclass
@@ -496,7 +498,8 @@ class TablesJob:
         single = [lid for lid, ln in routes.lineages.items() if ln.single]
         if single:
             stream = stream.withColumn("grp", F.when(F.col("lineage").isin(single), F.lit(b"")).otherwise(F.col("grp")))
-        folded = (stream.repartition(PARTITIONS, "lineage", "grp").sortWithinPartitions(*SORT, "order", "seq")
+        tasks = min(PARTITIONS, self.spark.sparkContext.defaultParallelism)
+        folded = (stream.repartition(tasks, "lineage", "grp").sortWithinPartitions(*SORT, "order", "seq")
                   .mapInArrow(functools.partial(fold, routes), _OUT))
         out = folded.localCheckpoint()
         routed.unpersist()
