@@ -8,6 +8,7 @@ own catalog: a table made in the earlier home's database is there or not.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -38,31 +39,24 @@ def _started(clusters: list[tuple[Postgres, Path]], home: Path) -> Postgres:
     return pg
 
 
-def _has_marker(pg: Postgres) -> bool:
-    conn = pg.connect()
-    try:
-        with conn.cursor() as cur:
-            cur.execute("SELECT to_regclass('public.marker') IS NOT NULL")
-            return cur.fetchone()[0]
-    finally:
-        conn.close()
-
-
-def _mark(pg: Postgres) -> None:
-    conn = pg.connect()
-    try:
+def _sql(pg: Postgres, statement: str) -> tuple | None:
+    """One statement in the cluster's `airflow` database, committed; its first row, if any."""
+    with contextlib.closing(pg.connect()) as conn:
         conn.autocommit = True
         with conn.cursor() as cur:
-            cur.execute("CREATE TABLE marker (id int)")
-    finally:
-        conn.close()
+            cur.execute(statement)
+            return cur.fetchone() if cur.description else None
+
+
+def _has_marker(pg: Postgres) -> bool:
+    return _sql(pg, "SELECT to_regclass('public.marker') IS NOT NULL")[0]
 
 
 def test_a_home_made_again_at_the_same_path_gets_a_new_cluster(clusters, tmp_path):
     home = tmp_path / "home"
     first = _started(clusters, home)
     data = first.datadir
-    _mark(first)
+    _sql(first, "CREATE TABLE marker (id int)")
     assert _has_marker(first)
     first.stop()
     shutil.rmtree(home)  # the home goes; as root its cluster in /var/tmp stays behind
