@@ -93,7 +93,7 @@ class VersionChecks:
 
     def versions(self) -> DataFrame:
         """The applied ranges' versions and the other versions of their keys."""
-        frames = []
+        keyed, keyless = [], []
         for source, a in self.applied.items():
             start, end = F.lit(a.start).cast("timestamp"), F.lit(a.end).cast("timestamp")
             touched = (((F.col("_valid_from") >= start) & (F.col("_valid_from") < end))
@@ -103,14 +103,19 @@ class VersionChecks:
                 key = (F.to_json(F.struct(*[F.col(q(c)).alias(n) for n, c in columns])) if columns
                        else F.lit(None).cast("string"))
                 df = self._read(ts).select(F.lit(source).alias("source"), F.lit(ts.schema).alias("schema"),
-                                           F.lit(ts.table).alias("table"), key.alias("key"), *VERSION_COLUMNS)
+                                           F.lit(ts.table).alias("table"), key.alias("key"), *VERSION_COLUMNS,
+                                           touched.alias("_touched"))
                 if ts.partial_from is not None:  # written by statement: the versions opened since are partial's
                     df = df.where(F.col("_from_order") < ts.partial_from.order)
-                if columns:  # every version of the keys the range touched
-                    df = df.join(F.broadcast(df.where(touched).select("key").distinct()), "key", "left_semi")
-                else:
-                    df = df.where(touched)
-                frames.append(df.select("source", "schema", "table", "key", *VERSION_COLUMNS))
+                (keyed if columns else keyless).append(df)
+        out = [df.where("_touched") for df in keyless]
+        if keyed:  # every version of the keys the range touched: one window over all tables, each read once
+            # (a semi-join of each table with its own touched keys read it twice, in a job per table)
+            key = Window.partitionBy("source", "schema", "table", "key")
+            out.append(reduce(DataFrame.unionByName, keyed)
+                       .withColumn("_key_touched", F.max(F.col("_touched").cast("int")).over(key))
+                       .where("_key_touched = 1"))
+        frames = [df.select("source", "schema", "table", "key", *VERSION_COLUMNS) for df in out]
         return reduce(DataFrame.unionByName, frames) if frames else self.spark.createDataFrame([], EMPTY)
 
     def baselines(self) -> DataFrame:
