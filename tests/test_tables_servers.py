@@ -32,7 +32,7 @@ from pathlib import Path
 import pytest
 
 from binlake.splits.times import parse_time
-from tests.support.scanning import ndjson, run_cli
+from tests.support.scanning import cli_here, ndjson, run_cli
 from tests.support.waiting import until
 
 RANGE = ("2000-01-01", "2100-01-01")
@@ -242,9 +242,10 @@ def _asof(warehouse: Path, at: str, table: str, flavor: str = "mysql") -> Counte
     return got.get(table, Counter())
 
 
-def _asof_tables(warehouse: Path, at: str, flavor: str, *args: str) -> dict[str, Counter]:
-    """`binlake asof`'s rows of shop's tables, in the form _tables gives the server's."""
-    proc = run_cli("asof", "--warehouse", str(warehouse), "--source", "src", "--at", at, *args)
+def _asof_tables(warehouse: Path, at: str, flavor: str, *args: str, run=cli_here) -> dict[str, Counter]:
+    """`binlake asof`'s rows of shop's tables, in the form _tables gives the server's: the command's
+    own main in this process, or (run=run_cli) the command as a user runs it."""
+    proc = run("asof", "--warehouse", str(warehouse), "--source", "src", "--at", at, *args)
     assert proc.returncode == 0, proc.stderr
     return _grouped(ndjson(proc.stdout), flavor)
 
@@ -279,6 +280,9 @@ def test_asof_each_checkpoint_by_gtid_and_by_time_is_the_servers_select(lakes, r
             for table, expected in point["tables"].items():
                 # the server's SELECT at that checkpoint, column for column in the table's order then
                 assert _asof(lake["warehouse"], at, table, flavor) == expected, (i, at, table)
+        # the command as a user runs it, every table at once (a table with no row prints none)
+        whole = _asof_tables(lake["warehouse"], point["gtid"], flavor, run=run_cli)
+        assert whole == {t: rows for t, rows in point["tables"].items() if rows}, i
 
 
 @pytest.mark.parametrize("flavor", ["mysql", "mariadb"])
@@ -587,7 +591,7 @@ def _logged_both_ways(cur, statement: str, table: str) -> None:
 
 def _partial(warehouse: Path, at: str, table: str) -> str:
     """`binlake asof` of a table it must refuse as partial at `at`: its stderr."""
-    proc = run_cli("asof", "--warehouse", str(warehouse), "--source", "src", "--at", at, "--table", f"shop.{table}")
+    proc = cli_here("asof", "--warehouse", str(warehouse), "--source", "src", "--at", at, "--table", f"shop.{table}")
     assert proc.returncode == 1 and f"shop.{table} is partial" in proc.stderr, (at, table, proc.stdout, proc.stderr)
     return proc.stderr
 

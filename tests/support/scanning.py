@@ -173,6 +173,23 @@ def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
                           text=True, cwd=cwd, timeout=600)
 
 
+def cli_here(*args: str) -> subprocess.CompletedProcess:
+    """The command line's own `main` in this process, read as run_cli's result (exit code, stdout,
+    stderr): for the tests that ask `binlake asof` hundreds of times, where each process's start
+    would cost a second or more of a busy core. run_cli stays the user's way for the rest."""
+    import contextlib
+    import io
+
+    from binlake.cli import main
+
+    out, err = io.BytesIO(), io.StringIO()
+    text = io.TextIOWrapper(out, encoding="utf-8", write_through=True)  # .buffer, as sys.stdout has
+    with contextlib.redirect_stdout(text), contextlib.redirect_stderr(err):
+        code = main(list(args))
+        text.flush()
+    return subprocess.CompletedProcess(["binlake", *args], code, out.getvalue().decode(), err.getvalue())
+
+
 def ndjson(text: str) -> list[dict]:
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
