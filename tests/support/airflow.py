@@ -44,12 +44,28 @@ class Airflow:
         if self.postgres is not None:
             self.env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] = self.postgres.start()
         try:
-            self.cli("db", "migrate")
+            self._migrate()
             if self.postgres is not None:  # the scheduler starts no task of a missing pool (`dags test` ignores pools)
                 self.cli(*POOL_COMMAND)
         except BaseException:  # not made, so no fixture stops it: its database stopped here
             self.stop()
             raise
+
+    def _migrate(self) -> None:
+        """`airflow db migrate`; on SQLite, once per test session and worker: later homes start from a
+        copy of the first migrated database (it holds no home's data: Alembic's version, the default
+        pool, the log templates), which spares each home an `airflow` command's start and migration."""
+        if self.postgres is not None:
+            self.cli("db", "migrate")
+            return
+        template = self.home.parent / "airflow-migrated.db"  # beside the homes, one per pytest worker
+        db = self.home / "airflow.db"
+        if template.is_file():
+            shutil.copyfile(template, db)
+            return
+        self.cli("db", "migrate")
+        shutil.copyfile(db, template.with_suffix(".tmp"))
+        template.with_suffix(".tmp").rename(template)
 
     def cli(self, *args: str, check: bool = True, timeout: float = 1200) -> subprocess.CompletedProcess:
         proc = subprocess.run([AIRFLOW, *args], env=self.env, capture_output=True, text=True, timeout=timeout)
