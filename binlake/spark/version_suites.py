@@ -93,7 +93,8 @@ class VersionChecks:
 
     def versions(self) -> DataFrame:
         """The applied ranges' versions and the other versions of their keys."""
-        keyed, keyless = [], []
+        keyed: list[DataFrame] = []
+        keyless: list[DataFrame] = []
         for source, a in self.applied.items():
             start, end = F.lit(a.start).cast("timestamp"), F.lit(a.end).cast("timestamp")
             touched = (((F.col("_valid_from") >= start) & (F.col("_valid_from") < end))
@@ -111,9 +112,9 @@ class VersionChecks:
         out = [df.where("_touched") for df in keyless]
         if keyed:  # every version of the keys the range touched: one window over all tables, each read once
             # (a semi-join of each table with its own touched keys read it twice, in a job per table)
-            key = Window.partitionBy("source", "schema", "table", "key")
+            per_key = Window.partitionBy("source", "schema", "table", "key")
             out.append(reduce(DataFrame.unionByName, keyed)
-                       .withColumn("_key_touched", F.max(F.col("_touched").cast("int")).over(key))
+                       .withColumn("_key_touched", F.max(F.col("_touched").cast("int")).over(per_key))
                        .where("_key_touched = 1"))
         frames = [df.select("source", "schema", "table", "key", *VERSION_COLUMNS) for df in out]
         return reduce(DataFrame.unionByName, frames) if frames else self.spark.createDataFrame([], EMPTY)
