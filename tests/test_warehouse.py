@@ -174,9 +174,9 @@ class Reader(threading.Thread):
         self.reads = 0
         self.wrong: list[str] = []
         self.versions: set[tuple[str, int]] = set()
-        # Data files are immutable: a state seen before (the same files) is not read and hashed again,
-        # which would take the cores the job needs for the whole run.
-        self.seen: dict[tuple[str, frozenset[str]], Counter] = {}
+        # A version's files are immutable: a state seen before (the same version and files) is not
+        # read and hashed again, which would take the cores the job needs for the whole run.
+        self.seen: dict[tuple[str, int, frozenset[str]], Counter] = {}
 
     def run(self) -> None:
         while not self.stop.is_set():
@@ -184,7 +184,7 @@ class Reader(threading.Thread):
                 found = table(self.warehouse, name)
                 if found is None:
                     continue
-                state = (name, frozenset(found.file_uris()))
+                state = (name, found.version(), frozenset(found.file_uris()))
                 if state not in self.seen:
                     self.seen[state] = digests((r for b in found.to_pyarrow_dataset().to_batches()
                                                 for r in b.to_pylist()), name)
