@@ -64,8 +64,9 @@ class Airflow:
             shutil.copyfile(template, db)
             return
         self.cli("db", "migrate")
-        shutil.copyfile(db, template.with_suffix(".tmp"))
-        template.with_suffix(".tmp").rename(template)
+        partial = template.with_suffix(".tmp")  # renamed whole: a later home never copies half a file
+        shutil.copyfile(db, partial)
+        partial.rename(template)
 
     def cli(self, *args: str, check: bool = True, timeout: float = 1200) -> subprocess.CompletedProcess:
         proc = subprocess.run([AIRFLOW, *args], env=self.env, capture_output=True, text=True, timeout=timeout)
