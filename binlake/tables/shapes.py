@@ -11,6 +11,7 @@ default, changed types convert where the result is certain and are unknown other
 from __future__ import annotations
 
 import enum
+import functools
 import logging
 import re
 from dataclasses import asdict, dataclass, field
@@ -47,10 +48,16 @@ class Col:
     charset: str | None = None
 
     def kind(self) -> Kind:
-        return kind_of(self.model()) if self.type else UNTYPED
+        return _kind(self.type, self.charset)
 
     def model(self) -> Column | None:
         return Column(self.name, self.type, self.charset) if self.type else None
+
+
+@functools.cache
+def _kind(type: str, charset: str | None) -> Kind:
+    """A column type's Kind, made once: the fold asks it for every value it stages."""
+    return kind_of(Column("", type, charset)) if type else UNTYPED
 
 
 @dataclass
