@@ -425,6 +425,9 @@ def test_the_command_without_a_source_applies_every_source_of_the_archive(applie
 
 
 def test_pieces_and_a_backfill_equal_the_whole_range(applied, spark, tmp_path):
+    from binlake.spark.warehouse import warehouse_uri
+    from binlake.tables import state as states
+
     points = applied["points"]
     # cut where x1 is prepared, not committed (its XA COMMIT in the next piece), and after the TRUNCATE
     cuts = [RANGE[0], points[1]["time"], points[3]["time"], RANGE[1]]
@@ -441,6 +444,12 @@ def test_pieces_and_a_backfill_equal_the_whole_range(applied, spark, tmp_path):
     assert _apply(spark, applied["store"], back, cuts[2], cuts[3]).status == "applied"
     assert _apply(spark, applied["store"], back, cuts[0], cuts[1]).rebuilt_from == RANGE[0] + "T00:00:00.000000Z"
     assert _versions(back) == whole
+    # the watermark's last transaction: a piece that continues the one before takes the later of
+    # that one's and its own; the whole range's apply read it from every transaction before its end
+    mark = states.load(warehouse_uri(str(applied["warehouse"])), "src").watermark
+    assert mark["order"] is not None
+    for lake in (forward, back):
+        assert states.load(warehouse_uri(str(lake)), "src").watermark == mark, lake.name
 
 
 def test_a_range_after_a_gap_is_refused_naming_the_range_to_apply_first(applied, spark, tmp_path):

@@ -157,20 +157,34 @@ class TablesJob:
             state.span = {"start": start, "end": start}
         s.unused_baselines = [b.id for b in baselines if b.at < state.span["start"]]
         due = [b for b in baselines if start <= b.at < end and b.at >= state.span["start"]]
-        self._apply_range(state, s, txns, (start, end), baselines=due)
+        # the watermark the range continues from: none for a first apply, nor after a rollback
+        before = state.watermark if not rebuild and state.watermark and state.watermark["time"] == start else None
+        in_range_last = self._apply_range(state, s, txns, (start, end), baselines=due)
         self.applied[source] = Applied(state, start, end, sorted(s.tables))
         state.span = {"start": state.span["start"], "end": end}
         state.assembled_version = version_now
-        last = (txns.where(F.col("commit_ts") < F.lit(end).cast("timestamp"))
-                .orderBy(F.col("order").desc()).select("order", "txn_id").limit(1).collect())
-        state.watermark = {"time": end, "order": last[0]["order"] if last else None,
-                           "txn_id": last[0]["txn_id"] if last else None}
+        state.watermark = {"time": end, **self._last(txns, end, before, in_range_last)}
         states.save(self.warehouse, state)
         s.watermark = state.watermark
         s.seconds = round(time.monotonic() - began, 3)
         log.info("tables of %s applied %s..%s%s: %s", source, start, end,
                  f" (rebuilt from {s.rebuilt_from})" if s.rebuilt_from else "", s.tables)
         return s
+
+    @staticmethod
+    def _last(txns: DataFrame, end: str, before: dict[str, Any] | None, in_range: dict[str, Any] | None
+              ) -> dict[str, Any]:
+        """The last transaction (its order and id) of those committed before `end`: the later of
+        the watermark the range continues from and the range's own last, so that an hourly apply
+        reads the transactions it applies, not every one before them; the source's whole history
+        only where no watermark holds at the range's start (a first apply, a rebuild)."""
+        if before is None:
+            last = (txns.where(F.col("commit_ts") < F.lit(end).cast("timestamp"))
+                    .orderBy(F.col("order").desc()).select("order", "txn_id").limit(1).collect())
+            return {"order": last[0]["order"], "txn_id": last[0]["txn_id"]} if last else {"order": None, "txn_id": None}
+        marks = [m for m in (before, in_range) if m is not None and m["order"] is not None]
+        last_mark = max(marks, key=lambda m: m["order"]) if marks else {"order": None, "txn_id": None}
+        return {"order": last_mark["order"], "txn_id": last_mark["txn_id"]}
 
     def _refused(self, s: Summary, began: float, why: str) -> Summary:
         s.status, s.reason = "refused", why
@@ -259,7 +273,8 @@ class TablesJob:
     # -- the range ----------------------------------------------------------------------
 
     def _apply_range(self, state: SourceState, s: Summary, txns: DataFrame, span: tuple[str, str], *,
-                     baselines: list[Baseline]) -> None:
+                     baselines: list[Baseline]) -> dict[str, Any] | None:
+        """The range applied; its last transaction (order, txn_id), if it has one."""
         start, end = span
         lo, hi = F.lit(start).cast("timestamp"), F.lit(end).cast("timestamp")
         # read four times (the changes, the XA commits, the first order, the tables written by statement)
@@ -273,7 +288,9 @@ class TablesJob:
                 if st.time < start:
                     history.apply(st.db, st.sql, st.collation)
         statements = [st for st in statements if start <= st.time]
-        first_row = in_range.where(F.col("outcome") == "committed").agg(F.min("order").alias("o")).collect()[0]["o"]
+        ends = in_range.agg(F.min(F.when(F.col("outcome") == "committed", F.col("order"))).alias("o"),
+                            F.max_by(F.struct("order", "txn_id"), F.col("order")).alias("last")).collect()[0]
+        first_row = ends["o"]
         first = min([o for o in [first_row] + [b.start for b in baselines] if o] or [orders.order("x.000001", 0)])
         planner = Planner(state, Point(first, start), history)
         written = self._written(state.source, in_range, span, statements=statements, baselines=baselines,
@@ -285,6 +302,7 @@ class TablesJob:
         self._write(state, plan, out, s)
         changes.unpersist()
         in_range.unpersist()
+        return ends["last"].asDict() if ends["last"] is not None else None
 
     def _changes(self, source: str, txns: DataFrame, in_range: DataFrame, span: tuple[str, str]) -> DataFrame:
         """The range's row changes to apply, with their transaction's place: committed dml, and the
