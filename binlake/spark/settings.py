@@ -187,23 +187,6 @@ def for_range(conf: dict[str, str], plan, split_bytes: int) -> dict[str, str]:
     return {**SHORT_JVM, **conf} if in_driver(plan, split_bytes) else conf
 
 
-# The grain a range is planned at for `binlake tables` (for_apply): its transactions' own bytes
-# give or take a split per file, where an assemble's splits would count whole files.
-APPLY_SPLIT_BYTES = 1 << 20
-# The most binlog bytes a range may have for its apply to get SHORT_JVM. Measured (bench/tables.py's
-# rows, a table of a million; bench/RESULTS.md): C1 alone applied an hour of 10 MiB (30,000 row
-# changes by key) 7 s sooner, and a range of 49 MiB (a million inserts) 10 s later.
-APPLY_SHORT_BYTES = 16 << 20
-
-
-def for_apply(conf: dict[str, str], plan) -> dict[str, str]:
-    """A local master's settings for applying a range planned at APPLY_SPLIT_BYTES: SHORT_JVM
-    under `conf` (which wins) where the range's transactions are no more than APPLY_SHORT_BYTES.
-    An apply's JVM work is then a few dozen small queries and a MERGE, and C2's warm-up costs
-    more than it gives back, on a table of a million rows too."""
-    return {**SHORT_JVM, **conf} if plan.bytes <= APPLY_SHORT_BYTES else conf
-
-
 def local(conf: dict | None = None) -> dict[str, str]:
     """A local master's settings under `conf` (which wins): the driver listens on loopback only,
     its JVM, which holds the executors too, gets more than Spark's 1g heap, and its Python workers
