@@ -435,8 +435,16 @@ def test_pieces_and_a_backfill_equal_the_whole_range(applied, spark, tmp_path):
     # in order, in three pieces: the same versions as the range applied whole
     forward = tmp_path / "forward"
     shutil.copytree(applied["assembled"], forward)
-    for a, b in zip(cuts, cuts[1:], strict=False):
+    # and a microsecond with no transaction after checkpoint 1: its watermark is the one it continues
+    after_1 = (dt.datetime.fromisoformat(parse_time(cuts[1])) + dt.timedelta(microseconds=1)).strftime(
+        "%Y-%m-%dT%H:%M:%S.%fZ")
+    pieces = [cuts[0], cuts[1], after_1, *cuts[2:]]
+    for a, b in zip(pieces, pieces[1:], strict=False):
         assert _apply(spark, applied["store"], forward, a, b).status == "applied"
+        # at a checkpoint, the watermark's last transaction is the server's last GTID there
+        at = {cuts[1]: points[1], after_1: points[1], cuts[2]: points[3]}.get(b)
+        if at is not None:
+            assert states.load(warehouse_uri(str(forward)), "src").watermark["txn_id"] == at["gtid"], b
     assert _versions(forward) == whole
     # the last piece first, then the first: the backfill rebuilds from its start to the span's end
     back = tmp_path / "back"
