@@ -43,6 +43,7 @@ from binlake.errors import BinlakeError
 from binlake.malloc import keep_freed_memory
 from binlake.schema.ddl import SchemaState
 from binlake.spark import schema
+from binlake.spark.pools import in_pool
 from binlake.spark.settings import LOGS, SCHEDULER, SESSION, TABLES, delta, in_driver, is_local, local
 from binlake.spark.warehouse import Note, RunRange, Warehouse, warehouse_uri
 from binlake.spark.writer import WriterLease
@@ -240,7 +241,7 @@ class Job:
             self._delete(f"{self.warehouse}/_staging")  # a dead job's: no other job writes here now
             # A new warehouse's tables made while the facts job runs: a table's first commit is
             # seconds of the driver's, which the job's tasks leave idle.
-            made = pool.submit(self._in_pool, "create", self.tables.create_missing)
+            made = pool.submit(in_pool, self.sc, "create", self.tables.create_missing)
             try:
                 splits, bigs = self._timed("survey", self._cut_big)
                 self._timed("schema", self._schema_states, splits)
@@ -404,7 +405,8 @@ class Job:
         # The three commits at once, a thread each in this session: the small tables' Delta work (the
         # log, the files the range replaces, the commit) is the driver's, and overlaps the row
         # changes' write, whose tasks take the cores. Each table's commit stays whole on its own.
-        writes = {name: pool.submit(self._in_pool, name, self._replace, name, df, note) for name, df in dated.items()}
+        writes = {name: pool.submit(in_pool, self.sc, name, self._replace, name, df, note)
+                  for name, df in dated.items()}
         for name, write in writes.items():
             s.versions[name], s.write_seconds[name], rows = write.result()
             if name == "row_changes":  # every row of the range is the run's: its commit counted them
@@ -415,12 +417,6 @@ class Job:
         began = time.monotonic()
         commit = self.tables.replace(name, df, self.range, note=note, options=WRITE_OPTIONS.get(name))
         return commit.version, round(time.monotonic() - began, 3), commit.rows_written(self.run_id)
-
-    def _in_pool(self, pool: str, fn, *args):
-        """`fn` on a thread of the write pool, its Spark jobs in a scheduler pool of their own (FAIR:
-        beside the other threads', not queued behind them)."""
-        self.sc.setLocalProperty("spark.scheduler.pool", f"binlake-{pool}")
-        return fn(*args)
 
     # -- Hadoop file system: works for file:// and s3a:// alike --------------------------
 
