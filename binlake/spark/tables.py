@@ -31,6 +31,7 @@ from pyspark.sql.types import BinaryType, StructField, StructType
 from binlake.archive.stores import open_store
 from binlake.errors import BinlakeError
 from binlake.spark import verdicts
+from binlake.spark.pools import each
 from binlake.spark.settings import SESSION, quality_dir
 from binlake.spark.validate import Report
 from binlake.spark.version_suites import Applied, VersionChecks
@@ -54,6 +55,9 @@ ISO = "yyyy-MM-dd'T'HH:mm:ss.SSSSSS'Z'"
 # The fold's partitions at most (a range's work, not the table's), one a core below that: more tasks
 # than cores only add each task's cost, and the MERGE writes a file per partition.
 PARTITIONS = 8
+# The tables of a source made and written at once (binlake.spark.pools): each table's commit is
+# mostly the driver's work and waits (its log, planning; on S3, requests), not the cores'.
+TABLE_THREADS = 4
 
 
 @dataclass
@@ -254,11 +258,11 @@ class TablesJob:
         state.watermark = {"time": at, "order": None, "txn_id": None}
         state.span = {"start": state.span["start"], "end": at} if at > state.span["start"] else None
         states.save(self.warehouse, state)
-        note = json.dumps({"binlake": {"run": self.run_id, "rollback": at}})
-        for ts in list(state.tables.values()):
-            if self.versions.exists(ts):
-                self.versions.rollback(ts, at, note)
-                ts.version = self.versions.version(ts)
+        with self.versions.noted(json.dumps({"binlake": {"run": self.run_id, "rollback": at}})):
+            for ts in list(state.tables.values()):
+                if self.versions.exists(ts):
+                    self.versions.rollback(ts, at)
+                    ts.version = self.versions.version(ts)
             ts.shapes = [sh for sh in ts.shapes if sh.time < at]
             if ts.complete_from is not None and ts.complete_from.time >= at:
                 ts.complete_from = None
@@ -463,10 +467,13 @@ class TablesJob:
 
     def _prepare(self, state: SourceState, plan: RangePlan) -> None:
         """Each changed table made (or its columns renamed and added) before its rows are written."""
-        for name in sorted(plan.touched | set(plan.delta_ops)):
+
+        def made(name: str) -> None:
             ts = state.tables[name]
-            ops = self.versions.create(ts, plan.delta_ops.get(name, []))
-            self.versions.alter(ts, ops)
+            self.versions.alter(ts, self.versions.create(ts, plan.delta_ops.get(name, [])))
+
+        each(self.spark.sparkContext, sorted(plan.touched | set(plan.delta_ops)), made, threads=TABLE_THREADS,
+             name="tables")
 
     def _fold(self, state: SourceState, plan: RangePlan, changes: DataFrame) -> DataFrame:
         routes = plan.routes
@@ -548,19 +555,29 @@ class TablesJob:
         return " OR ".join(parts)
 
     def _write(self, state: SourceState, plan: RangePlan, out: DataFrame, s: Summary) -> None:
-        counts = {r["table"]: (r["opened"], r["closed"]) for r in out.groupBy("table").agg(
+        """A commit per table the range changes (the versions it opens and closes), each named by
+        the run; the tables' versions and counts into the summary."""
+        counts = {r["table"]: (r["opened"], r["closed"], r["existing"]) for r in out.groupBy("table").agg(
             F.sum(F.when(~F.col("existing"), 1).otherwise(0)).alias("opened"),
-            F.sum(F.when(F.col("to_order").isNotNull(), 1).otherwise(0)).alias("closed")).collect()}
-        for name in sorted(plan.touched | set(counts)):
+            F.sum(F.when(F.col("to_order").isNotNull(), 1).otherwise(0)).alias("closed"),
+            F.sum(F.when(F.col("existing"), 1).otherwise(0)).alias("existing")).collect()}
+
+        def written(name: str) -> int | None:
             ts = state.tables[name]
-            if name in counts:
-                rows = self._typed(ts, out.where(F.col("table") == name))
-                note = json.dumps({"binlake": {"run": self.run_id, "source": state.source, "start": self.start,
-                                               "end": self.end}})
-                ts.version, _ = self.versions.merge(ts, rows, note)
-            else:
-                ts.version = self.versions.version(ts) if self.versions.exists(ts) else None
-            opened, closed = counts.get(name, (0, 0))
+            if name not in counts:
+                return self.versions.version(ts) if self.versions.exists(ts) else None
+            rows = self._typed(ts, out.where(F.col("table") == name))
+            return self.versions.merge(ts, rows, closes=bool(counts[name][2]))[0]
+
+        names = sorted(plan.touched | set(counts))
+        note = json.dumps({"binlake": {"run": self.run_id, "source": state.source, "start": self.start,
+                                       "end": self.end}})
+        with self.versions.noted(note):  # a commit per table, several at once
+            versions = each(self.spark.sparkContext, names, written, threads=TABLE_THREADS, name="tables")
+        for name, version in zip(names, versions, strict=True):
+            ts = state.tables[name]
+            ts.version = version
+            opened, closed, _ = counts.get(name, (0, 0, 0))
             s.tables[name] = {"opened": int(opened or 0), "closed": int(closed or 0), "version": ts.version or 0}
 
     def _typed(self, ts, rows: DataFrame) -> DataFrame:

@@ -11,11 +11,13 @@ versions it opens.
 from __future__ import annotations
 
 import logging
+from contextlib import AbstractContextManager
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from binlake.spark.settings import session_settings
 from binlake.tables.state import TableState
 
 log = logging.getLogger(__name__)
@@ -24,6 +26,7 @@ VERSION = [("_valid_from", "TIMESTAMP"), ("_valid_to", "TIMESTAMP"), ("_from_txn
            ("_from_order", "STRING"), ("_to_order", "STRING"), ("_op", "STRING"), ("_from_seq", "BIGINT"),
            ("_unknown", "ARRAY<STRING>"), ("_raw", "MAP<STRING,STRING>")]
 STATS = ["_valid_from", "_valid_to", "_from_order", "_to_order"]  # with the key: what readers and MERGE prune by
+USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"  # a commit's note, when its writer gives none
 PROPERTIES = {"delta.columnMapping.mode": "name", "delta.enableDeletionVectors": "true",
               "delta.minReaderVersion": "3", "delta.minWriterVersion": "7"}
 
@@ -126,39 +129,42 @@ class Versions:
             df = df.where(where)
         return df.withColumn("_valid_from", F.date_format("_valid_from", "yyyy-MM-dd'T'HH:mm:ss.SSSSSS'Z'"))
 
-    def merge(self, ts: TableState, rows: DataFrame, note: str) -> tuple[int, dict[str, str]]:
-        """One commit: the versions closed (matched among the current ones by their identity:
-        `_from_order`, `_from_seq` and the key) updated, the new ones inserted. Its version and metrics."""
+    def noted(self, note: str) -> AbstractContextManager[None]:
+        """The block's commits (merges, appends, rollbacks) named by `note`, their userMetadata: a
+        session setting, so set once around all the writes of a source, which threads make at once."""
+        return session_settings(self.spark, {USER_METADATA: note})
+
+    def merge(self, ts: TableState, rows: DataFrame, *, closes: bool = True) -> tuple[int, dict[str, str]]:
+        """One commit (inside `noted`): the versions closed (matched among the current ones by their
+        identity: `_from_order`, `_from_seq` and the key) updated, the new ones inserted. Its version
+        and metrics. `closes` False (no row of `rows` is `_existing`): nothing can match, so the
+        commit is the MERGE's inserts alone, written as an append that neither reads nor joins the
+        table (a first load, an insert-only table)."""
         from delta.tables import DeltaTable
 
-        names = [f.name for f in self.spark.read.format("delta").load(self.path(ts)).schema.fields]
-        on = ["t._to_order IS NULL", "s._existing", "t._from_order = s._from_order", "t._from_seq = s._from_seq"]
-        on += [f"t.{q(k)} <=> s.{q(k)}" for k in ts.key or [] if k in names]
         table = DeltaTable.forPath(self.spark, self.path(ts))
-        values: dict[str, str | Any] = {q(n): f"s.{q(n)}" for n in names}
-        self.spark.conf.set("spark.databricks.delta.commitInfo.userMetadata", note)
-        try:
+        if not closes:
+            rows.drop("_existing").write.format("delta").mode("append").save(self.path(ts))
+        else:
+            names = [f.name for f in self.spark.read.format("delta").load(self.path(ts)).schema.fields]
+            on = ["t._to_order IS NULL", "s._existing", "t._from_order = s._from_order", "t._from_seq = s._from_seq"]
+            on += [f"t.{q(k)} <=> s.{q(k)}" for k in ts.key or [] if k in names]
+            values: dict[str, str | Any] = {q(n): f"s.{q(n)}" for n in names}
             (table.alias("t").merge(rows.alias("s"), " AND ".join(on))
              .whenMatchedUpdate(set=values).whenNotMatchedInsert(condition="NOT s._existing", values=values)
              .execute())
-        finally:
-            self.spark.conf.unset("spark.databricks.delta.commitInfo.userMetadata")
         last = table.history(1).collect()[0]
         return last["version"], dict(last["operationMetrics"] or {})
 
-    def rollback(self, ts: TableState, at: str, note: str) -> None:
-        """The table as it was before instant `at`: versions opened from it deleted, versions closed
-        from it open again (one commit)."""
+    def rollback(self, ts: TableState, at: str) -> None:
+        """The table as it was before instant `at` (one commit, inside `noted`): versions opened from
+        it deleted, versions closed from it open again."""
         from delta.tables import DeltaTable
 
         table = DeltaTable.forPath(self.spark, self.path(ts))
         when = F.lit(at).cast("timestamp")
-        self.spark.conf.set("spark.databricks.delta.commitInfo.userMetadata", note)
-        try:
-            (table.alias("t").merge(self.spark.range(0).alias("s"), "false")
-             .whenNotMatchedBySourceDelete(condition=F.col("t._valid_from") >= when)
-             .whenNotMatchedBySourceUpdate(condition=F.col("t._valid_to") >= when,
-                                           set={"_valid_to": "NULL", "_to_txn": "NULL", "_to_order": "NULL"})
-             .execute())
-        finally:
-            self.spark.conf.unset("spark.databricks.delta.commitInfo.userMetadata")
+        (table.alias("t").merge(self.spark.range(0).alias("s"), "false")
+         .whenNotMatchedBySourceDelete(condition=F.col("t._valid_from") >= when)
+         .whenNotMatchedBySourceUpdate(condition=F.col("t._valid_to") >= when,
+                                       set={"_valid_to": "NULL", "_to_txn": "NULL", "_to_order": "NULL"})
+         .execute())
