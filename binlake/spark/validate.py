@@ -234,18 +234,15 @@ class Validation:
         cached = {name: self.in_range(self.table(name)).cache() for name in ("transactions", "row_changes",
                                                                             "anomalies")}
         self.spark.sparkContext.setJobDescription("binlake: validate: the range's rows")
-        counts = {name: df.count() for name, df in cached.items()}
+        counts, batches = counted(cached)
         log.info("validating %s..%s: %s", self.start, self.end, counts)
-        # A small range's batches as one task each (a job's cost is then its planning, not a task per
-        # cached block); the cached blocks are not moved.
-        batches = {name: df.coalesce(max(1, -(-counts[name] // ROWS_PER_TASK))) for name, df in cached.items()}
         self.views(batches["transactions"])
         context, source = gx_project(self.quality)
         results: list[SuiteResult] = []
         raw: dict[str, dict] = {}
         stored = []  # the runs' results, for one build of the data docs
         parameters = {"allowed_severities": self.config.allowed_severities}
-        with _small_range_settings(self.spark, sum(counts.values()) <= ROWS_PER_TASK):
+        with small_range_settings(self.spark, counts):
             for name in SUITES:
                 table = BATCH_TABLE[name]
                 result, raw[name], key = judge(context, source, name, batches[table], table=table,
@@ -324,10 +321,19 @@ def _checkpoint(context, name: str, vd, result_format: dict):
         name=f"binlake_{name}{suffix}", validation_definitions=[vd], actions=[], result_format=result_format))
 
 
-def _small_range_settings(spark: SparkSession, small: bool) -> AbstractContextManager[None]:
-    """For a small range, its queries' shuffles in one partition and without adaptive re-planning:
-    at a few thousand rows a query's cost is its planning and its tasks, not its data. The
-    session's own settings are restored after."""
+def counted(cached: dict[str, DataFrame]) -> tuple[dict[str, int], dict[str, DataFrame]]:
+    """Each cached batch's rows (counting fills the caches), and the batches as a task per
+    ROWS_PER_TASK rows: a small range's as one task each (a job's cost is then its planning, not a
+    task per cached block); the cached blocks are not moved."""
+    counts = {name: df.count() for name, df in cached.items()}
+    return counts, {name: df.coalesce(max(1, -(-counts[name] // ROWS_PER_TASK))) for name, df in cached.items()}
+
+
+def small_range_settings(spark: SparkSession, counts: dict[str, int]) -> AbstractContextManager[None]:
+    """For small batches (`counts`: their rows), the suites' queries' shuffles in one partition and
+    without adaptive re-planning: at a few thousand rows a query's cost is its planning and its
+    tasks, not its data. The session's own settings are restored after."""
+    small = sum(counts.values()) <= ROWS_PER_TASK
     return session_settings(spark, {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": "1"}
                             if small else {})
 

@@ -45,7 +45,16 @@ from pyspark.sql.window import Window
 from binlake.archive import keys
 from binlake.archive.stores import open_store
 from binlake.spark import verdicts
-from binlake.spark.validate import Report, SuiteResult, gx_project, judge, load_report, write_report
+from binlake.spark.validate import (
+    Report,
+    SuiteResult,
+    counted,
+    gx_project,
+    judge,
+    load_report,
+    small_range_settings,
+    write_report,
+)
 from binlake.spark.versions import q
 from binlake.spark.warehouse import Warehouse
 from binlake.tables.order import SQL as ORDER_SQL
@@ -204,18 +213,19 @@ class VersionChecks:
     def judge(self, run_name: str) -> tuple[list[SuiteResult], dict[str, dict], list, dict[str, int]]:
         """The two suites: their summaries, GX's results (stored in the GX project under run
         `run_name`), the results' keys and the batches' row counts."""
-        batches = {"versions": self.versions().cache(), "baselines": self.baselines().cache()}
-        counts = {name: df.count() for name, df in batches.items()}
+        cached = {"versions": self.versions().cache(), "baselines": self.baselines().cache()}
+        counts, batches = counted(cached)
         log.info("row versions of %s: %s", ", ".join(self.applied), counts)
         self.views()
         context, source = gx_project(self.quality)
         results, raw, stored = [], {}, []
-        for name in SUITES:
-            result, raw[name], key = judge(context, source, name, batches[name], table=name, run_name=run_name,
-                                           where=WHERE[name], warn_only=False)
-            results.append(result)
-            stored.append(key)
-        for df in batches.values():
+        with small_range_settings(self.spark, counts):
+            for name in SUITES:
+                result, raw[name], key = judge(context, source, name, batches[name], table=name, run_name=run_name,
+                                               where=WHERE[name], warn_only=False)
+                results.append(result)
+                stored.append(key)
+        for df in cached.values():
             df.unpersist()
         return results, raw, stored, counts
 
