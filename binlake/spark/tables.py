@@ -164,7 +164,9 @@ class TablesJob:
         # the watermark the range continues from: none for a first apply, nor after a rollback
         before = state.watermark if not rebuild and state.watermark and state.watermark["time"] == start else None
         in_range_last = self._apply_range(state, s, txns, (start, end), baselines=due)
-        self.applied[source] = Applied(state, start, end, sorted(s.tables))
+        # the suites read the tables the range opened or closed versions in: none of another's is in it
+        self.applied[source] = Applied(state, start, end,
+                                       sorted(n for n, t in s.tables.items() if t["opened"] or t["closed"]))
         state.span = {"start": state.span["start"], "end": end}
         state.assembled_version = version_now
         state.watermark = {"time": end, **self._last(txns, end, before, in_range_last)}
@@ -258,11 +260,12 @@ class TablesJob:
         state.watermark = {"time": at, "order": None, "txn_id": None}
         state.span = {"start": state.span["start"], "end": at} if at > state.span["start"] else None
         states.save(self.warehouse, state)
-        with self.versions.noted(json.dumps({"binlake": {"run": self.run_id, "rollback": at}})):
-            for ts in list(state.tables.values()):
-                if self.versions.exists(ts):
+        note = json.dumps({"binlake": {"run": self.run_id, "rollback": at}})
+        for ts in list(state.tables.values()):
+            if self.versions.exists(ts):
+                with self.versions.noted(note):
                     self.versions.rollback(ts, at)
-                    ts.version = self.versions.version(ts)
+                ts.version = self.versions.version(ts)
             ts.shapes = [sh for sh in ts.shapes if sh.time < at]
             if ts.complete_from is not None and ts.complete_from.time >= at:
                 ts.complete_from = None
