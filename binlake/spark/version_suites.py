@@ -3,8 +3,8 @@ it applied a range, their results added to the report of the range's validation 
 boundary suites (docs/quality.md, "Row versions").
 
 For each source applied, over the part of the commit order the apply wrote (its applied range, a
-rebuild's included), the tables it committed to are read through Delta at the versions it wrote
-(`_binlake.json`). Two suites of expectations/, each over a batch made here:
+rebuild's included), the tables it opened or closed versions in are read through Delta at the
+versions it wrote (`_binlake.json`). Two suites of expectations/, each over a batch made here:
 
   versions   the row versions the range opened or closed (`_valid_from` or `_valid_to` in the
              range), with every other version of their keys; columns `source, schema, table,
@@ -12,7 +12,7 @@ rebuild's included), the tables it committed to are read through Delta at the ve
              version columns. Of a table partial again (`partial_from`: written by statement),
              only the versions opened before: a statement's changes are in none, so those
              opened after may meet versions it ended on the server (two current, overlapping)
-  baselines  one row per table the apply committed to that was loaded from a baseline: the rows
+  baselines  one row per table the apply wrote versions in that was loaded from a baseline: the rows
              its snapshot's record gives it (snapshot.json in the archive, the oracle, not the
              engine's copy in `_binlake.json`) and its `snapshot` versions
 
@@ -73,7 +73,7 @@ EMPTY = ("source string, schema string, table string, key string, _valid_from ti
 @dataclass(frozen=True)
 class Applied:
     """What one source's apply wrote: its state after it, the range it applied and the tables
-    (`db/table`) it committed to."""
+    (`db/table`) it opened or closed versions in."""
 
     state: SourceState
     start: str
@@ -145,8 +145,11 @@ class VersionChecks:
         return self.spark.createDataFrame(rows, "source string, schema string, table string, baseline string, "
                                                 "snapshot_rows long, snapshot_versions long")
 
-    def views(self) -> None:
-        """bl_version_spans, bl_version_txns, bl_version_changes and bl_complete_from (the module's doc)."""
+    def views(self) -> list[DataFrame]:
+        """bl_version_spans, bl_version_txns, bl_version_changes and bl_complete_from (the module's
+        doc). The two read from the warehouse's tables are cached and filled here, with the session's
+        own settings (a source's whole `row_changes` is read): the suites' queries, which may run with
+        a small batch's (one shuffle partition, no AQE), then read them from memory. Those two."""
         spark = self.spark
         spans = [(s, a.start, a.end) for s, a in self.applied.items()]
         spark.createDataFrame(spans, "source string, start string, end string") \
@@ -157,7 +160,7 @@ class VersionChecks:
                 .withColumn("txn_order", F.expr(ORDER_SQL)))
         in_range = (txns.join(F.broadcast(spark.table("bl_version_spans")), "source")
                     .where((F.col("commit_ts") >= F.col("start")) & (F.col("commit_ts") < F.col("end")))
-                    .drop("start", "end"))
+                    .drop("start", "end")).cache()
         in_range.createOrReplaceTempView("bl_version_txns")
         own = (in_range.where((F.col("outcome") == "committed") & F.col("kind").isin("dml", "ddl"))
                .select("source", "binlog_file", "txn_id", F.col("txn_order").alias("applied_order")))
@@ -171,17 +174,22 @@ class VersionChecks:
                     .withColumn("last", F.max("txn_order").over(Window.partitionBy("source", "applied_order")))
                     .where(F.col("txn_order") == F.col("last"))
                     .select("source", "binlog_file", "txn_id", "applied_order"))
-        (wh.read("row_changes").where(F.col("source").isin(list(self.applied)))
-         .join(own.unionByName(prepares), ["source", "binlog_file", "txn_id"])
-         .groupBy("source", "schema", "table", F.col("applied_order").alias("txn_order"))
-         .agg(*[F.sum((F.col("op") == op).cast("long")).alias(f"{op}s") for op in ("insert", "update", "delete")])
-         .createOrReplaceTempView("bl_version_changes"))
+        changes = (wh.read("row_changes").where(F.col("source").isin(list(self.applied)))
+                   .join(own.unionByName(prepares), ["source", "binlog_file", "txn_id"])
+                   .groupBy("source", "schema", "table", F.col("applied_order").alias("txn_order"))
+                   .agg(*[F.sum((F.col("op") == op).cast("long")).alias(f"{op}s")
+                          for op in ("insert", "update", "delete")])
+                   .cache())
+        changes.createOrReplaceTempView("bl_version_changes")
         complete = [(source, ts.schema, ts.table, ts.complete_from.order if ts.complete_from else None,
                      ts.partial_from.order if ts.partial_from else None)
                     for source, a in self.applied.items() for ts in a.state.tables.values()]
         spark.createDataFrame(complete, "source string, schema string, table string, complete_from string, "
                                         "partial_from string") \
             .createOrReplaceTempView("bl_complete_from")
+        for df in (in_range, changes):
+            df.count()
+        return [in_range, changes]
 
     def after_apply(self, assembled: list[tuple[int, str, str, list[str]]]) -> list[Report]:
         """After `binlake tables`: the suites, in the reports of the validation runs that let it apply
@@ -216,7 +224,7 @@ class VersionChecks:
         cached = {"versions": self.versions().cache(), "baselines": self.baselines().cache()}
         counts, batches = counted(cached)
         log.info("row versions of %s: %s", ", ".join(self.applied), counts)
-        self.views()
+        read = self.views()
         context, source = gx_project(self.quality)
         results, raw, stored = [], {}, []
         with small_range_settings(self.spark, counts):
@@ -225,7 +233,7 @@ class VersionChecks:
                                                where=WHERE[name], warn_only=False)
                 results.append(result)
                 stored.append(key)
-        for df in cached.values():
+        for df in [*cached.values(), *read]:
             df.unpersist()
         return results, raw, stored, counts
 
