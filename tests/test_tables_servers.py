@@ -414,6 +414,23 @@ def test_a_rerun_changes_nothing(applied, spark):
     assert _versions(warehouse) == versions
 
 
+def test_each_tables_commit_names_the_apply_that_made_it(applied):
+    # docs/tables.md: a Delta commit per table the range changes (a MERGE, or an append where it
+    # closes no version), each naming its run; the tables are written several at once, and each
+    # commit still carries the note of the one apply of this lake (_build's, over RANGE)
+    from tests.support.lake import table
+
+    warehouse = applied["warehouse"]
+    notes = {}
+    for p in sorted((warehouse / "tables" / "src" / "shop").iterdir()):
+        for c in table(warehouse, f"tables/src/shop/{p.name}").history():
+            if c["operation"] in ("WRITE", "MERGE"):
+                notes[(p.name, c["version"])] = json.loads(c["userMetadata"])["binlake"]
+    assert notes and len({n["run"] for n in notes.values()}) == 1, notes
+    assert {(n["source"], n["start"], n["end"]) for n in notes.values()} == {
+        ("src", parse_time(RANGE[0]), parse_time(RANGE[1]))}
+
+
 def test_the_command_without_a_source_applies_every_source_of_the_archive(applied):
     # `binlake tables` with no --source: every source the archive holds (this module archived one,
     # src), here the applied range again, so unchanged; the watermark the applied range's end
