@@ -149,7 +149,8 @@ class VersionChecks:
         """bl_version_spans, bl_version_txns, bl_version_changes and bl_complete_from (the module's
         doc). The two read from the warehouse's tables are cached and filled here, with the session's
         own settings (a source's whole `row_changes` is read): the suites' queries, which may run with
-        a small batch's (one shuffle partition, no AQE), then read them from memory. Those two."""
+        a small batch's (one shuffle partition, no AQE), then read them from memory. Returns the
+        two, for the caller to uncache."""
         spark = self.spark
         spans = [(s, a.start, a.end) for s, a in self.applied.items()]
         spark.createDataFrame(spans, "source string, start string, end string") \
