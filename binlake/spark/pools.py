@@ -5,6 +5,7 @@ queued behind them."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -24,7 +25,10 @@ def in_pool(sc: SparkContext, pool: str, fn: Callable[..., T], *args: Any) -> T:
 def each(sc: SparkContext, items: Iterable[K], fn: Callable[[K], T], *, threads: int, name: str) -> list[T]:
     """`fn(item)` for every item, on `threads` threads; their results in the items' order once all
     have ended (none is left running when one fails: the first failure in that order is raised then)."""
+    def run(item: K) -> T:  # a scheduler pool per thread: no two of its jobs queue in one
+        return in_pool(sc, threading.current_thread().name, fn, item)
+
     items = list(items)
-    with ThreadPoolExecutor(max(1, min(threads, len(items))), thread_name_prefix=f"binlake-{name}") as pool:
-        futures = [pool.submit(in_pool, sc, f"{name}-{i % threads}", fn, item) for i, item in enumerate(items)]
+    with ThreadPoolExecutor(max(1, min(threads, len(items))), thread_name_prefix=name) as pool:
+        futures = [pool.submit(run, item) for item in items]
     return [f.result() for f in futures]
