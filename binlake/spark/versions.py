@@ -134,10 +134,10 @@ class Versions:
         session setting, so set once around all the writes of a source, which threads make at once."""
         return session_settings(self.spark, {USER_METADATA: note})
 
-    def merge(self, ts: TableState, rows: DataFrame, *, closes: bool = True) -> tuple[int, dict[str, str]]:
+    def merge(self, ts: TableState, rows: DataFrame, *, closes: bool = True) -> int:
         """One commit (inside `noted`): the versions closed (matched among the current ones by their
-        identity: `_from_order`, `_from_seq` and the key) updated, the new ones inserted. Its version
-        and metrics. `closes` False (no row of `rows` is `_existing`): nothing can match, so the
+        identity: `_from_order`, `_from_seq` and the key) updated, the new ones inserted; its version.
+        `closes` False (no row of `rows` is `_existing`): nothing can match, so the
         commit is the MERGE's inserts alone, written as an append that neither reads nor joins the
         table (a first load, an insert-only table)."""
         from delta.tables import DeltaTable
@@ -153,8 +153,7 @@ class Versions:
             (table.alias("t").merge(rows.alias("s"), " AND ".join(on))
              .whenMatchedUpdate(set=values).whenNotMatchedInsert(condition="NOT s._existing", values=values)
              .execute())
-        last = table.history(1).collect()[0]
-        return last["version"], dict(last["operationMetrics"] or {})
+        return table.history(1).collect()[0]["version"]
 
     def rollback(self, ts: TableState, at: str) -> None:
         """The table as it was before instant `at` (one commit, inside `noted`): versions opened from
