@@ -36,7 +36,7 @@ from binlake.spark.settings import SESSION, quality_dir
 from binlake.spark.validate import Report
 from binlake.spark.version_suites import Applied, VersionChecks
 from binlake.spark.versions import Versions, cast, q
-from binlake.spark.warehouse import Commit, Warehouse, warehouse_uri
+from binlake.spark.warehouse import Commit, RunRange, Warehouse, iso, warehouse_uri
 from binlake.spark.writer import WriterLease
 from binlake.splits.plan import sources as archived_sources
 from binlake.splits.times import compact_ts, parse_time
@@ -51,7 +51,6 @@ from binlake.tables.stream import OUT, SORT, STREAM, Routes, fold, held, held_ke
 _STREAM, _OUT = from_arrow_schema(STREAM), from_arrow_schema(OUT)
 
 log = logging.getLogger(__name__)
-ISO = "yyyy-MM-dd'T'HH:mm:ss.SSSSSS'Z'"
 # The fold's partitions at most (a range's work, not the table's), one a core below that: more tasks
 # than cores only add each task's cost, and the MERGE writes a file per partition.
 PARTITIONS = 8
@@ -80,7 +79,7 @@ class Summary:
 
 
 def _ts(df: DataFrame, column: str) -> Any:
-    return F.date_format(column, ISO)
+    return iso(column)
 
 
 class TablesJob:
@@ -143,8 +142,7 @@ class TablesJob:
             return s
         start, end, rebuild = decided
         if state.span is None and not any(start <= b.at < end for b in baselines) and \
-                not txns.where((F.col("commit_ts") >= F.lit(start).cast("timestamp"))
-                               & (F.col("commit_ts") < F.lit(end).cast("timestamp"))).limit(1).count():
+                not txns.where(RunRange(start, end).condition()).limit(1).count():
             # Nothing applied yet and nothing to apply: the span is not begun with an empty range, so
             # that the first range with transactions (a backfill of the past) applies as the first.
             s.status, s.reason = "unchanged", "nothing applied yet, and the range has no transaction of the source"
@@ -283,9 +281,8 @@ class TablesJob:
                      baselines: list[Baseline]) -> dict[str, Any] | None:
         """The range applied; its last transaction (order, txn_id), if it has one."""
         start, end = span
-        lo, hi = F.lit(start).cast("timestamp"), F.lit(end).cast("timestamp")
         # read four times (the changes, the XA commits, the first order, the tables written by statement)
-        in_range = txns.where((F.col("commit_ts") >= lo) & (F.col("commit_ts") < hi)).cache()
+        in_range = txns.where(RunRange(start, end).condition()).cache()
         changes = self._changes(state.source, txns, in_range, span).cache()
         touched, keys, s.row_changes = self._images(changes)
         statements, by_statement = self._statements(state.source, txns, start, end)
@@ -316,10 +313,9 @@ class TablesJob:
         rows of each XA transaction committed in the range (its prepare's, at its XA COMMIT)."""
         start, end = span
         rc = self.wh.read("row_changes").where(F.col("source") == source)
-        lo, hi = F.lit(start).cast("timestamp"), F.lit(end).cast("timestamp")
         dml = (in_range.where((F.col("kind") == "dml") & (F.col("outcome") == "committed"))
                .select("txn_id", "binlog_file", "order", _ts(in_range, "commit_ts").alias("at")))
-        rows = (rc.where((F.col("commit_ts") >= lo) & (F.col("commit_ts") < hi))
+        rows = (rc.where(RunRange(start, end).condition())
                 .join(dml, ["txn_id", "binlog_file"])
                 .select("schema", "table", "op", "before", "after", "seq", "order", F.col("txn_id").alias("txn"),
                         "at"))
@@ -328,19 +324,19 @@ class TablesJob:
         if not commits:
             return rows
         prepares = (txns.where((F.col("kind") == "xa_prepare") & F.col("xa_xid").isin([c["xa_xid"] for c in commits]))
-                    .select("xa_xid", "order", "txn_id", "binlog_file", "commit_ts").collect())
+                    .select("xa_xid", "order", "txn_id", "binlog_file", _ts(txns, "commit_ts").alias("at")).collect())
         chosen = []
         for c in commits:  # the latest prepare of that xid before its commit
             before = [p for p in prepares if p["xa_xid"] == c["xa_xid"] and p["order"] < c["order"]]
             if before:
                 p = max(before, key=lambda p: p["order"])
-                chosen.append((p["txn_id"], p["binlog_file"], p["commit_ts"], c["order"], c["txn_id"], c["at"]))
+                chosen.append((p["txn_id"], p["binlog_file"], p["at"], c["order"], c["txn_id"], c["at"]))
         if not chosen:
             return rows
-        xa = self.spark.createDataFrame(chosen, "p_txn string, p_file string, p_ts timestamp, order string, "
+        xa = self.spark.createDataFrame(chosen, "p_txn string, p_file string, p_at string, order string, "
                                                 "txn string, at string")
-        times = [r[2] for r in chosen]
-        xa_rows = (rc.where(F.col("commit_ts").isin(times))
+        # read where the prepares logged them
+        xa_rows = (rc.where(" OR ".join(f"({RunRange.instant(r[2]).condition()})" for r in chosen))
                    .join(F.broadcast(xa), (rc["txn_id"] == xa["p_txn"]) & (rc["binlog_file"] == xa["p_file"]))
                    .select("schema", "table", "op", "before", "after", "seq", "order", "txn", "at"))
         return rows.unionByName(xa_rows)
@@ -354,9 +350,7 @@ class TablesJob:
         non-transactional table keeps what a statement wrote). Of each table, the first after each
         table statement or baseline point: what may make it complete again
         (binlake.tables.plan.Planner._written)."""
-        lo, hi = (F.lit(t).cast("timestamp") for t in span)
-        own = (self.wh.read("row_changes").where((F.col("source") == source) & (F.col("commit_ts") >= lo)
-                                                  & (F.col("commit_ts") < hi))
+        own = (self.wh.read("row_changes").where(RunRange(*span, (source,)).condition())
                .select("txn_id", "binlog_file", F.concat_ws(".", "schema", "table").alias("name")).distinct())
         marks = sorted({st.order for st in statements} | {bt.complete for b in baselines for bt in b.tables.values()})
         before = F.size(F.filter(F.array(*[F.lit(m) for m in marks]), lambda m: m < F.col("order"))) if marks \

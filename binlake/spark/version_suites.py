@@ -56,7 +56,7 @@ from binlake.spark.validate import (
     write_report,
 )
 from binlake.spark.versions import q
-from binlake.spark.warehouse import Warehouse
+from binlake.spark.warehouse import RunRange, Warehouse, iso
 from binlake.tables.order import SQL as ORDER_SQL
 from binlake.tables.state import SourceState, TableState
 
@@ -148,7 +148,7 @@ class VersionChecks:
     def views(self) -> list[DataFrame]:
         """bl_version_spans, bl_version_txns, bl_version_changes and bl_complete_from (the module's
         doc). The two read from the warehouse's tables are cached and filled here, with the session's
-        own settings (a source's whole `row_changes` is read): the suites' queries, which may run with
+        own settings (each source's range of `row_changes` is read): the suites' queries, which may run with
         a small batch's (one shuffle partition, no AQE), then read them from memory. Returns the
         two, for the caller to uncache."""
         spark = self.spark
@@ -159,24 +159,21 @@ class VersionChecks:
         wh = Warehouse(spark, self.warehouse)
         txns = (wh.read("transactions").where(F.col("source").isin(list(self.applied)))
                 .withColumn("txn_order", F.expr(ORDER_SQL)))
-        in_range = (txns.join(F.broadcast(spark.table("bl_version_spans")), "source")
-                    .where((F.col("commit_ts") >= F.col("start")) & (F.col("commit_ts") < F.col("end")))
-                    .drop("start", "end")).cache()
+        # each source's range as the warehouse's rows are partitioned (RunRange): the days it spans
+        # read, not the source's whole history
+        ranges = " OR ".join(f"({RunRange(a.start, a.end, (s,)).condition()})" for s, a in self.applied.items())
+        in_range = txns.where(ranges).cache()
         in_range.createOrReplaceTempView("bl_version_txns")
         own = (in_range.where((F.col("outcome") == "committed") & F.col("kind").isin("dml", "ddl"))
                .select("source", "binlog_file", "txn_id", F.col("txn_order").alias("applied_order")))
-        # an XA transaction's rows, at its XA COMMIT: each commit's prepare is the last XA PREPARE of
-        # its xid before it, of any date (binlake.spark.tables takes them so)
-        commits = (in_range.where((F.col("kind") == "xa_commit") & (F.col("outcome") == "committed"))
-                   .select("source", "xa_xid", F.col("txn_order").alias("applied_order")))
-        prepares = (txns.where(F.col("kind") == "xa_prepare")
-                    .select("source", "xa_xid", "binlog_file", "txn_id", "txn_order")
-                    .join(commits, ["source", "xa_xid"]).where(F.col("txn_order") < F.col("applied_order"))
-                    .withColumn("last", F.max("txn_order").over(Window.partitionBy("source", "applied_order")))
-                    .where(F.col("txn_order") == F.col("last"))
-                    .select("source", "binlog_file", "txn_id", "applied_order"))
-        changes = (wh.read("row_changes").where(F.col("source").isin(list(self.applied)))
-                   .join(own.unionByName(prepares), ["source", "binlog_file", "txn_id"])
+        prepares = self._prepares(txns, in_range)
+        # an XA transaction's rows at its XA COMMIT's order, read where its prepare logged them
+        at = " OR ".join(f"({RunRange.instant(at, (s,)).condition()})" for s, *_, at in prepares)
+        if prepares:
+            own = own.unionByName(spark.createDataFrame(
+                [p[:4] for p in prepares], "source string, binlog_file string, txn_id string, applied_order string"))
+        changes = (wh.read("row_changes").where(f"{ranges} OR {at}" if at else ranges)
+                   .join(own, ["source", "binlog_file", "txn_id"])
                    .groupBy("source", "schema", "table", F.col("applied_order").alias("txn_order"))
                    .agg(*[F.sum((F.col("op") == op).cast("long")).alias(f"{op}s")
                           for op in ("insert", "update", "delete")])
@@ -191,6 +188,28 @@ class VersionChecks:
         for df in (in_range, changes):
             df.count()
         return [in_range, changes]
+
+    @staticmethod
+    def _prepares(txns: DataFrame, in_range: DataFrame) -> list[tuple[str, str, str, str, str]]:
+        """Per XA COMMIT of the ranges: (source, file, txn_id) of its prepare, the last XA PREPARE
+        of its xid before it, of any date (binlake.spark.tables takes them so), the commit's order
+        and the prepare's commit time."""
+        commits = (in_range.where((F.col("kind") == "xa_commit") & (F.col("outcome") == "committed"))
+                   .select("source", "xa_xid", F.col("txn_order").alias("applied_order")).collect())
+        if not commits:
+            return []
+        xids = sorted({c["xa_xid"] for c in commits})
+        found = (txns.where((F.col("kind") == "xa_prepare") & F.col("xa_xid").isin(xids))
+                 .select("source", "xa_xid", "binlog_file", "txn_id", "txn_order",
+                         iso("commit_ts").alias("commit_ts")).collect())
+        out = []
+        for c in commits:
+            before = [p for p in found if (p["source"], p["xa_xid"]) == (c["source"], c["xa_xid"])
+                      and p["txn_order"] < c["applied_order"]]
+            if before:
+                p = max(before, key=lambda p: p["txn_order"])
+                out.append((p["source"], p["binlog_file"], p["txn_id"], c["applied_order"], p["commit_ts"]))
+        return out
 
     def after_apply(self, assembled: list[tuple[int, str, str, list[str]]]) -> list[Report]:
         """After `binlake tables`: the suites, in the reports of the validation runs that let it apply

@@ -25,7 +25,8 @@ import logging
 import os
 from dataclasses import asdict, dataclass, field
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from binlake.errors import BinlakeError
 from binlake.spark import schema
@@ -45,6 +46,11 @@ def warehouse_uri(url: str) -> str:
     return (url if "://" in url else "file://" + os.path.abspath(url)).rstrip("/")
 
 
+def iso(column: str) -> Column:
+    """A timestamp column as text in the records' own form (binlake.splits.times.parse_time's)."""
+    return F.date_format(column, "yyyy-MM-dd'T'HH:mm:ss.SSSSSS'Z'")
+
+
 def _instant(ts: str) -> dt.datetime:
     return dt.datetime.fromisoformat(ts).astimezone(dt.UTC)
 
@@ -60,6 +66,12 @@ class RunRange:
     start: str  # ISO 8601 instants (binlake.splits.times.parse_time's form)
     end: str
     sources: tuple[str, ...] | None = None
+
+    @classmethod
+    def instant(cls, at: str, sources: tuple[str, ...] | None = None) -> RunRange:
+        """The rows committed at instant `at` (microseconds): an XA PREPARE's, which its XA COMMIT
+        applies in a later range."""
+        return cls(at, (_instant(at) + dt.timedelta(microseconds=1)).isoformat(), sources)
 
     def bounds(self) -> tuple[dt.datetime, dt.datetime]:
         return _instant(self.start), _instant(self.end)
