@@ -284,21 +284,30 @@ class TablesJob:
         # read four times (the changes, the XA commits, the first order, the tables written by statement)
         in_range = txns.where(RunRange(start, end).condition()).cache()
         changes = self._changes(state.source, txns, in_range, span).cache()
-        touched, keys, s.row_changes = self._images(changes)
-        statements, by_statement = self._statements(state.source, txns, start, end)
-        history = self._history(state.source, start, end)
+
+        def by_statement() -> tuple[list[Statement], list[Written]]:
+            statements, by_statement = self._statements(state.source, txns, start, end)
+            kept = [st for st in statements if start <= st.time]
+            written = self._written(state.source, in_range, span, statements=kept, baselines=baselines,
+                                    by_statement=by_statement)
+            return statements, written
+
+        def ends() -> Any:
+            return in_range.agg(F.min(F.when(F.col("outcome") == "committed", F.col("order"))).alias("o"),
+                                F.max_by(F.struct("order", "txn_id"), F.col("order")).alias("last")).collect()[0]
+
+        # independent small queries (and the schema history's reads) at once: each is mostly the driver's
+        queries = [lambda: self._images(changes), by_statement, lambda: self._history(state.source, start, end), ends]
+        images, (statements, written), history, last = each(self.spark.sparkContext, queries, lambda f: f(),
+                                                            threads=len(queries), name="prep")
+        touched, keys, s.row_changes = images
         if history is not None:  # moved to the start of the range's first file: on to the range's start
             for st in statements:
                 if st.time < start:
                     history.apply(st.db, st.sql, st.collation)
         statements = [st for st in statements if start <= st.time]
-        ends = in_range.agg(F.min(F.when(F.col("outcome") == "committed", F.col("order"))).alias("o"),
-                            F.max_by(F.struct("order", "txn_id"), F.col("order")).alias("last")).collect()[0]
-        first_row = ends["o"]
-        first = min([o for o in [first_row] + [b.start for b in baselines] if o] or [orders.order("x.000001", 0)])
+        first = min([o for o in [last["o"]] + [b.start for b in baselines] if o] or [orders.order("x.000001", 0)])
         planner = Planner(state, Point(first, start), history)
-        written = self._written(state.source, in_range, span, statements=statements, baselines=baselines,
-                                by_statement=by_statement)
         plan = planner.plan(statements, touched, keys, baselines, written=written)
         check_names(state.tables[t] for t in plan.touched if t in state.tables)
         self._prepare(state, plan)
@@ -306,7 +315,7 @@ class TablesJob:
         self._write(state, plan, out, s)
         changes.unpersist()
         in_range.unpersist()
-        return ends["last"].asDict() if ends["last"] is not None else None
+        return last["last"].asDict() if last["last"] is not None else None
 
     def _changes(self, source: str, txns: DataFrame, in_range: DataFrame, span: tuple[str, str]) -> DataFrame:
         """The range's row changes to apply, with their transaction's place: committed dml, and the
