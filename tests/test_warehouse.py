@@ -381,3 +381,21 @@ def test_a_failed_interval_is_marked_in_its_commits_and_its_rerun_clears_it(spar
     ok = assemble(spark, store, warehouse, start, end)
     assert ok.status == "ok" and differences(lake(warehouse), _reference()) == {}
     assert Warehouse(spark, warehouse).runs()[0].note.status == "ok"  # the range's newest run
+
+
+# -- the range a run reads -------------------------------------------------------------------
+
+def test_a_range_of_one_instant_reads_the_rows_committed_then_across_midnight(spark):
+    """RunRange.instant: where an XA COMMIT's rows are read (its prepare's instant, of any day)."""
+    from pyspark.sql import functions as F
+
+    from binlake.spark.warehouse import RunRange
+
+    # instants written here (the oracle): the last microsecond of a day, and its neighbours
+    at = ["2026-11-22T23:59:59.999998Z", "2026-11-22T23:59:59.999999Z", "2026-11-23T00:00:00.000000Z"]
+    df = (spark.createDataFrame([(t, "a") for t in at] + [(at[1], "b")], "t string, source string")
+          .withColumn("commit_ts", F.col("t").cast("timestamp")).withColumn("commit_date", F.to_date("commit_ts")))
+    for i, t in enumerate(at):
+        got = df.where(RunRange.instant(t, ("a",)).condition()).select("t", "source").collect()
+        assert [tuple(r) for r in got] == [(at[i], "a")], t
+    assert df.where(RunRange.instant(at[1]).condition()).count() == 2  # every source's
