@@ -335,10 +335,9 @@ class TablesJob:
         prepares = (txns.where((F.col("kind") == "xa_prepare") & F.col("xa_xid").isin([c["xa_xid"] for c in commits]))
                     .select("xa_xid", "order", "txn_id", "binlog_file", _ts(txns, "commit_ts").alias("at")).collect())
         chosen = []
-        for c in commits:  # the latest prepare of that xid before its commit
-            before = [p for p in prepares if p["xa_xid"] == c["xa_xid"] and p["order"] < c["order"]]
-            if before:
-                p = max(before, key=lambda p: p["order"])
+        for c in commits:
+            p = orders.prepare_of(c["order"], [(p["order"], p) for p in prepares if p["xa_xid"] == c["xa_xid"]])
+            if p is not None:
                 chosen.append((p["txn_id"], p["binlog_file"], p["at"], c["order"], c["txn_id"], c["at"]))
         if not chosen:
             return rows

@@ -58,6 +58,7 @@ from binlake.spark.validate import (
 from binlake.spark.versions import q
 from binlake.spark.warehouse import RunRange, Warehouse, iso
 from binlake.tables.order import SQL as ORDER_SQL
+from binlake.tables.order import prepare_of
 from binlake.tables.state import SourceState, TableState
 
 log = logging.getLogger(__name__)
@@ -191,9 +192,8 @@ class VersionChecks:
 
     @staticmethod
     def _prepares(txns: DataFrame, in_range: DataFrame) -> list[tuple[str, str, str, str, str]]:
-        """Per XA COMMIT of the ranges: (source, file, txn_id) of its prepare, the last XA PREPARE
-        of its xid before it, of any date (binlake.spark.tables takes them so), the commit's order
-        and the prepare's commit time."""
+        """Per XA COMMIT of the ranges: (source, file, txn_id) of its prepare (order.prepare_of, as
+        binlake.spark.tables takes them), the commit's order and the prepare's commit time."""
         commits = (in_range.where((F.col("kind") == "xa_commit") & (F.col("outcome") == "committed"))
                    .select("source", "xa_xid", F.col("txn_order").alias("applied_order")).collect())
         if not commits:
@@ -204,10 +204,9 @@ class VersionChecks:
                          iso("commit_ts").alias("commit_ts")).collect())
         out = []
         for c in commits:
-            before = [p for p in found if (p["source"], p["xa_xid"]) == (c["source"], c["xa_xid"])
-                      and p["txn_order"] < c["applied_order"]]
-            if before:
-                p = max(before, key=lambda p: p["txn_order"])
+            p = prepare_of(c["applied_order"], [(p["txn_order"], p) for p in found
+                                                if (p["source"], p["xa_xid"]) == (c["source"], c["xa_xid"])])
+            if p is not None:
                 out.append((p["source"], p["binlog_file"], p["txn_id"], c["applied_order"], p["commit_ts"]))
         return out
 

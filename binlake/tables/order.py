@@ -11,8 +11,12 @@ of the transaction that ends there. Fixed width, so that text comparison is the 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
+from typing import TypeVar
 
 from binlake.errors import BinlakeError
+
+T = TypeVar("T")
 
 _NAME = re.compile(r"\.(\d+)(?:@g(\d+))?$")
 WIDTH = 32
@@ -36,3 +40,10 @@ def order(name: str, end_pos: int) -> str:
     point `name:end_pos`)."""
     generation, number = place(name)
     return f"{generation:04d}-{number:010d}-{end_pos:016d}"
+
+
+def prepare_of(commit: str, prepares: Iterable[tuple[str, T]]) -> T | None:
+    """An XA COMMIT's prepare, whose rows it applies: of the XA PREPAREs of its xid (their order, a
+    value), the last before the commit (order `commit`), of any date; None where there is none."""
+    before = [(o, v) for o, v in prepares if o < commit]
+    return max(before, key=lambda ov: ov[0])[1] if before else None
