@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import BinaryType, StructField, StructType
@@ -76,10 +76,6 @@ class Summary:
 
     def line(self) -> str:
         return json.dumps({"record": "tables", **dataclasses.asdict(self)}, separators=(",", ":"))
-
-
-def _ts(df: DataFrame, column: str) -> Any:
-    return iso(column)
 
 
 class TablesJob:
@@ -244,7 +240,7 @@ class TablesJob:
             if b is None:
                 continue
             row = (txns.where(F.col("order") <= b.start).orderBy(F.col("order").desc())
-                   .select(_ts(txns, "commit_ts").alias("at")).limit(1).collect())
+                   .select(iso("commit_ts").alias("at")).limit(1).collect())
             b.at = row[0]["at"] if row else parse_time(b.started_at)
             out.append(b)
         return out
@@ -285,7 +281,7 @@ class TablesJob:
         in_range = txns.where(RunRange(start, end).condition()).cache()
         changes = self._changes(state.source, txns, in_range, span).cache()
 
-        def by_statement() -> tuple[list[Statement], list[Written]]:
+        def statements_written() -> tuple[list[Statement], list[Written]]:
             statements, by_statement = self._statements(state.source, txns, start, end)
             kept = [st for st in statements if start <= st.time]
             written = self._written(state.source, in_range, span, statements=kept, baselines=baselines,
@@ -297,7 +293,8 @@ class TablesJob:
                                 F.max_by(F.struct("order", "txn_id"), F.col("order")).alias("last")).collect()[0]
 
         # independent small queries (and the schema history's reads) at once: each is mostly the driver's
-        queries = [lambda: self._images(changes), by_statement, lambda: self._history(state.source, start, end), ends]
+        queries = [lambda: self._images(changes), statements_written,
+                   lambda: self._history(state.source, start, end), ends]
         images, (statements, written), history, last = each(self.spark.sparkContext, queries, lambda f: f(),
                                                             threads=len(queries), name="prep")
         touched, keys, s.row_changes = images
@@ -323,17 +320,17 @@ class TablesJob:
         start, end = span
         rc = self.wh.read("row_changes").where(F.col("source") == source)
         dml = (in_range.where((F.col("kind") == "dml") & (F.col("outcome") == "committed"))
-               .select("txn_id", "binlog_file", "order", _ts(in_range, "commit_ts").alias("at")))
+               .select("txn_id", "binlog_file", "order", iso("commit_ts").alias("at")))
         rows = (rc.where(RunRange(start, end).condition())
                 .join(dml, ["txn_id", "binlog_file"])
                 .select("schema", "table", "op", "before", "after", "seq", "order", F.col("txn_id").alias("txn"),
                         "at"))
         commits = (in_range.where((F.col("kind") == "xa_commit") & (F.col("outcome") == "committed"))
-                   .select("xa_xid", "order", "txn_id", _ts(in_range, "commit_ts").alias("at")).collect())
+                   .select("xa_xid", "order", "txn_id", iso("commit_ts").alias("at")).collect())
         if not commits:
             return rows
         prepares = (txns.where((F.col("kind") == "xa_prepare") & F.col("xa_xid").isin([c["xa_xid"] for c in commits]))
-                    .select("xa_xid", "order", "txn_id", "binlog_file", _ts(txns, "commit_ts").alias("at")).collect())
+                    .select("xa_xid", "order", "txn_id", "binlog_file", iso("commit_ts").alias("at")).collect())
         chosen = []
         for c in commits:
             p = orders.prepare_of(c["order"], [(p["order"], p) for p in prepares if p["xa_xid"] == c["xa_xid"]])
@@ -364,7 +361,7 @@ class TablesJob:
         before = F.size(F.filter(F.array(*[F.lit(m) for m in marks]), lambda m: m < F.col("order"))) if marks \
             else F.lit(0)
         txns = in_range.where(F.col("outcome") != "incomplete")
-        cols = ["txn_id", "binlog_file", "order", _ts(in_range, "commit_ts").alias("at")]
+        cols: list[Column | str] = ["txn_id", "binlog_file", "order", iso("commit_ts").alias("at")]
         rows = (txns.where(F.size("tables") > 0).select(*cols, F.explode("tables").alias("name"))
                 .join(own, ["txn_id", "binlog_file", "name"], "left_anti"))
         if by_statement:
@@ -445,7 +442,7 @@ class TablesJob:
         committed = txns.where(F.col("outcome") == "committed")
         located = {int(r["name"]): r for r in
                    self._placed(committed, [(file, pos, str(i)) for i, (file, pos, *_) in enumerate(found)])
-                   .select("name", "order", "txn_id", _ts(txns, "commit_ts").alias("at")).collect()}
+                   .select("name", "order", "txn_id", iso("commit_ts").alias("at")).collect()}
         out = []
         for i, (_, _, db, sql, collation) in enumerate(found):
             r = located.get(i)
