@@ -33,3 +33,20 @@ def test_the_versions_of_changed_keys_and_those_python_must_key(spark):
     assert sorted(r["name"] for r in kept.collect()) == sorted([
         "unsigned max, changed", "negative, changed", "a value in _raw", "an unknown column",
         "_raw and _unknown empty, changed"])
+
+
+def test_the_key_predicate_stays_small_and_holds_every_changed_key():
+    # 30,000 keys over ten million, as bench/tables.py's hour changes them: the predicate Spark also
+    # evaluates per row must stay within INTERVALS (binlake.tables.stream says why), and no key may
+    # fall outside it (its versions would be missed).
+    import random
+
+    from binlake.tables.stream import INTERVALS, interval_predicate
+
+    keys = random.Random(7).sample(range(10_000_000), 30_000)
+    got = interval_predicate("id", keys)
+    assert len(got) == INTERVALS
+    assert all(a <= b < c for (a, b), (c, _) in zip(got, got[1:], strict=False))
+    assert all(any(a <= k <= b for a, b in got) for k in keys)
+    assert got[0][0] == min(keys) and got[-1][1] == max(keys)
+    assert interval_predicate("id", [5, 1, 5]) == [(1, 1), (5, 5)]  # few keys: each its own

@@ -324,7 +324,13 @@ def _shape_at(shapes: list[Shape], order: str) -> int:
     return max(0, bisect.bisect_right(orders, order) - 1)
 
 
-def interval_predicate(column: str, values: list[Any], most: int = 64) -> list[tuple[Any, Any]]:
+# Spark evaluates the predicate on every row it reads too, in generated code: at 64 intervals that
+# code passes HotSpot's 8000-byte limit of the methods it compiles, and runs interpreted (2-3 µs a
+# row: 20 s of a 10-million-row table); at 16 it costs 0.04 µs (bench/RESULTS.md, bench/tables.py).
+INTERVALS = 16
+
+
+def interval_predicate(column: str, values: list[Any], most: int = INTERVALS) -> list[tuple[Any, Any]]:
     """Sorted key values cut into at most `most` intervals at their widest gaps: a predicate on the
     first key column that Delta's min/max statistics prune files by."""
     vals = sorted(set(values))
