@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+from pyspark.sql import DataFrame
+
 from binlake.spark.tables import _changed_integer_keys
 
 SCHEMA = "`c.id` DECIMAL(20,0), c_k INT, _raw MAP<STRING, STRING>, _unknown ARRAY<STRING>, name STRING"
@@ -50,3 +52,43 @@ def test_the_key_predicate_stays_small_and_holds_every_changed_key():
     assert all(any(a <= k <= b for a, b in got) for k in keys)
     assert got[0][0] == min(keys) and got[-1][1] == max(keys)
     assert interval_predicate("id", [5, 1, 5]) == [(1, 1), (5, 5)]  # few keys: each its own
+
+
+def test_the_merge_closes_the_versions_of_the_listed_keys(spark, tmp_path, monkeypatch):
+    # The MERGE's condition lists the closed versions' keys (binlake.spark.versions.closed_keys): a
+    # text key with a quote and a backslash must be listed as itself, and the outcome must be the
+    # condition's without the list (CLOSED_KEYS 0: not listed). Expected rows: written out below.
+    from binlake.spark import versions
+    from binlake.spark.versions import Versions
+    from binlake.tables.state import TableState
+
+    def run(where: str, listed: bool) -> list[tuple]:
+        monkeypatch.setattr(versions, "CLOSED_KEYS", 100 if listed else 0)
+        ts = TableState("db", "t", f"tables/src/db/{where}", key=["k"])
+        v = Versions(spark, str(tmp_path))
+        v.create(ts, [("add", "k", "STRING", "varchar(10)"), ("add", "n", "INT", "int")])
+        schema = spark.read.format("delta").load(v.path(ts)).schema.add("_existing", "boolean")
+
+        def rows(*values: tuple) -> DataFrame:
+            return spark.createDataFrame([(k, n, at(f), at(t), "x" + f, "x" + t if t else None, f, t, "insert",
+                                           seq, None, None, existing) for k, n, f, t, seq, existing in values],
+                                         schema)
+
+        v.merge(ts, rows(("a'b", 1, "o1", None, 1, False), ("c\\d", 2, "o1", None, 2, False),
+                         ("e", 3, "o1", None, 3, False)), closes=False)
+        assert (versions.closed_keys(rows(("a'b", 1, "o1", "o2", 1, True)), [schema["k"]])
+                == (["(t.`k` IN ('a\\'b'))"] if listed else []))
+        v.merge(ts, rows(("a'b", 1, "o1", "o2", 1, True), ("a'b", 10, "o2", None, 1, False),
+                         ("c\\d", 2, "o1", "o2", 2, True)))
+        got = spark.read.format("delta").load(v.path(ts)).select("k", "n", "_from_order", "_to_order").collect()
+        return sorted(tuple(r) for r in got)
+
+    expected = [("a'b", 1, "o1", "o2"), ("a'b", 10, "o2", None), ("c\\d", 2, "o1", "o2"), ("e", 3, "o1", None)]
+    assert run("listed", True) == expected
+    assert run("unlisted", False) == expected
+
+
+def at(order: str | None):
+    from datetime import datetime
+
+    return datetime(2026, 1, 1, int(order[1:])) if order else None

@@ -35,7 +35,7 @@ from binlake.spark.pools import each
 from binlake.spark.settings import SESSION, quality_dir
 from binlake.spark.validate import Report
 from binlake.spark.version_suites import Applied, VersionChecks
-from binlake.spark.versions import Versions, cast, q
+from binlake.spark.versions import Versions, cast, literal, q
 from binlake.spark.warehouse import Commit, RunRange, Warehouse, iso, warehouse_uri
 from binlake.spark.writer import WriterLease
 from binlake.splits.plan import sources as archived_sources
@@ -552,7 +552,7 @@ class TablesJob:
             return None
         parts = []
         for lo, hi in interval_predicate(col.column, keys):
-            a, b = (_literal(lo, spark_type), _literal(hi, spark_type))
+            a, b = (literal(lo, spark_type), literal(hi, spark_type))
             parts.append(f"({q(col.column)} = {a})" if lo == hi else f"({q(col.column)} BETWEEN {a} AND {b})")
         return " OR ".join(parts)
 
@@ -621,13 +621,6 @@ _VERSION_NAMES = {"_valid_from", "_valid_to", "_from_txn", "_to_txn", "_from_ord
 def summary_key(start: str, end: str) -> str:
     """Where a run over [start, end) leaves its summaries, under the warehouse."""
     return f"_summaries/tables_{compact_ts(parse_time(start))}_{compact_ts(parse_time(end))}.json"
-
-
-def _literal(v: Any, spark_type: str) -> str:
-    if isinstance(v, str):
-        text = "'" + v.replace("\\", "\\\\").replace("'", "\\'") + "'"
-        return f"CAST({text} AS {spark_type})" if spark_type != "STRING" else text
-    return str(v)
 
 
 def decide(state: SourceState, start: str, end: str, stale: str | None) -> tuple[str, str, bool] | str | None:

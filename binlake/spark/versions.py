@@ -40,6 +40,13 @@ def _text(value: str) -> str:
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
+def literal(v: Any, spark_type: str) -> str:
+    """A key's value (a Python int, Decimal or str) as a Spark SQL literal of its column's type."""
+    if isinstance(v, str):
+        return f"CAST({_text(v)} AS {spark_type})" if spark_type != "STRING" else _text(v)
+    return str(v)
+
+
 def cast(spark_type: str, expr: str) -> str:
     """The Spark SQL that turns a staged text (binlake.tables.types.Kind.stage) into its type."""
     if spark_type == "STRING":
@@ -146,9 +153,11 @@ class Versions:
         if not closes:
             rows.drop("_existing").write.format("delta").mode("append").save(self.path(ts))
         else:
-            names = [f.name for f in self.spark.read.format("delta").load(self.path(ts)).schema.fields]
+            fields = self.spark.read.format("delta").load(self.path(ts)).schema.fields
+            names = [f.name for f in fields]
             on = ["t._to_order IS NULL", "s._existing", "t._from_order = s._from_order", "t._from_seq = s._from_seq"]
             on += [f"t.{q(k)} <=> s.{q(k)}" for k in ts.key or [] if k in names]
+            on += closed_keys(rows, [f for f in fields if f.name in (ts.key or [])[:1]])
             values: dict[str, str | Any] = {q(n): f"s.{q(n)}" for n in names}
             (table.alias("t").merge(rows.alias("s"), " AND ".join(on))
              .whenMatchedUpdate(set=values).whenNotMatchedInsert(condition="NOT s._existing", values=values)
@@ -167,3 +176,31 @@ class Versions:
          .whenNotMatchedBySourceUpdate(condition=F.col("t._valid_to") >= when,
                                        set={"_valid_to": "NULL", "_to_txn": "NULL", "_to_order": "NULL"})
          .execute())
+
+
+# The most key values `closed_keys` lists in a MERGE's condition (the plan holds them all).
+CLOSED_KEYS = 100_000
+_LISTED = ("TINYINT", "SMALLINT", "INT", "BIGINT", "STRING")
+
+
+def closed_keys(rows: DataFrame, first_key: list) -> list[str]:
+    """`t.<key> IN (…)`: the first key column's values of the versions `rows` close, which the
+    MERGE's condition implies (`t.key <=> s.key` of an `_existing` row). Spark pushes a condition on
+    the target alone of the outer join a MERGE writes with under that join, so only those versions
+    are shuffled and sorted, not every row of the files the MERGE touches (random keys touch every
+    file). None when there is no key, it is of another type, or too many values."""
+    if not first_key:
+        return []
+    (field,) = first_key
+    spark_type = field.dataType.simpleString().upper()
+    if spark_type not in _LISTED:
+        return []
+    values = [r[0] for r in rows.where("_existing").select(q(field.name)).distinct().limit(CLOSED_KEYS + 1)
+              .collect()]
+    if not values or len(values) > CLOSED_KEYS:
+        return []
+    listed = [v for v in values if v is not None]
+    terms = [f"t.{q(field.name)} IN ({', '.join(literal(v, spark_type) for v in listed)})"] if listed else []
+    if len(listed) < len(values):
+        terms.append(f"t.{q(field.name)} IS NULL")
+    return [f"({' OR '.join(terms)})"]
