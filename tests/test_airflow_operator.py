@@ -86,21 +86,27 @@ def test_both_range_jobs_get_the_variables_range_and_every_source(airflow):
             (variable["store"], variable["warehouse"], start, end, ["db1", "old"]), task_id
 
 
-# The DAG's assemble task prepared for a range on a local master, as its execute() prepares it:
-# the driver's java options its spark-submit gets (JSON, the last line).
+# The DAG's assemble and apply_tables tasks prepared for a range on a local master, as their
+# execute() prepares them: the driver's java options each spark-submit gets (JSON, the last line).
 PREPARED = """
 import json, sys, types
 from airflow.dag_processing.dagbag import DagBag
 from binlake_airflow import settings
-task = DagBag(dag_folder=sys.argv[1]).dags["binlake_transactions"].get_task("assemble")
-task.start, task.end = sys.argv[3], sys.argv[4]
-task.prepare(settings.parse(json.loads(sys.argv[2])), types.SimpleNamespace(host="local[2]"), (task.start, task.end))
-print(json.dumps(task.conf.get("spark.driver.extraJavaOptions")))
+dag = DagBag(dag_folder=sys.argv[1]).dags["binlake_transactions"]
+out = {}
+for task_id in ("assemble", "apply_tables"):
+    task = dag.get_task(task_id)
+    task.start, task.end = sys.argv[3], sys.argv[4]
+    task.prepare(settings.parse(json.loads(sys.argv[2])), types.SimpleNamespace(host="local[2]"),
+                 (task.start, task.end))
+    out[task_id] = task.conf.get("spark.driver.extraJavaOptions")
+print(json.dumps(out))
 """
 
 
 def test_a_local_range_the_driver_reads_gets_the_class_archive_and_the_short_jvm(airflow, tmp_path):
-    # The samples' range is one the driver reads itself (settings.in_driver): C1 only; a local
+    # The samples' range is one the driver reads itself (settings.in_driver), and one of few
+    # transactions to apply (settings.for_apply): C1 only for both jobs; a local
     # master's JVM maps the class archive make install made (binlake.spark.classes). Both, in that
     # order: the archive's options first, so that the range's (and a user's) come last and win.
     import subprocess
@@ -121,7 +127,8 @@ def test_a_local_range_the_driver_reads_gets_the_class_archive_and_the_short_jvm
                           str(REPO / "dags"), json.dumps(variable), start, end], env=af.env, capture_output=True,
                          text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
-    assert json.loads(out.stdout.strip().splitlines()[-1]) == f"{class_sharing()} {SHORT_JVM[JAVA_OPTIONS]}"
+    short = f"{class_sharing()} {SHORT_JVM[JAVA_OPTIONS]}"
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == {"assemble": short, "apply_tables": short}
 
 
 def test_binlakes_own_imports_raise_no_deprecation_warning(tmp_path):

@@ -171,6 +171,34 @@ def test_validating_a_range_the_driver_would_assemble_gets_a_short_jvm(archives,
     assert conf(*day, "--master", "local[2]", "--conf", mine) == {"spark.driver.extraJavaOptions": "-Xss4m"}
 
 
+def test_applying_a_range_of_few_transactions_gets_a_short_jvm(archives, monkeypatch):
+    # `binlake tables` plans the range at APPLY_SPLIT_BYTES before it starts a local session and
+    # gives C1 only where the range's transactions come to no more than APPLY_SHORT_BYTES
+    # (settings.for_apply): the committed day at exactly its planned bytes gets it, one byte fewer
+    # does not; a cluster master is left alone; the user's --conf wins.
+    from binlake.cli import build_parser
+    from binlake.spark import _apply_conf, settings
+    from binlake.spark.settings import APPLY_SPLIT_BYTES, SHORT_JVM
+    from binlake.splits.plan import plan
+
+    start, end = data_day()
+    base = ["tables", "--store", archives["file"], "--warehouse", "w", "--start", start, "--end", end]
+
+    def conf(*more: str) -> dict[str, str]:
+        return _apply_conf(build_parser().parse_args([*base, *more]))
+
+    planned = plan(archives["file"], None, start, end, APPLY_SPLIT_BYTES).bytes
+    assert planned > 0
+    monkeypatch.setattr(settings, "APPLY_SHORT_BYTES", planned)
+    assert conf("--master", "local[2]") == SHORT_JVM
+    assert conf("--master", "spark://127.0.0.1:7077") == {}
+    mine = "spark.driver.extraJavaOptions=-Xss4m"
+    assert conf("--master", "local[2]", "--conf", mine) == {"spark.driver.extraJavaOptions": "-Xss4m"}
+    monkeypatch.undo()
+    monkeypatch.setattr(settings, "APPLY_SHORT_BYTES", planned - 1)
+    assert conf("--master", "local[2]") == {}
+
+
 def test_hourly_runs_equal_one_daily_run_and_reruns_change_nothing(spark, archives, tmp_path):
     start, end = data_day()
     store = archives["file"]

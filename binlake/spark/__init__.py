@@ -13,7 +13,7 @@ import json
 import logging
 import sys
 from collections.abc import Callable
-from typing import NoReturn
+from typing import Any, NoReturn
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +109,7 @@ def run_tables(args: argparse.Namespace, spark=None) -> int:
 
     _import_behind("great_expectations")  # for the row versions' suites after the apply
     spark = spark or session(getattr(args, "master", None), app="binlake-tables",
-                             conf=_conf(getattr(args, "conf", None)))
+                             conf=_apply_conf(args))
     job = TablesJob(spark, args.store, args.warehouse, (args.start, args.end), quality=args.quality,
                     unvalidated=args.unvalidated)
     status = 0
@@ -149,19 +149,39 @@ def _validate_conf(args: argparse.Namespace) -> dict[str, str]:
     """The session's settings for the suites alone: --conf's, over a short run's JVM where the
     master is local and the range is one the driver would assemble itself (its tables are then
     small and the suites' Spark jobs short: C2's warm-up would be most of what they cost)."""
-    from binlake.errors import BinlakeError
-    from binlake.spark.settings import for_range, is_local
+    from binlake.spark.settings import for_range
     from binlake.spark.validate import store_of
-    from binlake.splits.plan import DEFAULT_SPLIT_BYTES, plan
+    from binlake.splits.plan import DEFAULT_SPLIT_BYTES
+
+    return _planned_conf(args, lambda: store_of(args.warehouse, args.store), DEFAULT_SPLIT_BYTES,
+                         lambda conf, planned: for_range(conf, planned, DEFAULT_SPLIT_BYTES))
+
+
+def _apply_conf(args: argparse.Namespace) -> dict[str, str]:
+    """The session's settings for `binlake tables`: --conf's, over a short run's JVM where the
+    master is local and the range's transactions are few (binlake.spark.settings.for_apply)."""
+    from binlake.spark.settings import APPLY_SPLIT_BYTES, for_apply
+
+    return _planned_conf(args, lambda: args.store, APPLY_SPLIT_BYTES,
+                         for_apply)
+
+
+def _planned_conf(args: argparse.Namespace, store: Callable[[], str], split_bytes: int,
+                  rule: Callable[[dict[str, str], Any], dict[str, str]]) -> dict[str, str]:
+    """--conf's settings, and `rule`'s for the range planned at `split_bytes` where the master is
+    local; --conf's alone where the range cannot be planned (the job then says why)."""
+    from binlake.errors import BinlakeError
+    from binlake.spark.settings import is_local
+    from binlake.splits.plan import plan
 
     conf = _conf(getattr(args, "conf", None))
     if not is_local(getattr(args, "master", None)):
         return conf
     try:
-        planned = plan(store_of(args.warehouse, args.store), args.sources, args.start, args.end)
-    except BinlakeError:  # the suites say what is wrong with the range, the store or the warehouse
+        planned = plan(store(), args.sources, args.start, args.end, split_bytes)
+    except BinlakeError:
         return conf
-    return for_range(conf, planned, DEFAULT_SPLIT_BYTES)
+    return rule(conf, planned)
 
 
 def _import_behind(module: str) -> None:

@@ -187,6 +187,23 @@ def for_range(conf: dict[str, str], plan, split_bytes: int) -> dict[str, str]:
     return {**SHORT_JVM, **conf} if in_driver(plan, split_bytes) else conf
 
 
+# The grain a range is planned at for `binlake tables` (for_apply): its transactions' own bytes
+# give or take a split per file, where an assemble's splits would count whole files.
+APPLY_SPLIT_BYTES = 1 << 20
+# An apply gets SHORT_JVM where its range has at most APPLY_SHORT_BYTES of binlog. Measured
+# (bench/tables.py, bench/RESULTS.md): C1 alone applied an hour of 10 MiB (30,000 row changes by
+# key) 4-5 s sooner to a table of 100 thousand rows and 8-9 s sooner to ten million, whose current
+# versions the fold and the MERGE scan; a range of 49 MiB (a million inserts) 10 s later.
+APPLY_SHORT_BYTES = 16 << 20
+
+
+def for_apply(conf: dict[str, str], plan) -> dict[str, str]:
+    """A local master's settings for applying a range planned at APPLY_SPLIT_BYTES: SHORT_JVM under
+    `conf` (which wins) where it is small. The apply's JVM work is then a few dozen small queries,
+    Delta commits and scans, which C2's warm-up on 2 cores costs more than it gives back."""
+    return {**SHORT_JVM, **conf} if plan.bytes <= APPLY_SHORT_BYTES else conf
+
+
 def local(conf: dict | None = None) -> dict[str, str]:
     """A local master's settings under `conf` (which wins): the driver listens on loopback only,
     its JVM, which holds the executors too, gets more than Spark's 1g heap, and its Python workers

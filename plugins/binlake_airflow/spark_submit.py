@@ -47,14 +47,19 @@ class BinlakeSubmitOperator(SparkSubmitOperator):
         if spark_settings.is_local(conn.host):
             env["PYSPARK_PYTHON"] = sys.executable
             conf = {**conf, **cfg.spark_conf}
-            planned = _planned(cfg, span) if span is not None else None
-            if planned is not None:
-                conf = spark_settings.for_range(conf, planned, cfg.split_bytes)
+            if span is not None:
+                conf = self.short_jvm(conf, cfg, span)
             conf = spark_settings.local(conf)  # last: its java options join the range's
         else:
             conf = {**conf, **{f"spark.executorEnv.{k}": v for k, v in aws.items()}, **cfg.spark_conf}
         self.conf = conf
         self.env_vars = {**(self.env_vars or {}), **env}
+
+    def short_jvm(self, conf: dict[str, str], cfg: settings.Settings, span: tuple[str, str]) -> dict[str, str]:
+        """`conf` with a short run's JVM where the job's range is small (an assemble's rule:
+        binlake.spark.settings.for_range), planned here as the job will plan it."""
+        planned = planned_range(cfg, span, cfg.split_bytes)
+        return conf if planned is None else spark_settings.for_range(conf, planned, cfg.split_bytes)
 
 
 class RangeSubmitOperator(BinlakeSubmitOperator):
@@ -81,13 +86,13 @@ class RangeSubmitOperator(BinlakeSubmitOperator):
         self.prepare(cfg, conn, (self.start, self.end))
 
 
-def _planned(cfg: settings.Settings, span: tuple[str, str]):
-    """The range as the job will plan it (the job plans again in its own process); None where the
+def planned_range(cfg: settings.Settings, span: tuple[str, str], split_bytes: int):
+    """The range planned at `split_bytes` (the job plans again in its own process); None where the
     archive cannot be read: the job says why, not this."""
     from binlake.errors import BinlakeError
     from binlake.splits.plan import plan
 
     try:
-        return plan(cfg.store, [s.name for s in cfg.sources], span[0], span[1], cfg.split_bytes)
+        return plan(cfg.store, [s.name for s in cfg.sources], span[0], span[1], split_bytes)
     except (BinlakeError, OSError):
         return None

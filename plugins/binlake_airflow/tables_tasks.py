@@ -10,7 +10,7 @@ from pathlib import Path
 from airflow.sdk import Asset, AssetAlias
 
 from binlake_airflow import resources, settings
-from binlake_airflow.spark_submit import RangeSubmitOperator
+from binlake_airflow.spark_submit import RangeSubmitOperator, planned_range
 from binlake_airflow.transactions_tasks import TABLE_ASSETS, dataset
 
 log = logging.getLogger(__name__)
@@ -48,6 +48,13 @@ class TablesOperator(RangeSubmitOperator):
         kwargs.setdefault("inlets", [TABLE_ASSETS["transactions"], TABLE_ASSETS["row_changes"]])
         kwargs.setdefault("outlets", [TABLES_ALIAS])
         super().__init__(**kwargs)
+
+    def short_jvm(self, conf: dict[str, str], cfg: settings.Settings, span: tuple[str, str]) -> dict[str, str]:
+        """An apply's rule, the CLI's too (binlake.spark.settings.for_apply): the range planned finely."""
+        from binlake.spark.settings import APPLY_SPLIT_BYTES, for_apply
+
+        planned = planned_range(cfg, span, APPLY_SPLIT_BYTES)
+        return conf if planned is None else for_apply(conf, planned)
 
     def execute(self, context):
         from airflow.sdk.exceptions import AirflowException, AirflowFailException
