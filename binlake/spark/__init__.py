@@ -162,8 +162,7 @@ def _apply_conf(args: argparse.Namespace) -> dict[str, str]:
     master is local and the range's transactions are few (binlake.spark.settings.for_apply)."""
     from binlake.spark.settings import APPLY_SPLIT_BYTES, for_apply
 
-    return _planned_conf(args, lambda: args.store, APPLY_SPLIT_BYTES,
-                         for_apply)
+    return _planned_conf(args, lambda: args.store, APPLY_SPLIT_BYTES, for_apply)
 
 
 def _planned_conf(args: argparse.Namespace, store: Callable[[], str], split_bytes: int,

@@ -188,7 +188,7 @@ def closed_keys(rows: DataFrame, first_key: list) -> list[str]:
     MERGE's condition implies (`t.key <=> s.key` of an `_existing` row). Spark pushes a condition on
     the target alone of the outer join a MERGE writes with under that join, so only those versions
     are shuffled and sorted, not every row of the files the MERGE touches (random keys touch every
-    file). None when there is no key, it is of another type, or too many values."""
+    file). Nothing where there is no key, it is of another type, or has too many values."""
     if not first_key:
         return []
     (field,) = first_key

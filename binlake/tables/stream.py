@@ -325,8 +325,8 @@ def _shape_at(shapes: list[Shape], order: str) -> int:
 
 
 # Spark evaluates the predicate on every row it reads too, in generated code: at 64 intervals that
-# code passes HotSpot's 8000-byte limit of the methods it compiles, and runs interpreted (2-3 µs a
-# row: 20 s of a 10-million-row table); at 16 it costs 0.04 µs (bench/RESULTS.md, bench/tables.py).
+# code passes HotSpot's 8000-byte limit of the methods it compiles and runs interpreted, microseconds
+# a row (bench/RESULTS.md, bench/tables.py's section).
 INTERVALS = 16
 
 
