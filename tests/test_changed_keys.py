@@ -10,7 +10,10 @@ from decimal import Decimal
 
 from pyspark.sql import DataFrame
 
+from binlake.spark import versions
 from binlake.spark.tables import _changed_integer_keys
+from binlake.spark.versions import Versions
+from binlake.tables.state import TableState
 
 SCHEMA = "`c.id` DECIMAL(20,0), c_k INT, _raw MAP<STRING, STRING>, _unknown ARRAY<STRING>, name STRING"
 
@@ -56,36 +59,39 @@ def test_the_key_predicate_stays_small_and_holds_every_changed_key():
 
 def test_the_merge_closes_the_versions_of_the_listed_keys(spark, tmp_path, monkeypatch):
     # The MERGE's condition lists the closed versions' keys (binlake.spark.versions.closed_keys): a
-    # text key with a quote and a backslash must be listed as itself, and the outcome must be the
-    # condition's without the list (CLOSED_KEYS 0: not listed). Expected rows: written out below.
-    from binlake.spark import versions
-    from binlake.spark.versions import Versions
-    from binlake.tables.state import TableState
+    # text key with a quote and a backslash must be listed as itself, an unsigned BIGINT's (DECIMAL
+    # (20,0)) up to its greatest value, and the outcome must be the condition's without the list
+    # (CLOSED_KEYS 0: not listed). Expected rows: written out below.
+    big = Decimal(18446744073709551615)
+    cases = [("STRING", ["a'b", "c\\d", "e"], ["(t.`k` IN ('a\\'b'))"]),
+             ("DECIMAL(20,0)", [big, Decimal(0), Decimal(7)], ["(t.`k` IN (18446744073709551615))"])]
+    for spark_type, (k1, k2, k3), listed_as in cases:
+        expected = sorted([(k1, 1, "o1", "o2"), (k1, 10, "o2", None), (k2, 2, "o1", "o2"), (k3, 3, "o1", None)])
+        for listed in (True, False):
+            monkeypatch.setattr(versions, "CLOSED_KEYS", 100 if listed else 0)
+            where = f"{spark_type[:3]}{listed}"
+            assert _merged(spark, str(tmp_path), where, spark_type, (k1, k2, k3), listed_as if listed else []) \
+                == expected, (spark_type, listed)
 
-    def run(where: str, listed: bool) -> list[tuple]:
-        monkeypatch.setattr(versions, "CLOSED_KEYS", 100 if listed else 0)
-        ts = TableState("db", "t", f"tables/src/db/{where}", key=["k"])
-        v = Versions(spark, str(tmp_path))
-        v.create(ts, [("add", "k", "STRING", "varchar(10)"), ("add", "n", "INT", "int")])
-        schema = spark.read.format("delta").load(v.path(ts)).schema.add("_existing", "boolean")
 
-        def rows(*values: tuple) -> DataFrame:
-            return spark.createDataFrame([(k, n, at(f), at(t), "x" + f, "x" + t if t else None, f, t, "insert",
-                                           seq, None, None, existing) for k, n, f, t, seq, existing in values],
-                                         schema)
+def _merged(spark, warehouse: str, where: str, spark_type: str, keys: tuple, listed_as: list[str]) -> list[tuple]:
+    """Three current versions of keys `keys`; a MERGE closing the first two, opening the first again."""
+    ts = TableState("db", "t", f"tables/src/db/{where}", key=["k"])
+    v = Versions(spark, warehouse)
+    v.create(ts, [("add", "k", spark_type, "key"), ("add", "n", "INT", "int")])
+    schema = spark.read.format("delta").load(v.path(ts)).schema.add("_existing", "boolean")
 
-        v.merge(ts, rows(("a'b", 1, "o1", None, 1, False), ("c\\d", 2, "o1", None, 2, False),
-                         ("e", 3, "o1", None, 3, False)), closes=False)
-        assert (versions.closed_keys(rows(("a'b", 1, "o1", "o2", 1, True)), [schema["k"]])
-                == (["(t.`k` IN ('a\\'b'))"] if listed else []))
-        v.merge(ts, rows(("a'b", 1, "o1", "o2", 1, True), ("a'b", 10, "o2", None, 1, False),
-                         ("c\\d", 2, "o1", "o2", 2, True)))
-        got = spark.read.format("delta").load(v.path(ts)).select("k", "n", "_from_order", "_to_order").collect()
-        return sorted(tuple(r) for r in got)
+    def rows(*values: tuple) -> DataFrame:
+        return spark.createDataFrame([(k, n, at(f), at(t), "x" + f, "x" + t if t else None, f, t, "insert",
+                                       seq, None, None, existing) for k, n, f, t, seq, existing in values], schema)
 
-    expected = [("a'b", 1, "o1", "o2"), ("a'b", 10, "o2", None), ("c\\d", 2, "o1", "o2"), ("e", 3, "o1", None)]
-    assert run("listed", True) == expected
-    assert run("unlisted", False) == expected
+    k1, k2, k3 = keys
+    v.merge(ts, rows((k1, 1, "o1", None, 1, False), (k2, 2, "o1", None, 2, False), (k3, 3, "o1", None, 3, False)),
+            closes=False)
+    assert versions.closed_keys(rows((k1, 1, "o1", "o2", 1, True)), [schema["k"]]) == listed_as
+    v.merge(ts, rows((k1, 1, "o1", "o2", 1, True), (k1, 10, "o2", None, 1, False), (k2, 2, "o1", "o2", 2, True)))
+    got = spark.read.format("delta").load(v.path(ts)).select("k", "n", "_from_order", "_to_order").collect()
+    return sorted(tuple(r) for r in got)
 
 
 def at(order: str | None):

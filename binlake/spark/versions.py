@@ -11,6 +11,7 @@ versions it opens.
 from __future__ import annotations
 
 import logging
+import re
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -181,6 +182,7 @@ class Versions:
 # The most key values `closed_keys` lists in a MERGE's condition (the plan holds them all).
 CLOSED_KEYS = 100_000
 _LISTED = ("TINYINT", "SMALLINT", "INT", "BIGINT", "STRING")
+_WHOLE = re.compile(r"DECIMAL\(\d+,0\)")  # BIGINT UNSIGNED's type (binlake.tables.types), and any whole DECIMAL
 
 
 def closed_keys(rows: DataFrame, first_key: list) -> list[str]:
@@ -188,18 +190,20 @@ def closed_keys(rows: DataFrame, first_key: list) -> list[str]:
     MERGE's condition implies (`t.key <=> s.key` of an `_existing` row). Spark pushes a condition on
     the target alone of the outer join a MERGE writes with under that join, so only those versions
     are shuffled and sorted, not every row of the files the MERGE touches (random keys touch every
-    file). Nothing where there is no key, it is of another type, or has too many values."""
+    file). Nothing where there is no key, it is not an integer, a whole DECIMAL or a string, or has
+    too many values."""
     if not first_key:
         return []
     (field,) = first_key
     spark_type = field.dataType.simpleString().upper()
-    if spark_type not in _LISTED:
+    whole = bool(_WHOLE.fullmatch(spark_type))
+    if spark_type not in _LISTED and not whole:
         return []
     values = [r[0] for r in rows.where("_existing").select(q(field.name)).distinct().limit(CLOSED_KEYS + 1)
               .collect()]
     if not values or len(values) > CLOSED_KEYS:
         return []
-    listed = [v for v in values if v is not None]
+    listed = [int(v) if whole else v for v in values if v is not None]
     terms = [f"t.{q(field.name)} IN ({', '.join(literal(v, spark_type) for v in listed)})"] if listed else []
     if len(listed) < len(values):
         terms.append(f"t.{q(field.name)} IS NULL")
