@@ -61,17 +61,22 @@ def test_the_merge_closes_the_versions_of_the_listed_keys(spark, tmp_path, monke
     # The MERGE's condition lists the closed versions' keys (binlake.spark.versions.closed_keys): a
     # text key with a quote and a backslash must be listed as itself, an unsigned BIGINT's (DECIMAL
     # (20,0)) up to its greatest value, and the outcome must be the condition's without the list
-    # (CLOSED_KEYS 0: not listed). Expected rows: written out below.
+    # (not listed: LISTED_BYTES_PER_KEY). Expected rows: written out below.
+    real = versions.closed_keys
     big = Decimal(18446744073709551615)
     cases = [("STRING", ["a'b", "c\\d", "e"], ["(t.`k` IN ('a\\'b'))"]),
              ("DECIMAL(20,0)", [big, Decimal(0), Decimal(7)], ["(t.`k` IN (18446744073709551615))"])]
     for spark_type, (k1, k2, k3), listed_as in cases:
         expected = sorted([(k1, 1, "o1", "o2"), (k1, 10, "o2", None), (k2, 2, "o1", "o2"), (k3, 3, "o1", None)])
         for listed in (True, False):
-            monkeypatch.setattr(versions, "CLOSED_KEYS", 100 if listed else 0)
+            # a table of a few KiB: listed where any size is enough, not where none is
+            monkeypatch.setattr(versions, "LISTED_BYTES_PER_KEY", 0 if listed else 1 << 40)
+            calls = []
+            monkeypatch.setattr(versions, "closed_keys", lambda *a, calls=calls: calls.append(a) or real(*a))
             where = f"{spark_type[:3]}{listed}"
-            assert _merged(spark, str(tmp_path), where, spark_type, (k1, k2, k3), listed_as if listed else []) \
-                == expected, (spark_type, listed)
+            assert _merged(spark, str(tmp_path), where, spark_type, (k1, k2, k3), listed_as) == expected, \
+                (spark_type, listed)
+            assert len(calls) == (2 if listed else 1)  # _merged's own call, and the MERGE's where it lists
 
 
 def _merged(spark, warehouse: str, where: str, spark_type: str, keys: tuple, listed_as: list[str]) -> list[tuple]:
@@ -87,9 +92,10 @@ def _merged(spark, warehouse: str, where: str, spark_type: str, keys: tuple, lis
 
     k1, k2, k3 = keys
     v.merge(ts, rows((k1, 1, "o1", None, 1, False), (k2, 2, "o1", None, 2, False), (k3, 3, "o1", None, 3, False)),
-            closes=False)
+            closes=0)
     assert versions.closed_keys(rows((k1, 1, "o1", "o2", 1, True)), [schema["k"]]) == listed_as
-    v.merge(ts, rows((k1, 1, "o1", "o2", 1, True), (k1, 10, "o2", None, 1, False), (k2, 2, "o1", "o2", 2, True)))
+    v.merge(ts, rows((k1, 1, "o1", "o2", 1, True), (k1, 10, "o2", None, 1, False), (k2, 2, "o1", "o2", 2, True)),
+            closes=2)
     got = spark.read.format("delta").load(v.path(ts)).select("k", "n", "_from_order", "_to_order").collect()
     return sorted(tuple(r) for r in got)
 

@@ -569,7 +569,7 @@ class TablesJob:
             if name not in counts:
                 return self.versions.version(ts) if self.versions.exists(ts) else None
             rows = self._typed(ts, out.where(F.col("table") == name))
-            return self.versions.merge(ts, rows, closes=bool(counts[name][2]))
+            return self.versions.merge(ts, rows, closes=int(counts[name][2] or 0))
 
         names = sorted(plan.touched | set(counts))
         note = json.dumps({"binlake": {"run": self.run_id, "source": state.source, "start": self.start,

@@ -142,12 +142,12 @@ class Versions:
         session setting, so set once around all the writes of a source, which threads make at once."""
         return session_settings(self.spark, {USER_METADATA: note})
 
-    def merge(self, ts: TableState, rows: DataFrame, *, closes: bool = True) -> int:
+    def merge(self, ts: TableState, rows: DataFrame, *, closes: int = 1) -> int:
         """One commit (inside `noted`): the versions closed (matched among the current ones by their
         identity: `_from_order`, `_from_seq` and the key) updated, the new ones inserted; its version.
-        `closes` False (no row of `rows` is `_existing`): nothing can match, so the
-        commit is the MERGE's inserts alone, written as an append that neither reads nor joins the
-        table (a first load, an insert-only table)."""
+        `closes`: how many rows of `rows` are `_existing` (versions it closes or completes). 0:
+        nothing can match, so the commit is the MERGE's inserts alone, written as an append that
+        neither reads nor joins the table (a first load, an insert-only table)."""
         from delta.tables import DeltaTable
 
         table = DeltaTable.forPath(self.spark, self.path(ts))
@@ -158,7 +158,8 @@ class Versions:
             names = [f.name for f in fields]
             on = ["t._to_order IS NULL", "s._existing", "t._from_order = s._from_order", "t._from_seq = s._from_seq"]
             on += [f"t.{q(k)} <=> s.{q(k)}" for k in ts.key or [] if k in names]
-            on += closed_keys(rows, [f for f in fields if f.name in (ts.key or [])[:1]])
+            if closes * LISTED_BYTES_PER_KEY <= table.detail().select("sizeInBytes").collect()[0][0]:
+                on += closed_keys(rows, [f for f in fields if f.name in (ts.key or [])[:1]])
             values: dict[str, str | Any] = {q(n): f"s.{q(n)}" for n in names}
             (table.alias("t").merge(rows.alias("s"), " AND ".join(on))
              .whenMatchedUpdate(set=values).whenNotMatchedInsert(condition="NOT s._existing", values=values)
@@ -181,6 +182,10 @@ class Versions:
 
 # The most key values `closed_keys` lists in a MERGE's condition (the plan holds them all).
 CLOSED_KEYS = 100_000
+# A MERGE lists them where its table holds at least this much per version it closes: the list's
+# planning grows with the keys, in each of the MERGE's passes; the join it spares, with the table
+# (bench/RESULTS.md, bench/tables.py's section: it pays on ten million rows, costs on 100,000).
+LISTED_BYTES_PER_KEY = 4096
 _LISTED = ("TINYINT", "SMALLINT", "INT", "BIGINT", "STRING")
 _WHOLE = re.compile(r"DECIMAL\(\d+,0\)")  # BIGINT UNSIGNED's type (binlake.tables.types), and any whole DECIMAL
 
