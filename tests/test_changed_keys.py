@@ -93,7 +93,7 @@ def _merged(spark, warehouse: str, where: str, spark_type: str, keys: tuple, lis
     k1, k2, k3 = keys
     v.merge(ts, rows((k1, 1, "o1", None, 1, False), (k2, 2, "o1", None, 2, False), (k3, 3, "o1", None, 3, False)),
             closes=0)
-    assert versions.closed_keys(rows((k1, 1, "o1", "o2", 1, True)), [schema["k"]]) == listed_as
+    assert versions.closed_keys(rows((k1, 1, "o1", "o2", 1, True)), schema["k"]) == listed_as
     v.merge(ts, rows((k1, 1, "o1", "o2", 1, True), (k1, 10, "o2", None, 1, False), (k2, 2, "o1", "o2", 2, True)),
             closes=2)
     got = spark.read.format("delta").load(v.path(ts)).select("k", "n", "_from_order", "_to_order").collect()

@@ -17,6 +17,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructField
 
 from binlake.spark.settings import session_settings
 from binlake.tables.state import TableState
@@ -154,12 +155,12 @@ class Versions:
         if not closes:
             rows.drop("_existing").write.format("delta").mode("append").save(self.path(ts))
         else:
-            fields = self.spark.read.format("delta").load(self.path(ts)).schema.fields
+            fields = table.toDF().schema.fields  # the table's snapshot, loaded once for the MERGE
             names = [f.name for f in fields]
             on = ["t._to_order IS NULL", "s._existing", "t._from_order = s._from_order", "t._from_seq = s._from_seq"]
             on += [f"t.{q(k)} <=> s.{q(k)}" for k in ts.key or [] if k in names]
             if closes * LISTED_BYTES_PER_KEY <= table.detail().select("sizeInBytes").collect()[0][0]:
-                on += closed_keys(rows, [f for f in fields if f.name in (ts.key or [])[:1]])
+                on += closed_keys(rows, next((f for f in fields if f.name in (ts.key or [])[:1]), None))
             values: dict[str, str | Any] = {q(n): f"s.{q(n)}" for n in names}
             (table.alias("t").merge(rows.alias("s"), " AND ".join(on))
              .whenMatchedUpdate(set=values).whenNotMatchedInsert(condition="NOT s._existing", values=values)
@@ -190,16 +191,15 @@ _LISTED = ("TINYINT", "SMALLINT", "INT", "BIGINT", "STRING")
 _WHOLE = re.compile(r"DECIMAL\(\d+,0\)")  # BIGINT UNSIGNED's type (binlake.tables.types), and any whole DECIMAL
 
 
-def closed_keys(rows: DataFrame, first_key: list) -> list[str]:
+def closed_keys(rows: DataFrame, field: StructField | None) -> list[str]:
     """`t.<key> IN (…)`: the first key column's values of the versions `rows` close, which the
     MERGE's condition implies (`t.key <=> s.key` of an `_existing` row). Spark pushes a condition on
     the target alone of the outer join a MERGE writes with under that join, so only those versions
     are shuffled and sorted, not every row of the files the MERGE touches (random keys touch every
     file). Nothing where there is no key, it is not an integer, a whole DECIMAL or a string, or has
     too many values."""
-    if not first_key:
+    if field is None:
         return []
-    (field,) = first_key
     spark_type = field.dataType.simpleString().upper()
     whole = bool(_WHOLE.fullmatch(spark_type))
     if spark_type not in _LISTED and not whole:
