@@ -315,3 +315,14 @@ def test_binlake_tables_exits_1_when_the_suites_fail_over_what_it_applied(lake, 
     assert {s["suite"]: s["success"] for s in report["suites"]} == {
         "transactions": True, "row_changes": True, "anomalies": True, "continuity": True, "versions": False,
         "baselines": True}
+
+
+def test_a_big_tables_versions_are_found_by_a_join_as_a_small_ones_by_a_window(lake, spark, monkeypatch):
+    from binlake.spark import version_suites
+
+    # the window's batch is the one the expectations above judge, broken and restored
+    windowed = sorted(map(tuple, _checks(spark, lake).versions().collect()))
+    monkeypatch.setattr(version_suites, "JOINED_BYTES", 0)  # every table "big": joined with its keys
+    joined = sorted(map(tuple, _checks(spark, lake).versions().collect()))
+    # the keys the workload updated (acct's 3, and 10 that an update moved 1 to) in both
+    assert joined == windowed and {(r[2], r[3]) for r in joined} >= {("acct", '{"id":3}'), ("acct", '{"id":10}')}

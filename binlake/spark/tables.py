@@ -31,7 +31,7 @@ from pyspark.sql.types import BinaryType, StructField, StructType
 from binlake.archive.stores import open_store
 from binlake.errors import BinlakeError
 from binlake.spark import verdicts
-from binlake.spark.pools import each
+from binlake.spark.pools import TABLE_THREADS, each
 from binlake.spark.settings import SESSION, quality_dir
 from binlake.spark.validate import Report
 from binlake.spark.version_suites import Applied, VersionChecks
@@ -54,9 +54,6 @@ log = logging.getLogger(__name__)
 # The fold's partitions at most (a range's work, not the table's), one a core below that: more tasks
 # than cores only add each task's cost, and the MERGE writes a file per partition.
 PARTITIONS = 8
-# The tables of a source made and written at once (binlake.spark.pools): each table's commit is
-# mostly the driver's work and waits (its log, planning; on S3, requests), not the cores'.
-TABLE_THREADS = 4
 
 
 @dataclass

@@ -45,6 +45,7 @@ from pyspark.sql.window import Window
 from binlake.archive import keys
 from binlake.archive.stores import open_store
 from binlake.spark import verdicts
+from binlake.spark.pools import TABLE_THREADS, each
 from binlake.spark.validate import (
     Report,
     SuiteResult,
@@ -67,6 +68,10 @@ VERSION_COLUMNS = ("_valid_from", "_valid_to", "_from_txn", "_to_txn", "_from_or
                    "_from_seq")
 # Where a built-in expectation's unexpected rows are.
 WHERE = {"versions": ["source", "schema", "table", "key", "_from_order"], "baselines": ["source", "schema", "table"]}
+# A table of at least this many bytes finds the other versions of the keys a range touched by a join
+# with those keys: read twice (each read's planning, ~0.3 s on a small table), its rows not moved. A
+# smaller one is read once, with a window over its keys, which shuffles every row.
+JOINED_BYTES = 64 << 20
 EMPTY = ("source string, schema string, table string, key string, _valid_from timestamp, _valid_to timestamp, "
          "_from_txn string, _to_txn string, _from_order string, _to_order string, _op string, _from_seq long")
 
@@ -93,46 +98,68 @@ class VersionChecks:
         self.warehouse = warehouse
         self.store = store
         self.quality = quality
+        self._done: dict[tuple[str, str], tuple[DataFrame, int | None]] | None = None
 
     def _tables(self, source: str) -> list[TableState]:
         a = self.applied[source]
         return [a.state.tables[t] for t in a.tables if a.state.tables[t].version is not None]
 
-    def _read(self, ts: TableState) -> DataFrame:
-        return self.spark.read.format("delta").option("versionAsOf", ts.version).load(f"{self.warehouse}/{ts.path}")
+    def _per_table(self) -> dict[tuple[str, str], tuple[DataFrame, int | None]]:
+        """Per table the apply wrote (by source and path): its rows of the versions batch and, for
+        one loaded from a baseline, how many `snapshot` versions it holds. Each table's queries on a
+        thread (binlake.spark.pools) and its rows checkpointed: planning a Delta read (its files
+        kept by their statistics, its deletion vectors) is mostly the driver's, which one query
+        over every table does one table after another."""
+        if self._done is None:
+            items = [(source, ts) for source in self.applied for ts in self._tables(source)]
+            done = each(self.spark.sparkContext, items, lambda item: self._table(*item), threads=TABLE_THREADS,
+                        name="versions")
+            self._done = {(source, ts.path): d for (source, ts), d in zip(items, done, strict=True)}
+        return self._done
+
+    def _table(self, source: str, ts: TableState) -> tuple[DataFrame, int | None]:
+        """One table's versions the applied range opened or closed, with every other version of
+        their keys (of a keyless table: those alone); its `snapshot` versions counted."""
+        a = self.applied[source]
+        read = self.spark.read.format("delta").option("versionAsOf", ts.version).load(f"{self.warehouse}/{ts.path}")
+        start, end = F.lit(a.start).cast("timestamp"), F.lit(a.end).cast("timestamp")
+        touched = (((F.col("_valid_from") >= start) & (F.col("_valid_from") < end))
+                   | ((F.col("_valid_to") >= start) & (F.col("_valid_to") < end)))
+        if ts.partial_from is not None:  # written by statement: the versions opened since are partial's
+            read = read.where(F.col("_from_order") < ts.partial_from.order)
+        columns = _key_columns(ts)
+        key = (F.to_json(F.struct(*[F.col(q(c)).alias(n) for n, c in columns])) if columns
+               else F.lit(None).cast("string"))
+        df = read.where(touched)
+        if columns and self._size(ts) < JOINED_BYTES:  # every version of those keys: a window over the keys
+            df = (read.withColumn("_touched", touched)
+                  .withColumn("_key_touched", F.max(F.col("_touched").cast("int")).over(Window.partitionBy(key)))
+                  .where("_key_touched = 1"))
+        elif columns:  # the table joined with those keys by their own columns; the range's versions
+            # read first, from the files their times keep
+            keys = df.select(*[F.col(q(c)).alias(f"_k{i}") for i, (_, c) in enumerate(columns)]).distinct()
+            on = [read[q(c)].eqNullSafe(keys[f"_k{i}"]) for i, (_, c) in enumerate(columns)]
+            df = read.join(F.broadcast(keys), on, "left_semi")
+        rows = df.select(F.lit(source).alias("source"), F.lit(ts.schema).alias("schema"),
+                         F.lit(ts.table).alias("table"), key.alias("key"), *VERSION_COLUMNS).localCheckpoint()
+        return rows, read.where(F.col("_op") == "snapshot").count() if ts.baseline else None
+
+    def _size(self, ts: TableState) -> int:
+        from delta.tables import DeltaTable
+
+        return int(DeltaTable.forPath(self.spark, f"{self.warehouse}/{ts.path}").detail()
+                   .select("sizeInBytes").collect()[0][0])
 
     def versions(self) -> DataFrame:
         """The applied ranges' versions and the other versions of their keys."""
-        keyed: list[DataFrame] = []
-        keyless: list[DataFrame] = []
-        for source, a in self.applied.items():
-            start, end = F.lit(a.start).cast("timestamp"), F.lit(a.end).cast("timestamp")
-            touched = (((F.col("_valid_from") >= start) & (F.col("_valid_from") < end))
-                       | ((F.col("_valid_to") >= start) & (F.col("_valid_to") < end)))
-            for ts in self._tables(source):
-                columns = _key_columns(ts)
-                key = (F.to_json(F.struct(*[F.col(q(c)).alias(n) for n, c in columns])) if columns
-                       else F.lit(None).cast("string"))
-                df = self._read(ts).select(F.lit(source).alias("source"), F.lit(ts.schema).alias("schema"),
-                                           F.lit(ts.table).alias("table"), key.alias("key"), *VERSION_COLUMNS,
-                                           touched.alias("_touched"))
-                if ts.partial_from is not None:  # written by statement: the versions opened since are partial's
-                    df = df.where(F.col("_from_order") < ts.partial_from.order)
-                (keyed if columns else keyless).append(df)
-        out = [df.where("_touched") for df in keyless]
-        if keyed:  # every version of the keys the range touched: one window over all tables, each read once
-            # (a semi-join of each table with its own touched keys read it twice, in a job per table)
-            per_key = Window.partitionBy("source", "schema", "table", "key")
-            out.append(reduce(DataFrame.unionByName, keyed)
-                       .withColumn("_key_touched", F.max(F.col("_touched").cast("int")).over(per_key))
-                       .where("_key_touched = 1"))
-        frames = [df.select("source", "schema", "table", "key", *VERSION_COLUMNS) for df in out]
+        frames = [rows for rows, _ in self._per_table().values()]
         return reduce(DataFrame.unionByName, frames) if frames else self.spark.createDataFrame([], EMPTY)
 
     def baselines(self) -> DataFrame:
         """Per table loaded from a baseline: its rows in the snapshot's record and its versions."""
         rows = []
         store = open_store(self.store)
+        per_table = self._per_table()
         for source in self.applied:
             for ts in self._tables(source):
                 if not ts.baseline:
@@ -141,8 +168,7 @@ class VersionChecks:
                 record = json.loads(store.get(key)) if store.exists(key) else {}
                 held = next((int(t["rows"]) for t in record.get("tables", [])
                              if (t["schema"], t["table"]) == (ts.schema, ts.table)), None)
-                versions = self._read(ts).where(F.col("_op") == "snapshot").count()
-                rows.append((source, ts.schema, ts.table, ts.baseline["id"], held, versions))
+                rows.append((source, ts.schema, ts.table, ts.baseline["id"], held, per_table[(source, ts.path)][1]))
         return self.spark.createDataFrame(rows, "source string, schema string, table string, baseline string, "
                                                 "snapshot_rows long, snapshot_versions long")
 
