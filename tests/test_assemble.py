@@ -178,7 +178,7 @@ def test_applying_a_range_of_few_transactions_gets_a_short_jvm(archives, monkeyp
     # does not; a cluster master is left alone; the user's --conf wins.
     from binlake.cli import build_parser
     from binlake.spark import _apply_conf, settings
-    from binlake.spark.settings import APPLY_SPLIT_BYTES, SHORT_JVM
+    from binlake.spark.settings import APPLY_SPLIT_BYTES, SHORT_APPLY, SHORT_JVM
     from binlake.splits.plan import plan
 
     start, end = data_day()
@@ -190,13 +190,31 @@ def test_applying_a_range_of_few_transactions_gets_a_short_jvm(archives, monkeyp
     planned = plan(archives["file"], None, start, end, APPLY_SPLIT_BYTES).bytes
     assert planned > 0
     monkeypatch.setattr(settings, "APPLY_SHORT_BYTES", planned)
-    assert conf("--master", "local[2]") == SHORT_JVM
+    assert conf("--master", "local[2]") == {**SHORT_JVM, SHORT_APPLY: "true"}
     assert conf("--master", "spark://127.0.0.1:7077") == {}
     mine = "spark.driver.extraJavaOptions=-Xss4m"
-    assert conf("--master", "local[2]", "--conf", mine) == {"spark.driver.extraJavaOptions": "-Xss4m"}
+    assert conf("--master", "local[2]", "--conf", mine) == {"spark.driver.extraJavaOptions": "-Xss4m",
+                                                            SHORT_APPLY: "true"}
     monkeypatch.undo()
     monkeypatch.setattr(settings, "APPLY_SHORT_BYTES", planned - 1)
     assert conf("--master", "local[2]") == {}
+
+
+def test_a_short_applys_session_plans_its_queries_once_in_a_partition_a_core(spark):
+    # what for_apply's mark gives the apply's session (settings.short_apply_settings): nothing
+    # unmarked; marked, no adaptive execution and a shuffle partition per core of the master, but
+    # for a setting the session was started with (the tests' session sets its shuffle partitions)
+    from binlake.spark.settings import SHORT_APPLY, session_settings, short_apply_settings
+
+    assert short_apply_settings(spark) == {}
+    cores = str(spark.sparkContext.defaultParallelism)
+    given = spark.sparkContext.getConf()
+    with session_settings(spark, {SHORT_APPLY: "true"}):
+        got = short_apply_settings(spark)
+    assert got["spark.sql.adaptive.enabled"] == "false"
+    assert not given.contains("spark.sql.adaptive.enabled")
+    partitions = "spark.sql.shuffle.partitions"
+    assert got.get(partitions) == (None if given.contains(partitions) else cores)
 
 
 def test_hourly_runs_equal_one_daily_run_and_reruns_change_nothing(spark, archives, tmp_path):

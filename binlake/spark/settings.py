@@ -197,11 +197,31 @@ APPLY_SPLIT_BYTES = 1 << 20
 APPLY_SHORT_BYTES = 16 << 20
 
 
+# for_apply's mark on a short apply's session (a setting of binlake's own, which Spark passes on to
+# the session's conf): the job then gives its queries short_apply_settings.
+SHORT_APPLY = "spark.binlake.apply.short"
+
+
 def for_apply(conf: dict[str, str], plan) -> dict[str, str]:
-    """A local master's settings for applying a range planned at APPLY_SPLIT_BYTES: SHORT_JVM under
-    `conf` (which wins) where it is small. The apply's JVM work is then a few dozen small queries,
-    Delta commits and scans, which C2's warm-up on 2 cores costs more than it gives back."""
-    return {**SHORT_JVM, **conf} if plan.bytes <= APPLY_SHORT_BYTES else conf
+    """A local master's settings for applying a range planned at APPLY_SPLIT_BYTES: SHORT_JVM and
+    SHORT_APPLY under `conf` (which wins) where it is small. The apply's JVM work is then a few
+    dozen small queries, Delta commits and scans, which C2's warm-up on 2 cores costs more than it
+    gives back."""
+    return {**SHORT_JVM, SHORT_APPLY: "true", **conf} if plan.bytes <= APPLY_SHORT_BYTES else conf
+
+
+def short_apply_settings(spark: Any) -> dict[str, str]:
+    """The session settings of an apply for_apply marked short: its shuffles in a partition a core,
+    planned once. At a range's few thousand rows a query's cost is its planning; adaptive
+    execution plans each stage again, Delta's scans prepared (their files, deletion vectors) each
+    time (bench/RESULTS.md, bench/tables.py: 2-5 s of an hour's apply). None where unmarked, and
+    none that the session was started with."""
+    if spark.conf.get(SHORT_APPLY, "false") != "true":
+        return {}
+    given = spark.sparkContext.getConf()
+    wanted = {"spark.sql.adaptive.enabled": "false",
+              "spark.sql.shuffle.partitions": str(spark.sparkContext.defaultParallelism)}
+    return {key: value for key, value in wanted.items() if not given.contains(key)}
 
 
 def local(conf: dict | None = None) -> dict[str, str]:

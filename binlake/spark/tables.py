@@ -32,7 +32,7 @@ from binlake.archive.stores import open_store
 from binlake.errors import BinlakeError
 from binlake.spark import verdicts
 from binlake.spark.pools import TABLE_THREADS, each
-from binlake.spark.settings import SESSION, quality_dir
+from binlake.spark.settings import SESSION, quality_dir, short_apply_settings
 from binlake.spark.validate import Report
 from binlake.spark.version_suites import Applied, VersionChecks
 from binlake.spark.versions import Versions, cast, literal, q
@@ -79,7 +79,7 @@ class TablesJob:
     def __init__(self, spark: SparkSession, store: str, warehouse: str, span: tuple[str, str], *,
                  quality: str | None = None, unvalidated: bool = False) -> None:
         self.spark = spark
-        for key, value in SESSION.items():
+        for key, value in {**SESSION, **short_apply_settings(spark)}.items():
             spark.conf.set(key, value)
         self.store = store
         self.warehouse = warehouse_uri(warehouse)
