@@ -13,10 +13,10 @@ from typing import Any, TypeVar
 from pyspark import SparkContext
 
 T = TypeVar("T")
+K = TypeVar("K")
 # The tables read or written at once: each table's Delta work is mostly the driver's and waits (its
 # log, planning; on S3, requests), not the cores'.
 TABLE_THREADS = 4
-K = TypeVar("K")
 
 
 def in_pool(sc: SparkContext, pool: str, fn: Callable[..., T], *args: Any) -> T:

@@ -56,7 +56,7 @@ from binlake.spark.validate import (
     small_range_settings,
     write_report,
 )
-from binlake.spark.versions import q
+from binlake.spark.versions import Versions, q
 from binlake.spark.warehouse import RunRange, Warehouse, iso
 from binlake.tables.order import SQL as ORDER_SQL
 from binlake.tables.order import prepare_of
@@ -98,6 +98,7 @@ class VersionChecks:
         self.warehouse = warehouse
         self.store = store
         self.quality = quality
+        self.tables = Versions(spark, warehouse)
         self._done: dict[tuple[str, str], tuple[DataFrame, int | None]] | None = None
 
     def _tables(self, source: str) -> list[TableState]:
@@ -121,7 +122,7 @@ class VersionChecks:
         """One table's versions the applied range opened or closed, with every other version of
         their keys (of a keyless table: those alone); its `snapshot` versions counted."""
         a = self.applied[source]
-        read = self.spark.read.format("delta").option("versionAsOf", ts.version).load(f"{self.warehouse}/{ts.path}")
+        read = self.spark.read.format("delta").option("versionAsOf", ts.version).load(self.tables.path(ts))
         start, end = F.lit(a.start).cast("timestamp"), F.lit(a.end).cast("timestamp")
         touched = (((F.col("_valid_from") >= start) & (F.col("_valid_from") < end))
                    | ((F.col("_valid_to") >= start) & (F.col("_valid_to") < end)))
@@ -131,7 +132,7 @@ class VersionChecks:
         key = (F.to_json(F.struct(*[F.col(q(c)).alias(n) for n, c in columns])) if columns
                else F.lit(None).cast("string"))
         df = read.where(touched)
-        if columns and self._size(ts) < JOINED_BYTES:  # every version of those keys: a window over the keys
+        if columns and self.tables.size(ts) < JOINED_BYTES:  # every version of those keys: a window over the keys
             df = (read.withColumn("_touched", touched)
                   .withColumn("_key_touched", F.max(F.col("_touched").cast("int")).over(Window.partitionBy(key)))
                   .where("_key_touched = 1"))
@@ -143,12 +144,6 @@ class VersionChecks:
         rows = df.select(F.lit(source).alias("source"), F.lit(ts.schema).alias("schema"),
                          F.lit(ts.table).alias("table"), key.alias("key"), *VERSION_COLUMNS).localCheckpoint()
         return rows, read.where(F.col("_op") == "snapshot").count() if ts.baseline else None
-
-    def _size(self, ts: TableState) -> int:
-        from delta.tables import DeltaTable
-
-        return int(DeltaTable.forPath(self.spark, f"{self.warehouse}/{ts.path}").detail()
-                   .select("sizeInBytes").collect()[0][0])
 
     def versions(self) -> DataFrame:
         """The applied ranges' versions and the other versions of their keys."""

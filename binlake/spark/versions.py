@@ -75,6 +75,12 @@ class Versions:
 
         return DeltaTable.isDeltaTable(self.spark, self.path(ts))
 
+    def size(self, ts: TableState) -> int:
+        """The bytes of the table's files (its newest version's)."""
+        from delta.tables import DeltaTable
+
+        return int(DeltaTable.forPath(self.spark, self.path(ts)).detail().select("sizeInBytes").collect()[0][0])
+
     def version(self, ts: TableState) -> int:
         from delta.tables import DeltaTable
 
@@ -159,7 +165,7 @@ class Versions:
             names = [f.name for f in fields]
             on = ["t._to_order IS NULL", "s._existing", "t._from_order = s._from_order", "t._from_seq = s._from_seq"]
             on += [f"t.{q(k)} <=> s.{q(k)}" for k in ts.key or [] if k in names]
-            if closes * LISTED_BYTES_PER_KEY <= table.detail().select("sizeInBytes").collect()[0][0]:
+            if closes * LISTED_BYTES_PER_KEY <= self.size(ts):
                 on += closed_keys(rows, next((f for f in fields if f.name in (ts.key or [])[:1]), None))
             values: dict[str, str | Any] = {q(n): f"s.{q(n)}" for n in names}
             (table.alias("t").merge(rows.alias("s"), " AND ".join(on))
