@@ -217,6 +217,20 @@ def test_a_short_applys_session_plans_its_queries_once_in_a_partition_a_core(spa
     assert got.get(partitions) == (None if given.contains(partitions) else cores)
 
 
+def test_a_short_apply_over_small_tables_runs_its_queries_interpreted(spark):
+    # settings.interpreted_settings: marked short, and every table at most INTERPRETED_ROWS
+    # versions (none before a first commit): Spark's expressions interpreted; a table not counted
+    # (None), a bigger one, or an unmarked session: as Spark compiles them
+    from binlake.spark import settings as st
+
+    assert st.interpreted_settings(spark, [0]) == {}
+    with st.session_settings(spark, {st.SHORT_APPLY: "true"}):
+        assert st.interpreted_settings(spark, [0, 12, st.INTERPRETED_ROWS]) == {st.FACTORY_MODE: "NO_CODEGEN"}
+        assert st.interpreted_settings(spark, []) == {st.FACTORY_MODE: "NO_CODEGEN"}
+        assert st.interpreted_settings(spark, [0, None]) == {}
+        assert st.interpreted_settings(spark, [st.INTERPRETED_ROWS + 1]) == {}
+
+
 def test_hourly_runs_equal_one_daily_run_and_reruns_change_nothing(spark, archives, tmp_path):
     start, end = data_day()
     store = archives["file"]

@@ -32,7 +32,7 @@ from binlake.archive.stores import open_store
 from binlake.errors import BinlakeError
 from binlake.spark import verdicts
 from binlake.spark.pools import TABLE_THREADS, each
-from binlake.spark.settings import SESSION, quality_dir, short_apply_settings
+from binlake.spark.settings import SESSION, interpreted_settings, quality_dir, session_settings, short_apply_settings
 from binlake.spark.validate import Report
 from binlake.spark.version_suites import Applied, VersionChecks
 from binlake.spark.versions import Versions, cast, literal, q
@@ -108,8 +108,10 @@ class TablesJob:
             for source in sources or self.sources():
                 out.append(self.apply(source))
             if self.quality is not None:  # the row versions' suites, in the reports of the range's validations
-                self.reports = VersionChecks(self.spark, self.applied, warehouse=self.warehouse, store=self.store,
-                                             quality=self.quality).after_apply(self._assembled())
+                held = [a.state.tables[t].held for a in self.applied.values() for t in a.tables]
+                with session_settings(self.spark, interpreted_settings(self.spark, held)):
+                    self.reports = VersionChecks(self.spark, self.applied, warehouse=self.warehouse,
+                                                 store=self.store, quality=self.quality).after_apply(self._assembled())
             record = {"record": "tables", "run": self.run_id, "start": self.start, "end": self.end,
                       "sources": [dataclasses.asdict(s) for s in out], "reports": [r.brief() for r in self.reports]}
             warehouse_store(self.warehouse).put(summary_key(self.start, self.end),
@@ -154,7 +156,9 @@ class TablesJob:
         due = [b for b in baselines if start <= b.at < end and b.at >= state.span["start"]]
         # the watermark the range continues from: none for a first apply, nor after a rollback
         before = state.watermark if not rebuild and state.watermark and state.watermark["time"] == start else None
-        in_range_last = self._apply_range(state, s, txns, (start, end), baselines=due)
+        held = [ts.held for ts in state.tables.values()] + [None for _ in due]  # a baseline: as big as its table
+        with session_settings(self.spark, interpreted_settings(self.spark, held)):
+            in_range_last = self._apply_range(state, s, txns, (start, end), baselines=due)
         # the suites read the tables the range opened or closed versions in: none of another's is in it
         self.applied[source] = Applied(state, start, end,
                                        sorted(n for n, t in s.tables.items() if t["opened"] or t["closed"]))
@@ -255,8 +259,9 @@ class TablesJob:
         for ts in list(state.tables.values()):
             if self.versions.exists(ts):
                 with self.versions.noted(note):
-                    self.versions.rollback(ts, at)
+                    deleted = self.versions.rollback(ts, at)
                 ts.version = self.versions.version(ts)
+                ts.rows = None if ts.rows is None else max(ts.rows - deleted, 0)
             ts.shapes = [sh for sh in ts.shapes if sh.time < at]
             if ts.complete_from is not None and ts.complete_from.time >= at:
                 ts.complete_from = None
@@ -575,8 +580,9 @@ class TablesJob:
             versions = each(self.spark.sparkContext, names, written, threads=TABLE_THREADS, name="tables")
         for name, version in zip(names, versions, strict=True):
             ts = state.tables[name]
-            ts.version = version
             opened, closed, _ = counts.get(name, (0, 0, 0))
+            held = ts.held
+            ts.version, ts.rows = version, None if held is None else held + int(opened or 0)
             s.tables[name] = {"opened": int(opened or 0), "closed": int(closed or 0), "version": ts.version or 0}
 
     def _typed(self, ts, rows: DataFrame) -> DataFrame:

@@ -173,18 +173,19 @@ class Versions:
              .execute())
         return table.history(1).collect()[0]["version"]
 
-    def rollback(self, ts: TableState, at: str) -> None:
+    def rollback(self, ts: TableState, at: str) -> int:
         """The table as it was before instant `at` (one commit, inside `noted`): versions opened from
-        it deleted, versions closed from it open again."""
+        it deleted, versions closed from it open again; how many it deleted."""
         from delta.tables import DeltaTable
 
         table = DeltaTable.forPath(self.spark, self.path(ts))
         when = F.lit(at).cast("timestamp")
-        (table.alias("t").merge(self.spark.range(0).alias("s"), "false")
-         .whenNotMatchedBySourceDelete(condition=F.col("t._valid_from") >= when)
-         .whenNotMatchedBySourceUpdate(condition=F.col("t._valid_to") >= when,
-                                       set={"_valid_to": "NULL", "_to_txn": "NULL", "_to_order": "NULL"})
-         .execute())
+        metrics = (table.alias("t").merge(self.spark.range(0).alias("s"), "false")
+                   .whenNotMatchedBySourceDelete(condition=F.col("t._valid_from") >= when)
+                   .whenNotMatchedBySourceUpdate(condition=F.col("t._valid_to") >= when,
+                                                 set={"_valid_to": "NULL", "_to_txn": "NULL", "_to_order": "NULL"})
+                   .execute())
+        return int(metrics.collect()[0]["num_deleted_rows"])
 
 
 # The most key values `closed_keys` lists in a MERGE's condition (the plan holds them all).

@@ -84,10 +84,16 @@ class TableState:
     baseline: dict[str, Any] | None = None  # {"id", "rows"} of the snapshot its rows came from
     shapes: list[Shape] = field(default_factory=list)
     columns: dict[str, str] = field(default_factory=dict)  # the Delta table's source columns: name -> Spark type
+    rows: int | None = None  # the versions it holds, as binlake's commits counted them; None: not known
 
     @property
     def name(self) -> str:
         return f"{self.schema}/{self.table}"
+
+    @property
+    def held(self) -> int | None:
+        """The versions the Delta table holds: none before its first commit; None: not known."""
+        return 0 if self.version is None else self.rows
 
     def shape(self) -> Shape | None:
         return self.shapes[-1] if self.shapes else None
@@ -104,13 +110,14 @@ class TableState:
         return {"schema": self.schema, "table": self.table, "path": self.path, "version": self.version,
                 "key": self.key, "complete_from": self.complete_from.to_json() if self.complete_from else None,
                 **({"partial_from": self.partial_from.to_json()} if self.partial_from else {}),
-                "baseline": self.baseline, "shapes": [s.to_json() for s in self.shapes], "columns": self.columns}
+                "baseline": self.baseline, "shapes": [s.to_json() for s in self.shapes], "columns": self.columns,
+                "rows": self.rows}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> TableState:
         ts = cls(d["schema"], d["table"], d["path"], d.get("version"), d.get("key"), Point.of(d.get("complete_from")),
                  Point.of(d.get("partial_from")), d.get("baseline"),
-                 [Shape.from_json(s) for s in d.get("shapes") or []], dict(d.get("columns") or {}))
+                 [Shape.from_json(s) for s in d.get("shapes") or []], dict(d.get("columns") or {}), d.get("rows"))
         done = ts.complete_from
         if done is not None and done.by is None:  # written before `by` was: what its other fields imply
             by = (BY_BASELINE if ts.baseline else BY_CREATE if ts.shapes and ts.shapes[0].order == done.order
