@@ -216,11 +216,15 @@ def short_apply_settings(spark: Any) -> dict[str, str]:
     execution plans each stage again, Delta's scans prepared (their files, deletion vectors) each
     time (bench/RESULTS.md, bench/tables.py: 2-5 s of an hour's apply). None where unmarked, and
     none that the session was started with."""
+    return _short_apply(spark, {"spark.sql.adaptive.enabled": "false",
+                                "spark.sql.shuffle.partitions": str(spark.sparkContext.defaultParallelism)})
+
+
+def _short_apply(spark: Any, wanted: Mapping[str, str]) -> dict[str, str]:
+    """`wanted` where for_apply marked the session short, less what it was started with."""
     if spark.conf.get(SHORT_APPLY, "false") != "true":
         return {}
     given = spark.sparkContext.getConf()
-    wanted = {"spark.sql.adaptive.enabled": "false",
-              "spark.sql.shuffle.partitions": str(spark.sparkContext.defaultParallelism)}
     return {key: value for key, value in wanted.items() if not given.contains(key)}
 
 
@@ -238,11 +242,9 @@ def interpreted_settings(spark: Any, held: Iterable[int | None]) -> dict[str, st
     table's columns are new code to Spark (its projections, its writes' statistics), and compiling
     it costs a small table more than running it; a big one runs it on every row. None where the
     apply is not marked short, and none that the session was started with."""
-    if spark.conf.get(SHORT_APPLY, "false") != "true" or spark.sparkContext.getConf().contains(FACTORY_MODE):
-        return {}
     if any(n is None or n > INTERPRETED_ROWS for n in held):
         return {}
-    return {FACTORY_MODE: "NO_CODEGEN"}
+    return _short_apply(spark, {FACTORY_MODE: "NO_CODEGEN"})
 
 
 def local(conf: dict | None = None) -> dict[str, str]:
