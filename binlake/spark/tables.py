@@ -44,7 +44,7 @@ from binlake.tables import order as orders
 from binlake.tables import state as states
 from binlake.tables.baselines import Baseline, complete, lines, placed
 from binlake.tables.plan import Planner, RangePlan, Statement, Written, check_names, table_statement
-from binlake.tables.state import Point, SourceState, warehouse_store
+from binlake.tables.state import Point, SourceState, TableState, warehouse_store
 from binlake.tables.stream import OUT, SORT, STREAM, Routes, fold, held, held_keys, integer_key, route, snapshot_rows
 
 # The Arrow schemas of the fold's stages as Spark's (mapInArrow takes Spark's types)
@@ -149,7 +149,9 @@ class TablesJob:
                 return self._refused(s, began, why)
         if rebuild:
             s.rebuilt_from = start
-            self._rollback(state, start)
+            held = [ts.held for ts in state.tables.values()]  # what it holds before: at most
+            with session_settings(self.spark, interpreted_settings(self.spark, held)):
+                self._rollback(state, start)
         if state.span is None:
             state.span = {"start": start, "end": start}
         s.unused_baselines = [b.id for b in baselines if b.at < state.span["start"]]
@@ -256,12 +258,16 @@ class TablesJob:
         state.span = {"start": state.span["start"], "end": at} if at > state.span["start"] else None
         states.save(self.warehouse, state)
         note = json.dumps({"binlake": {"run": self.run_id, "rollback": at}})
-        for ts in list(state.tables.values()):
+
+        def back(ts: TableState) -> None:
             if self.versions.exists(ts):
-                with self.versions.noted(note):
-                    deleted = self.versions.rollback(ts, at)
+                deleted = self.versions.rollback(ts, at)
                 ts.version = self.versions.version(ts)
                 ts.rows = None if ts.rows is None else max(ts.rows - deleted, 0)
+
+        with self.versions.noted(note):  # a commit per table, several at once
+            each(self.spark.sparkContext, list(state.tables.values()), back, threads=TABLE_THREADS, name="tables")
+        for ts in state.tables.values():
             ts.shapes = [sh for sh in ts.shapes if sh.time < at]
             if ts.complete_from is not None and ts.complete_from.time >= at:
                 ts.complete_from = None

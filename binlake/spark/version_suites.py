@@ -70,7 +70,8 @@ VERSION_COLUMNS = ("_valid_from", "_valid_to", "_from_txn", "_to_txn", "_from_or
 WHERE = {"versions": ["source", "schema", "table", "key", "_from_order"], "baselines": ["source", "schema", "table"]}
 # A table of at least this many bytes finds the other versions of the keys a range touched by a join
 # with those keys: read twice (each read's planning, ~0.3 s on a small table), its rows not moved. A
-# smaller one is read once, with a window over its keys, which shuffles every row.
+# smaller one (or one that is versions.SMALL_ROWS small) is read once, with a window over its keys,
+# which shuffles every row.
 JOINED_BYTES = 64 << 20
 EMPTY = ("source string, schema string, table string, key string, _valid_from timestamp, _valid_to timestamp, "
          "_from_txn string, _to_txn string, _from_order string, _to_order string, _op string, _from_seq long")
@@ -132,7 +133,8 @@ class VersionChecks:
         key = (F.to_json(F.struct(*[F.col(q(c)).alias(n) for n, c in columns])) if columns
                else F.lit(None).cast("string"))
         df = read.where(touched)
-        if columns and self.tables.size(ts) < JOINED_BYTES:  # every version of those keys: a window over the keys
+        if columns and (self.tables.small(ts) or self.tables.size(ts) < JOINED_BYTES):
+            # every version of those keys: a window over the keys
             df = (read.withColumn("_touched", touched)
                   .withColumn("_key_touched", F.max(F.col("_touched").cast("int")).over(Window.partitionBy(key)))
                   .where("_key_touched = 1"))
