@@ -193,7 +193,7 @@ class Reader(threading.Thread):
                 self.versions.add((name, found.version()))
                 if got not in self.allowed[name]:
                     self.wrong.append(f"{name} v{found.version()}: {sum(got.values())} rows, none of the states")
-            self.stop.wait(0.05)  # polled: the job needs the cores
+            self.stop.wait(0.2)  # polled: the job needs the cores
 
 
 def _kill_when(proc: subprocess.Popen, happened, what: str) -> None:
@@ -202,7 +202,9 @@ def _kill_when(proc: subprocess.Popen, happened, what: str) -> None:
     while not happened():
         assert proc.poll() is None, f"the job ended before {what}"
         assert time.monotonic() < deadline, f"no {what} in {DEADLINE} s"
-        time.sleep(0.01)  # polled: the job needs the cores
+        # polled: the job needs the cores. Its windows, idle, local[1]: the first data file 4.4 s
+        # before the row_changes commit, which comes 1.3 s before the job's end
+        time.sleep(0.05)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(timeout=60)
 
