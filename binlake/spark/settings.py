@@ -229,8 +229,8 @@ def _short_apply(spark: Any, wanted: Mapping[str, str]) -> dict[str, str]:
 
 
 # Where a short apply's tables hold at most this many versions each, its queries run interpreted
-# (interpreted_settings). Measured (bench/RESULTS.md): the samples' 23 small tables applied in 44 s
-# against 53 compiled (bench/samples.py); an hour applied to a table of 100 thousand rows the same
+# (interpreted_settings). Measured (bench/RESULTS.md): the samples' 23 small tables applied in 41 s
+# against 49 compiled (bench/samples.py); an hour applied to a table of 100 thousand rows the same
 # either way; to ten million, 114 s against 36.
 INTERPRETED_ROWS = 100_000
 FACTORY_MODE = "spark.sql.codegen.factoryMode"
