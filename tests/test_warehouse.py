@@ -210,13 +210,15 @@ def _kill_when(proc: subprocess.Popen, happened, what: str) -> None:
 
 
 @pytest.mark.parametrize("where", ["local", "s3"])
-def test_a_run_killed_anywhere_leaves_each_table_as_it_was(spark_submit, bucket, tmp_path, where):
+def test_a_run_killed_anywhere_leaves_each_table_as_it_was(spark, spark_submit, bucket, tmp_path, where):
+    from binlake.spark.job import assemble
+
     # Before: the warehouse holds the day of the MySQL files only. The run that is killed has the
     # MariaDB files archived too: each table must read as before (MySQL's rows) or after (both).
+    # The runs that are not killed run in the tests' session: a JVM less to start for each.
     store, warehouse = _places(where, tmp_path, flavors=("mysql",))
     start, end = _day()
-    first = run_cli(*_assemble(store, warehouse, start, end, "--master", "local[1]"))
-    assert first.returncode == 0, first.stderr[-3000:]
+    assert assemble(spark, store, warehouse, start, end).status == "ok"
     before, after = _reference(("mysql",)), _reference()
     assert differences(lake(warehouse), before) == {}
     archive(DirSource(str(DATA / "mariadb")), open_store(store), "mariadb")
@@ -252,8 +254,7 @@ def test_a_run_killed_anywhere_leaves_each_table_as_it_was(spark_submit, bucket,
             if what != "at the commit":  # no row change of the run is in a version yet
                 assert now["row_changes"] == before["row_changes"], what
             assert files.keys(PREFIX), what  # the killed job's lease is left behind
-        again = run_cli(*_assemble(store, warehouse, start, end, "--master", "local[1]"))
-        assert again.returncode == 0, again.stderr[-3000:]  # the dead job's lease does not stop it
+        assert assemble(spark, store, warehouse, start, end).status == "ok"  # the dead job's lease does not stop it
     finally:
         reader.stop.set()
         reader.join()
