@@ -109,7 +109,10 @@ def test_spark_and_delta_rs_read_the_tables_as_the_scan_gives_them(spark, bucket
 # -- one writer at a time ---------------------------------------------------------------------
 
 @pytest.mark.parametrize("where", ["local", "s3"])
-def test_a_job_beside_a_live_writer_fails_clearly_and_its_retry_succeeds(spark_submit, bucket, tmp_path, where):
+def test_a_job_beside_a_live_writer_fails_clearly_and_its_retry_succeeds(spark, spark_submit, bucket, tmp_path,
+                                                                         where):
+    from binlake.spark.job import assemble
+
     store, warehouse = _places(where, tmp_path)
     start, end = _day()
     # this process holds the warehouse's lease, as a running job does
@@ -118,8 +121,7 @@ def test_a_job_beside_a_live_writer_fails_clearly_and_its_retry_succeeds(spark_s
     assert refused.returncode == 1
     assert "another job is writing it (a test's hold" in refused.stderr.strip().splitlines()[-1], refused.stderr[-2000:]
     assert table(warehouse, "transactions") is None  # nothing written
-    done = run_cli(*_assemble(store, warehouse, start, end, "--master", "local[1]"))
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert assemble(spark, store, warehouse, start, end).status == "ok"  # the retry, in the tests' session
     assert differences(lake(warehouse), _reference()) == {}
     assert warehouse_store(warehouse).keys(PREFIX) == []  # its lease released
 
@@ -354,8 +356,9 @@ def test_a_parquet_warehouse_is_upgraded_in_place_with_its_rows(spark, spark_sub
     assert {name: lake(warehouse)[name] for name in old} == old  # delta-rs: every row, as before
     assert run_cli("upgrade", "--warehouse", warehouse).returncode == 0  # again: nothing to do
     # the next run of the same range, on the upgraded tables, replaces its rows: each once
-    again = run_cli(*_assemble(store, warehouse, start, end, "--master", "local[1]"))
-    assert again.returncode == 0, again.stderr[-3000:]
+    from binlake.spark.job import assemble
+
+    assert assemble(spark, store, warehouse, start, end).status == "ok"
     assert differences(lake(warehouse), reference) == {}
 
 
