@@ -317,6 +317,7 @@ def test_a_parquet_warehouse_is_upgraded_in_place_with_its_rows(spark, spark_sub
     from pyspark.sql import functions as F
 
     from binlake.spark import schema
+    from binlake.spark.job import assemble
 
     store, warehouse = _places(where, tmp_path)
     start, end = _day()
@@ -356,8 +357,6 @@ def test_a_parquet_warehouse_is_upgraded_in_place_with_its_rows(spark, spark_sub
     assert {name: lake(warehouse)[name] for name in old} == old  # delta-rs: every row, as before
     assert run_cli("upgrade", "--warehouse", warehouse).returncode == 0  # again: nothing to do
     # the next run of the same range, on the upgraded tables, replaces its rows: each once
-    from binlake.spark.job import assemble
-
     assert assemble(spark, store, warehouse, start, end).status == "ok"
     assert differences(lake(warehouse), reference) == {}
 

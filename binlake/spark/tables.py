@@ -149,7 +149,7 @@ class TablesJob:
                 return self._refused(s, began, why)
         if rebuild:
             s.rebuilt_from = start
-            held = [ts.held for ts in state.tables.values()]  # what it holds before: at most
+            held = [ts.held for ts in state.tables.values()]  # before the rollback: at least what is left
             with session_settings(self.spark, interpreted_settings(self.spark, held)):
                 self._rollback(state, start)
         if state.span is None:
