@@ -110,14 +110,24 @@ def _encodings(table: Path) -> dict[str, tuple]:
     return {meta.column(i).path_in_schema: meta.column(i).encodings for i in range(meta.num_columns)}
 
 
-def test_a_range_smaller_than_a_split_is_read_in_the_driver_alike(spark, archives, tmp_path):
+def test_a_range_smaller_than_a_split_is_read_in_the_driver_alike(spark, archives, tmp_path, monkeypatch):
     # The same day at the default split size is one split's work: the driver runs the tasks'
     # functions itself. Its tables are still the scan's (the oracle above); at 2 KB splits the
-    # same range runs on the executors (test_tables_equal_the_scan).
+    # same range runs on the executors (test_tables_equal_the_scan). Batches of 5 rows, which Spark
+    # takes a partition each where they are more than its local-relation bytes (as an hour's are):
+    # many more batches than cores.
+    import binlake.spark.job
+    from binlake.spark.settings import session_settings
+
+    monkeypatch.setattr(binlake.spark.job, "BATCH", 5)
     start, end = data_day()
-    summary = run_job(spark, archives["s3"], tmp_path / "lake", start, end)
+    with session_settings(spark, {"spark.sql.execution.arrow.localRelationThreshold": "0"}):
+        summary = run_job(spark, archives["s3"], tmp_path / "lake", start, end)
     assert summary.in_driver and summary.splits > 1
     assert differences(lake(tmp_path / "lake"), reference()) == {}
+    # Handed to Spark a core's share each: at most a file a core per day, whatever the batches.
+    days = [Path(uri).parent.name for uri in table(tmp_path / "lake", "row_changes").file_uris()]
+    assert 0 < max(days.count(day) for day in days) <= spark.sparkContext.defaultParallelism
     small = run_job(spark, archives["s3"], tmp_path / "small", start, end, split_bytes=2_000)
     assert not small.in_driver
     assert json.loads(next((tmp_path / "lake" / "_summaries").glob("assemble_*.json")).read_text())["in_driver"]

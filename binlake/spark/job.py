@@ -309,7 +309,11 @@ class Job:
 
             arrow = _arrow_schema(struct)
             batches = list(task(iter([pa.RecordBatch.from_pylist([{"split": t.to_json()} for t in tasks])])))
-            return self.spark.createDataFrame(pa.Table.from_batches(batches, schema=arrow), schema=struct)
+            # Past Spark's local-relation bytes (spark.sql.execution.arrow.localRelationThreshold),
+            # each batch would be a partition: a core's share each instead, as many tasks (and
+            # files a day) as cores, not one per batch (an hour's 205,903 row changes: 28).
+            return (self.spark.createDataFrame(pa.Table.from_batches(batches, schema=arrow), schema=struct)
+                    .coalesce(self.sc.defaultParallelism))
         rdd = self.sc.parallelize([(t.to_json(),) for t in tasks], len(tasks))
         return self.spark.createDataFrame(rdd, "split string").mapInArrow(task, struct)
 

@@ -52,7 +52,9 @@ def quiet_gx_logs() -> None:
 
 
 JAVA_OPTIONS = "spark.driver.extraJavaOptions"
-DRIVER_BYTES = 8 << 20  # the most binlog bytes a range may have for the driver to read it itself
+# The most binlog bytes a range may have for the driver to read it itself: its two passes over
+# 16 MiB take a fraction of what a first Python worker costs (bench/RESULTS.md, bench/interval.py).
+DRIVER_BYTES = 16 << 20
 # A short run's JVM: C1 compiles only. Where the driver reads the range itself the JVM's work is a
 # few small writes and queries, and C2's warm-up on 2 cores is most of what it would pay (an
 # interval's time: bench/RESULTS.md, bench/interval.py); big ranges keep the full JIT for its steady state.
