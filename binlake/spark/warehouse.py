@@ -232,10 +232,16 @@ class Warehouse:
         out = {}
         # Delta refuses a retention under its tables' default (7 days) unless told it is meant.
         # VACUUM lists the table's directories in as many tasks as Spark's partition discovery may
-        # use (10,000 by default): on a few cores that alone took 25-40 s a table of one directory.
+        # use (10,000 by default): on a few cores that alone took 25-40 s a table of one directory;
+        # and it joins file names in Spark's 200 shuffle partitions, some 200 tasks a job for each
+        # of its two dozen jobs. VACUUM logs its START and END commits (what it removed: read
+        # back from the END's metrics), which Delta leaves off by default on some stores: the
+        # writer lease makes this the warehouse's one writer.
+        tasks = str(4 * self.spark.sparkContext.defaultParallelism)
         settings = {"spark.databricks.delta.retentionDurationCheck.enabled": "false",
-                    "spark.sql.sources.parallelPartitionDiscovery.parallelism":
-                        str(4 * self.spark.sparkContext.defaultParallelism)}
+                    "spark.sql.sources.parallelPartitionDiscovery.parallelism": tasks,
+                    "spark.sql.shuffle.partitions": tasks,
+                    "spark.databricks.delta.vacuum.logging.enabled": "true"}
         with session_settings(self.spark, settings):
             for name in TABLES:
                 if self.exists(name):
@@ -249,9 +255,11 @@ class Warehouse:
                        f"'delta.deletedFileRetentionDuration' = 'interval {retain_days} days', "
                        f"'delta.logRetentionDuration' = 'interval {max(retain_days, 30)} days')")
         metrics = self._delta(name).optimize().executeCompaction().select("metrics.*").collect()[0]
-        vacuum = f"VACUUM delta.`{path}` RETAIN {retain_days * 24} HOURS"
-        removed = self.spark.sql(vacuum + " DRY RUN").count()  # the files it removes (VACUUM itself says none)
-        self.spark.sql(vacuum)
+        self.spark.sql(f"VACUUM delta.`{path}` RETAIN {retain_days * 24} HOURS")
+        (end,) = self.history(name, 1)
+        if end.operation != "VACUUM END":
+            raise BinlakeError(f"{path}: VACUUM logged no end (newest commit: {end.operation} {end.version})")
+        removed = int(end.metrics["numDeletedFiles"])
         done = {"compacted": int(metrics["numFilesRemoved"]), "written": int(metrics["numFilesAdded"]),
                 "vacuumed": removed}
         log.info("%s: %d files compacted into %d, %d removed (%d days retained)", name, done["compacted"],
