@@ -241,20 +241,21 @@ def _damaged_archive(tmp_path: Path) -> tuple[Path, Path, tuple[str, str]]:
     return src, store, commit_range(store)
 
 
-def test_validate_runs_the_suites_itself_when_the_job_did_not(airflow, spark, tmp_path):
+def test_validate_runs_the_suites_itself_when_the_job_did_not(airflow, tmp_path):
     """Where the assemble job could not validate (a cluster-mode driver, or no XCom from it), the
     validate task runs the suites in a local SparkSession of its own. The interval is assembled
-    without validation, then the task runs alone (`airflow tasks test`: no
+    by `binlake assemble` without --validate, then the task runs alone (`airflow tasks test`: no
     assemble XCom). The data is the recorded MySQL binlogs with their third XID made ignorable
     (tests/test_validate.py's damage: that transaction never ends), so the outcome suite fails:
-    the task fails with the report it made, the only validation in the warehouse. (The interval is
-    assembled in the tests' session: a JVM less to start.)"""
-    from binlake.spark.job import assemble
+    the task fails with the report it made, the only validation in the warehouse."""
     from binlake.splits.times import parse_time
+    from tests.support.scanning import run_cli
 
     src, store, (start, end) = _damaged_archive(tmp_path)
     warehouse = tmp_path / "warehouse"
-    assert assemble(spark, f"file://{store}", str(warehouse), start, end).transactions > 0
+    done = run_cli("assemble", "--store", f"file://{store}", "--warehouse", str(warehouse), "--start", start,
+                   "--end", end)
+    assert done.returncode == 0, done.stderr[-3000:]
     assert not (warehouse / "quality").exists()  # the job did not validate
     settings = {"store": f"file://{store}", "warehouse": str(warehouse),
                 "sources": [{"name": "db", "url": f"dir://{src}", "final": True}]}

@@ -29,9 +29,7 @@ def stack(airflow):
     return af, af.start()
 
 
-def test_backfill_equals_one_run_and_reruns_change_nothing(stack, spark, spark_submit, tmp_path):
-    from binlake.spark.job import assemble
-
+def test_backfill_equals_one_run_and_reruns_change_nothing(stack, spark_submit, tmp_path):
     af, _ = stack
     warehouse = af.home / "binlake" / "warehouse"
     # what the module's other test may have run before this one is not this test's
@@ -48,10 +46,11 @@ def test_backfill_equals_one_run_and_reruns_change_nothing(stack, spark, spark_s
     assert {r["state"] for r in runs} == {"success"}, runs
     got = lake(warehouse)
 
-    # one run over the whole range (the job itself, outside Airflow, in the tests' session: a JVM
-    # less to start) gives the same rows
+    # one run over the whole range (the job itself, outside Airflow) gives the same rows
     store = f"file://{af.home / 'binlake' / 'archive'}"
-    assert assemble(spark, store, str(tmp_path / "whole"), FROM, "2026-11-22T11:49:00+00:00").status == "ok"
+    proc = run_cli("assemble", "--store", store, "--warehouse", str(tmp_path / "whole"), "--start", FROM,
+                   "--end", "2026-11-22T11:49:00+00:00", "--master", "local[2]")
+    assert proc.returncode == 0, proc.stderr[-3000:]
     whole = lake(tmp_path / "whole")
     assert sum(whole["transactions"].values()) == samples_truth()["transactions"] and got == whole
 
