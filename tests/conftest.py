@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import module_order, servers
+from tests.support import module_order, servers, stuck
 from tests.support.scanning import PUBLIC
 
 # fixture -> the marker of what it needs
@@ -38,6 +38,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     if not os.environ.get("PYTEST_XDIST_WORKER"):  # the controller sees every worker's reports
         config.pluginmanager.register(module_order.Clock(config.getoption("record_module_durations")))
+    seconds = float(config.getini("faulthandler_timeout") or 0)
+    if seconds > 0:  # with pytest's Python stacks of a test past its time, the JVMs' threads
+        config.stash[WATCH] = stuck.Watch(seconds)
+
+
+WATCH = pytest.StashKey["stuck.Watch"]()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item):
+    watch = item.config.stash.get(WATCH, None)
+    timer = watch.start(item.nodeid) if watch is not None else None
+    try:
+        yield
+    finally:
+        if timer is not None:
+            timer.cancel()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
