@@ -51,23 +51,7 @@ from bench.results import publish  # noqa: E402
 from bench.scan import generate, server_settings, timed  # noqa: E402
 from bench.shapes import SHIPPED  # noqa: E402
 from tests.support import servers  # noqa: E402
-
-
-def _descendants(pid: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(ppid, []).append(int(d.name))
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        out.append(p)
-        todo += children.get(p, [])
-    return out
+from tests.support.processes import tree  # noqa: E402
 
 
 def _hwm(pid: int) -> tuple[str, int, int]:
@@ -154,7 +138,7 @@ class Watch:
 
     def _sample(self, root: int, done: threading.Event) -> None:
         while not done.is_set():
-            for pid in _descendants(root):
+            for pid in tree(root):
                 cmd, kib, anon = _hwm(pid)
                 if "pyspark.daemon" in cmd or "pyspark/daemon" in cmd or "pyspark.worker" in cmd:
                     self.worker_kib = max(self.worker_kib, kib)

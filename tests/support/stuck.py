@@ -14,6 +14,8 @@ import subprocess
 import threading
 from pathlib import Path
 
+from tests.support.processes import tree
+
 INTERESTING = re.compile(r"org\.apache\.spark|io\.delta|py4j|org\.apache\.hadoop|binlake")
 # a thread that waits for work to come to it, not on something the test waits for: its frames
 # down to the first of Spark's, Delta's, py4j's or Hadoop's show it
@@ -23,27 +25,9 @@ IDLE = re.compile(r"LinkedBlocking(Queue|Deque)\.take|SynchronousQueue\.poll|Thr
 MOST = 60_000  # characters a dump may print: CI shows the end of a long output
 
 
-def descendants(pid: int) -> list[int]:
-    """The processes under `pid` (children's children too), from /proc."""
-    parents: dict[int, list[int]] = {}
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            parents.setdefault(ppid, []).append(int(d.name))
-    found, todo = [], [pid]
-    while todo:
-        for child in parents.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
-
-
 def jvms(pid: int) -> list[int]:
     out = []
-    for p in descendants(pid):
+    for p in tree(pid)[1:]:
         try:
             exe = os.readlink(f"/proc/{p}/exe")
         except OSError:
