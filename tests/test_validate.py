@@ -346,6 +346,10 @@ def test_assemble_then_validate_in_one_process(base):
         else:
             assert "PASSED" in report and "incomplete" not in counts["by_outcome"]
         assert Path(lake / "quality" / "gx" / "uncommitted" / "data_docs" / "local_site" / "index.html").is_file()
+        # no warning of what binlake set on purpose (its FAIR pools, a thread each; a loopback driver)
+        # nor of Spark's internals (a plan's text shortened)
+        assert [ln for ln in proc.stderr.splitlines() if any(w in ln for w in (
+            "FairSchedulableBuilder", "resolves to a loopback address", "SparkStringUtils"))] == []
     # --validate-as (the Airflow assemble task's): the failing report under the name given, the
     # exit status left to its reader (the validate task), which loads what was printed
     from binlake.errors import BinlakeError

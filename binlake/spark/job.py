@@ -44,7 +44,7 @@ from binlake.malloc import keep_freed_memory
 from binlake.schema.ddl import SchemaState
 from binlake.spark import schema
 from binlake.spark.pools import in_pool
-from binlake.spark.settings import LOGS, SCHEDULER, SESSION, TABLES, delta, in_driver, is_local, local
+from binlake.spark.settings import LOGS, SCHEDULER, SESSION, TABLES, delta, in_driver, is_local, local, quiet_spark_logs
 from binlake.spark.warehouse import Note, RunRange, Warehouse, warehouse_uri
 from binlake.spark.writer import WriterLease
 from binlake.splits.plan import DEFAULT_SPLIT_BYTES, Plan, Split, pieces_of, plan
@@ -483,6 +483,8 @@ def session(master: str | None = "local[*]", app: str = "binlake-assemble", conf
     local masters bound to loopback.
     `master=None` leaves the master to spark-submit."""
     executor_python(master)
+    if is_local(master):  # bound to loopback (settings.local): no warning that the host's name is loopback
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     b = SparkSession.builder.appName(app).config("spark.sql.execution.arrow.pyspark.enabled", "true")
     if master:
         b = b.master(master)
@@ -495,6 +497,7 @@ def session(master: str | None = "local[*]", app: str = "binlake-assemble", conf
     except Exception as e:  # noqa: BLE001 - Spark refused the session (a small heap, a bad master): its words
         raise BinlakeError(f"cannot start Spark (master {where}): {_java_reason(e)}") from None
     _check_delta(spark)
+    quiet_spark_logs(spark)
     return spark
 
 

@@ -36,10 +36,21 @@ RETAIN_DAYS = 7
 # (drawn on stderr, which a task log shows as errors); binlake logs the job's progress as counts
 # itself. Set at start (static): `--conf spark.log.level=INFO` for more.
 LOGS = {"spark.log.level": "WARN", "spark.ui.showConsoleProgress": "false"}
+# Loggers at ERROR, whose warnings say nothing to a user: Spark warns of each FAIR pool no allocation
+# file configures, a line per pool and run (binlake's, binlake.spark.pools, are named per thread and
+# want Spark's defaults), and that it shortened a plan's text (which only its debug output shows).
+QUIET_LOGGERS = ("org.apache.spark.scheduler.FairSchedulableBuilder", "org.apache.spark.util.SparkStringUtils")
 # Jobs that threads of one session run at once share the cores (each thread names its pool:
 # binlake.spark.job writes the three tables so) instead of queueing behind the first one's tasks.
 SCHEDULER = {"spark.scheduler.mode": "FAIR"}
 LOCAL_MEMORY = "3g"  # JVM heap of a local master unless spark.driver.memory says otherwise
+
+
+def quiet_spark_logs(spark: Any) -> None:
+    """QUIET_LOGGERS at ERROR in the session's JVM (Spark has no setting for one logger's level)."""
+    jvm = spark._jvm  # noqa: SLF001 - log4j's Configurator has no Python API
+    for name in QUIET_LOGGERS:
+        jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(name, jvm.org.apache.logging.log4j.Level.ERROR)
 
 
 def quiet_gx_logs() -> None:
