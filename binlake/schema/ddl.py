@@ -201,7 +201,7 @@ class SchemaState:
             return
         try:
             text, self._subtypes = readable(sql, self.flavor == "mariadb")
-            statement = _parse(text)
+            statement = parse_statement(text)
             self._statement(db, statement, server_charset)
             self.replayed += 1
         except Unfollowable as e:
@@ -505,8 +505,9 @@ _KEEPS_COLUMNS = (exp.AddConstraint, exp.DropPrimaryKey, exp.RenameIndex, exp.Al
 _QUIET = logging.getLogger("sqlglot")
 
 
-def _parse(sql: str) -> exp.Expr:
-    """One statement, parsed; Unfollowable when sqlglot cannot."""
+def parse_statement(sql: str) -> exp.Expr:
+    """One statement, parsed by sqlglot's MySQL dialect without its warnings; Unfollowable when it
+    cannot be."""
     level = _QUIET.level
     _QUIET.setLevel(logging.ERROR)  # its "falling back to Command" warnings: we report our own
     try:

@@ -18,11 +18,11 @@ from dataclasses import asdict, dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-import sqlglot
 from pymysql.charset import charset_by_name
 from sqlglot import exp
 
 from binlake.binlog.charsets import codec
+from binlake.schema.ddl import Unfollowable, parse_statement
 from binlake.schema.model import Column, Table
 from binlake.tables.types import UNTYPED, Kind, kind_of, time_micros, time_text
 
@@ -110,8 +110,8 @@ def statement_effects(db: str, sql: str) -> dict[tuple[str, str], Effects]:
         parts = [_ident(p.strip()) for p in re.findall(r"`(?:[^`]|``)+`|[\w$]+", m[1])]
         return {(parts[0], parts[1]) if len(parts) == 2 else (db, parts[0]): Effects(truncate=True)}
     try:
-        st = sqlglot.parse_one(sql, read="mysql")
-    except sqlglot.errors.SqlglotError:
+        st = parse_statement(sql)
+    except Unfollowable:
         return {}
     if isinstance(st, exp.Create) and (st.args.get("kind") or "").upper() == "TABLE":
         target = st.this.this if isinstance(st.this, exp.Schema) else st.this
