@@ -11,16 +11,24 @@ REPO = Path(__file__).resolve().parents[1]
 PATH = REPO / "bench" / "RESULTS.md"
 
 
+# A section's hand-written findings go under this heading, which a run of its benchmark keeps.
+NOTES = "### Notes\n"
+
+
 def write_section(title: str, text: str) -> None:
-    """Replace (or append) the section headed `## {title}`; the other sections stay as they are."""
+    """Replace (or append) the section headed `## {title}`, but for its NOTES; the other sections
+    stay as they are."""
     old = PATH.read_text() if PATH.exists() else "# Benchmark results\n"
     head = f"## {title}\n"
+    notes = ""
     if head in old:
         before, rest = old.split(head, 1)
-        after = rest[rest.find("\n## "):] if "\n## " in rest else ""
+        end = rest.find("\n## ") if "\n## " in rest else len(rest)
+        section, after = rest[:end], rest[end:]
+        if NOTES in section:
+            notes = "\n" + NOTES + section.split(NOTES, 1)[1].rstrip() + "\n"
         old = before.rstrip() + "\n\n" + after.lstrip("\n")
-    path_text = old.rstrip() + f"\n\n{head}\n{text}\n"
-    PATH.write_text(path_text)
+    PATH.write_text(old.rstrip() + f"\n\n{head}\n{text}\n{notes}")
 
 
 def machine() -> str:

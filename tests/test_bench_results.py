@@ -59,6 +59,17 @@ def test_write_section_replaces_only_its_own(tmp_path: Path, monkeypatch: pytest
             assert body in text
 
 
+def test_a_rerun_keeps_the_sections_notes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What was found by hand (under `### Notes`) outlives the figures a benchmark writes again."""
+    copy = tmp_path / "RESULTS.md"
+    monkeypatch.setattr(results, "PATH", copy)
+    copy.write_text("# R\n\n## bench/a.py\n\nold figures\n\n### Notes\n\nfound by hand\n\n## bench/b.py\n\nb's\n")
+    results.write_section("bench/a.py", "new figures")
+    text = copy.read_text()
+    assert "old figures" not in text and "b's" in text
+    assert text.endswith("## bench/a.py\n\nnew figures\n\n### Notes\n\nfound by hand\n")
+
+
 def test_published_section_says_how_fast_the_machine_was(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each section ends with the machine's load and loop speed: its figures compare only with
     figures of a machine as fast (this one ran half as fast on one day as on the day before)."""
