@@ -44,6 +44,7 @@ from binlake.archive.stores import open_store
 from binlake.errors import BinlakeError
 from binlake.local import offline_docs
 from binlake.spark import schema, verdicts
+from binlake.spark.pools import each
 from binlake.spark.settings import SESSION, local_warehouse, quality_dir, quiet_gx_logs, session_settings
 from binlake.spark.warehouse import TABLES, RunRange, Warehouse, warehouse_uri
 from binlake.splits.plan import meets, sources
@@ -228,11 +229,17 @@ class Validation:
 
     # -- the suites ----------------------------------------------------------------------
 
+    def _cached(self, name: str) -> DataFrame:
+        self.spark.sparkContext.setJobDescription("binlake: validate: the range's rows")
+        return self.in_range(self.table(name)).cache()
+
     def run(self) -> Report:
         # Cached, each read once: GX computes its metrics and runs each query as Spark jobs of
-        # their own over the batch, and counting fills the caches.
-        cached = {name: self.in_range(self.table(name)).cache() for name in ("transactions", "row_changes",
-                                                                            "anomalies")}
+        # their own over the batch, and counting fills the caches. A table's read is planned on a
+        # thread of its own: much of it is the driver's (Delta's log, the files its range keeps).
+        names = ("transactions", "row_changes", "anomalies")
+        cached = dict(zip(names, each(self.spark.sparkContext, names, self._cached, threads=len(names),
+                                      name="validate"), strict=True))
         self.spark.sparkContext.setJobDescription("binlake: validate: the range's rows")
         counts, batches = counted(cached)
         log.info("validating %s..%s: %s", self.start, self.end, counts)
@@ -322,10 +329,20 @@ def _checkpoint(context, name: str, vd, result_format: dict):
 
 
 def counted(cached: dict[str, DataFrame]) -> tuple[dict[str, int], dict[str, DataFrame]]:
-    """Each cached batch's rows (counting fills the caches), and the batches as a task per
-    ROWS_PER_TASK rows: a small range's as one task each (a job's cost is then its planning, not a
-    task per cached block); the cached blocks are not moved."""
-    counts = {name: df.count() for name, df in cached.items()}
+    """Each cached batch's rows (counting fills the caches; a batch a thread, binlake.spark.pools),
+    and the batches as a task per ROWS_PER_TASK rows: a small range's as one task each (a job's
+    cost is then its planning, not a task per cached block); the cached blocks are not moved."""
+    if not cached:
+        return {}, {}
+    sc = next(iter(cached.values())).sparkSession.sparkContext
+    description = sc.getLocalProperty("spark.job.description")
+
+    def count(name: str) -> int:
+        if description:  # the caller's, on each thread
+            sc.setJobDescription(description)
+        return cached[name].count()
+
+    counts = dict(zip(cached, each(sc, cached, count, threads=len(cached), name="count"), strict=True))
     return counts, {name: df.coalesce(max(1, -(-counts[name] // ROWS_PER_TASK))) for name, df in cached.items()}
 
 
