@@ -66,6 +66,7 @@ SHOWN = 5  # unexpected rows per failed expectation in the summary
 BRIEF = {"result_format": "BOOLEAN_ONLY"}
 DETAILED = {"result_format": "COMPLETE", "partial_unexpected_count": SHOWN}
 ROWS_PER_TASK = 200_000  # rows of a cached batch per task of the suites' Spark jobs
+SMALL_ROWS = 2_000_000  # rows of the batches up to which small_range_settings plans the suites' queries once
 
 
 @dataclass
@@ -347,12 +348,16 @@ def counted(cached: dict[str, DataFrame]) -> tuple[dict[str, int], dict[str, Dat
 
 
 def small_range_settings(spark: SparkSession, counts: dict[str, int]) -> AbstractContextManager[None]:
-    """For small batches (`counts`: their rows), the suites' queries' shuffles in one partition and
-    without adaptive re-planning: at a few thousand rows a query's cost is its planning and its
-    tasks, not its data. The session's own settings are restored after."""
-    small = sum(counts.values()) <= ROWS_PER_TASK
-    return session_settings(spark, {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": "1"}
-                            if small else {})
+    """For small batches (`counts`: their rows), the suites' queries' shuffles in one partition (up
+    to ROWS_PER_TASK rows; a partition a core up to SMALL_ROWS) and without adaptive re-planning:
+    at a few thousand rows a query's cost is its planning and its tasks, not its data, and an
+    hour's 200 thousand rows still shuffle in a fraction of what each stage's re-planning costs
+    (bench/RESULTS.md, bench/interval.py's notes). The session's own settings are restored after."""
+    rows = sum(counts.values())
+    if rows > SMALL_ROWS:
+        return session_settings(spark, {})
+    parts = 1 if rows <= ROWS_PER_TASK else spark.sparkContext.defaultParallelism
+    return session_settings(spark, {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": str(parts)})
 
 
 def quiet_gx(context) -> None:
