@@ -65,6 +65,7 @@ SHOWN = 5  # unexpected rows per failed expectation in the summary
 # unexpected rows (the custom expectations return theirs, at most 200, only with COMPLETE).
 BRIEF = {"result_format": "BOOLEAN_ONLY"}
 DETAILED = {"result_format": "COMPLETE", "partial_unexpected_count": SHOWN}
+READ = "binlake: validate: the range's rows"  # the Spark jobs' description while the batches are read
 ROWS_PER_TASK = 200_000  # rows of a cached batch per task of the suites' Spark jobs
 SMALL_ROWS = 2_000_000  # rows of the batches up to which small_range_settings plans the suites' queries once
 
@@ -231,7 +232,7 @@ class Validation:
     # -- the suites ----------------------------------------------------------------------
 
     def _cached(self, name: str) -> DataFrame:
-        self.spark.sparkContext.setJobDescription("binlake: validate: the range's rows")
+        self.spark.sparkContext.setJobDescription(READ)
         return self.in_range(self.table(name)).cache()
 
     def run(self) -> Report:
@@ -241,7 +242,7 @@ class Validation:
         names = ("transactions", "row_changes", "anomalies")
         cached = dict(zip(names, each(self.spark.sparkContext, names, self._cached, threads=len(names),
                                       name="validate"), strict=True))
-        self.spark.sparkContext.setJobDescription("binlake: validate: the range's rows")
+        self.spark.sparkContext.setJobDescription(READ)
         counts, batches = counted(cached)
         log.info("validating %s..%s: %s", self.start, self.end, counts)
         self.views(batches["transactions"])
@@ -333,8 +334,6 @@ def counted(cached: dict[str, DataFrame]) -> tuple[dict[str, int], dict[str, Dat
     """Each cached batch's rows (counting fills the caches; a batch a thread, binlake.spark.pools),
     and the batches as a task per ROWS_PER_TASK rows: a small range's as one task each (a job's
     cost is then its planning, not a task per cached block); the cached blocks are not moved."""
-    if not cached:
-        return {}, {}
     sc = next(iter(cached.values())).sparkSession.sparkContext
     description = sc.getLocalProperty("spark.job.description")
 

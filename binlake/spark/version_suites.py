@@ -32,7 +32,6 @@ The SQL checks read these views besides their batch:
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import logging
 from dataclasses import dataclass
@@ -71,8 +70,8 @@ VERSION_COLUMNS = ("_valid_from", "_valid_to", "_from_txn", "_to_txn", "_from_or
 WHERE = {"versions": ["source", "schema", "table", "key", "_from_order"], "baselines": ["source", "schema", "table"]}
 # A table of at least this many bytes finds the other versions of the keys a range touched by a join
 # with those keys: read twice (each read's planning, ~0.3 s on a small table), its rows not moved. A
-# smaller one (or one that is versions.SMALL_ROWS small) is read once, with a window over its keys,
-# which shuffles every row.
+# smaller one is read once, with a window over its keys, which shuffles every row (one that is
+# versions.SMALL_ROWS small is read in the driver: VersionChecks._small_table).
 JOINED_BYTES = 64 << 20
 EMPTY = ("source string, schema string, table string, key string, _valid_from timestamp, _valid_to timestamp, "
          "_from_txn string, _to_txn string, _from_order string, _to_order string, _op string, _from_seq long")
@@ -112,12 +111,12 @@ class VersionChecks:
         one loaded from a baseline, how many `snapshot` versions it holds. Each table's queries on a
         thread (binlake.spark.pools) and its rows checkpointed: planning a Delta read (its files
         kept by their statistics, its deletion vectors) is mostly the driver's, which one query
-        over every table does one table after another."""
+        over every table does one table after another. A small table (versions.SMALL_ROWS) is read
+        in the driver instead, with delta-rs: some seven Spark jobs a table spared."""
         if self._done is None:
             items = [(source, ts) for source in self.applied for ts in self._tables(source)]
-            # a small table read in the driver (delta-rs): ~7 Spark jobs a table spared
             small = [(source, ts) for source, ts in items if self.tables.small(ts)]
-            big = [(source, ts) for source, ts in items if not self.tables.small(ts)]
+            big = [item for item in items if item not in small]
             done = each(self.spark.sparkContext, big, lambda item: self._table(*item), threads=TABLE_THREADS,
                         name="versions")
             self._done = {(source, ts.path): d for (source, ts), d in zip(big, done, strict=True)}
@@ -145,9 +144,8 @@ class VersionChecks:
         rows = pa.table({n: read[n].cast(pa.string()) if pa.types.is_string_view(read[n].type) else read[n]
                          for n in read.column_names})
         if ts.partial_from is not None:
-            rows = rows.filter(pc.less(rows["_from_order"].cast(pa.string()), ts.partial_from.order))
-        start, end = (pa.scalar(dt.datetime.fromisoformat(x).astimezone(dt.UTC), pa.timestamp("us", "UTC"))
-                      for x in (a.start, a.end))
+            rows = rows.filter(pc.less(rows["_from_order"], ts.partial_from.order))
+        start, end = (pa.scalar(t, pa.timestamp("us", "UTC")) for t in RunRange(a.start, a.end).bounds())
 
         def within(column: str):
             values = rows[column].cast(pa.timestamp("us", "UTC"))
@@ -171,7 +169,7 @@ class VersionChecks:
                         "key": pa.array([k for k, m in zip(keys, keep, strict=True) if m], pa.string()),
                         **{c: kept[c].cast(pa.timestamp("us", "UTC") if c.startswith("_valid") else
                                            pa.int64() if c == "_from_seq" else pa.string()) for c in VERSION_COLUMNS}})
-        snapshots = pc.sum(pc.equal(rows["_op"].cast(pa.string()), "snapshot")).as_py() or 0 if ts.baseline else None
+        snapshots = (pc.sum(pc.equal(rows["_op"], "snapshot")).as_py() or 0) if ts.baseline else None
         return self.spark.createDataFrame(out, EMPTY), snapshots
 
     def _table(self, source: str, ts: TableState) -> tuple[DataFrame, int | None]:
@@ -188,7 +186,7 @@ class VersionChecks:
         key = (F.to_json(F.struct(*[F.col(q(c)).alias(n) for n, c in columns])) if columns
                else F.lit(None).cast("string"))
         df = read.where(touched)
-        if columns and (self.tables.small(ts) or self.tables.size(ts) < JOINED_BYTES):
+        if columns and self.tables.size(ts) < JOINED_BYTES:
             # every version of those keys: a window over the keys
             df = (read.withColumn("_touched", touched)
                   .withColumn("_key_touched", F.max(F.col("_touched").cast("int")).over(Window.partitionBy(key)))
