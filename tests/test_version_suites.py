@@ -320,15 +320,17 @@ def test_binlake_tables_exits_1_when_the_suites_fail_over_what_it_applied(lake, 
 def test_a_big_tables_versions_are_found_by_a_join_as_a_small_ones_by_a_window(lake, spark, monkeypatch):
     from binlake.spark import version_suites, versions
 
-    # the window's batch is the one the expectations above judge, broken and restored
+    # the driver's batch (delta-rs: small tables) is the one the expectations above judge, broken
+    # and restored; then Spark's, with a window over the keys and with a join with them
+    read = sorted(map(tuple, _checks(spark, lake).versions().collect()))
+    monkeypatch.setattr(versions, "SMALL_ROWS", -1)  # its size read, not taken small by its count
     windowed = sorted(map(tuple, _checks(spark, lake).versions().collect()))
     monkeypatch.setattr(version_suites, "JOINED_BYTES", 0)  # every table "big": joined with its keys
-    monkeypatch.setattr(versions, "SMALL_ROWS", -1)  # its size read, not taken small by its count
     joined = sorted(map(tuple, _checks(spark, lake).versions().collect()))
     # shop.acct's versions by key, from the workload (_workload): 1 inserted, then moved to 10 (one
     # version); 3 inserted, updated, given a `ddl` version by the ADD COLUMN, updated by XA (four);
     # 10 from the move, then the ADD COLUMN's (two)
     expected = {'{"id":1}': 1, '{"id":3}': 4, '{"id":10}': 2}
-    for batch in (windowed, joined):
+    for batch in (read, windowed, joined):
         assert Counter(r[3] for r in batch if r[1:3] == ("shop", "acct") and r[3] in expected) == expected
-    assert joined == windowed
+    assert joined == windowed == read
