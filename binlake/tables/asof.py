@@ -5,7 +5,7 @@ The source's state (`_binlake.json`) names each table's Delta version at the wat
 table is read at exactly that version, so all of them show one instant even while an apply runs.
 A table's rows at the instant are its versions open then (`_valid_from`/`_valid_to` for a time,
 `_from_order`/`_to_order` for a GTID's transaction); their values are turned back into row-values
-form by the table's shape at that instant (binlake.tables.stream.version_values).
+form by the table's shape at that instant (binlake.tables.stream.VersionValues).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from binlake.tables import order as orders
 from binlake.tables import state as states
 from binlake.tables.shapes import Shape
 from binlake.tables.state import BY_CREATE, SourceState, TableState
-from binlake.tables.stream import version_values
+from binlake.tables.stream import VersionValues
 
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _GTID = re.compile(r"^([0-9a-fA-F-]{36}(:[A-Za-z_][A-Za-z0-9_]{0,31})?:\d+|\d+-\d+-\d+)$")
@@ -140,11 +140,10 @@ class TableAt:
 
     def values(self) -> Iterator[dict[str, Any]]:
         """Each row in row-values form (an unknown value absent), the columns in the table's order."""
-        shapes = self.ts.shapes
+        values_of = VersionValues(self.ts.shapes, self.shape)
         for batch in self.rows.to_batches():
-            data = batch.to_pydict()
-            for i in range(batch.num_rows):
-                yield version_values(shapes, self.shape, {n: data[n][i] for n in data})
+            for row in batch.to_pylist():
+                yield values_of(row)
 
 
 def tables_at(warehouse: str, source: str, at: str, *, names: list[str] | None = None, partial: bool = False

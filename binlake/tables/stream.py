@@ -16,7 +16,7 @@ Every stage speaks one Arrow schema (`STREAM`, `OUT`), whatever the tables' own 
 from __future__ import annotations
 
 import bisect
-from collections.abc import Container, Iterable, Iterator
+from collections.abc import Callable, Container, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +26,7 @@ import pyarrow.compute as pc
 
 from binlake.tables.fold import BASELINE, ROWS, Change, Fold, Snapshot, TableEvent, Version, canonical, key_text
 from binlake.tables.shapes import Shape
+from binlake.tables.types import Staged
 
 CANDIDATE, CHANGE, SNAPSHOT = 0, 1, 2
 # The fold's input: one row per candidate, row change or baseline row (the fields its kind uses).
@@ -73,6 +74,10 @@ class Routes:
     segments: dict[tuple[str, str], list[Segment]]
     shapes: dict[str, list[Shape]]
     held: dict[str, int] = field(default_factory=dict)  # each table's shape at the range's start
+    # made once per task, not per row: each table's shapes' orders, and how each shape stages
+    _orders: dict[str, list[str]] = field(default_factory=dict, repr=False, compare=False)
+    _staging: dict[tuple[str, int, int], list[tuple[str, str, str, Callable[[Any], Staged]]]] = field(
+        default_factory=dict, repr=False, compare=False)
 
     def segment(self, schema: str, table: str, order: str) -> Segment | None:
         for s in self.segments.get((schema, table), ()):
@@ -82,8 +87,24 @@ class Routes:
 
     def shape_index(self, table: str, order: str) -> int:
         """The index of a Delta table's shape in effect at a place (its DDL comes before its rows)."""
-        orders = [s.order for s in self.shapes[table]]
+        orders = self._orders.get(table)
+        if orders is None:
+            orders = self._orders[table] = [s.order for s in self.shapes[table]]
         return max(0, bisect.bisect_right(orders, order) - 1)
+
+    def staging(self, table: str, shape: int, order: str) -> list[tuple[str, str, str, Callable[[Any], Staged]]]:
+        """How a version of `table` in shape `shape`, first made at `order`, is staged: per column of
+        the shape, its Delta column, the name `_unknown` and `_raw` give it (the version's first
+        shape's), its name now and its Kind's `stage`."""
+        first = self.shape_index(table, order)
+        found = self._staging.get((table, shape, first))
+        if found is None:
+            shapes = self.shapes[table]
+            named = {c.column: c.name for c in shapes[first].columns or []}
+            found = [(c.column, named.get(c.column, c.name), c.name, c.kind().stage)
+                     for c in shapes[shape].columns or []]
+            self._staging[(table, shape, first)] = found
+        return found
 
 
 def _loads(text: str | None) -> dict[str, Any] | None:
@@ -95,7 +116,7 @@ def route(routes: Routes, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.Reco
     for b in batches:
         cols = {n: b.column(n).to_pylist() for n in ("schema", "table", "op", "before", "after", "seq", "order", "txn",
                                                      "at")}
-        out: dict[str, list] = {n: [] for n in STREAM.names}
+        out: list[tuple] = []
         for i in range(b.num_rows):
             seg = routes.segment(cols["schema"][i], cols["table"][i], cols["order"][i])
             if seg is None:
@@ -110,17 +131,19 @@ def route(routes: Routes, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.Reco
                 if op == "update" and before is not None and after is not None:
                     moved = {k: after.get(k, before.get(k)) for k in lineage.key}
                     changed = key_text(moved, lineage.key) != grp
-            _row(out, lineage=seg.lineage, grp=grp, kind=CHANGE, s_order=cols["order"][i], s_phase=ROWS,
-                 s_seq=cols["seq"][i], order=cols["order"][i], seq=cols["seq"][i], txn=cols["txn"][i],
-                 at=cols["at"][i], op=op, before=cols["before"][i], after=cols["after"][i], table=seg.table,
-                 shape=routes.shape_index(seg.table, cols["order"][i]), key_changed=changed)
-        if out["lineage"]:
-            yield pa.RecordBatch.from_pydict(out, schema=STREAM)
+            order = cols["order"][i]
+            out.append((seg.lineage, grp, CHANGE, order, ROWS, cols["seq"][i], order, cols["seq"][i], cols["txn"][i],
+                        cols["at"][i], op, cols["before"][i], cols["after"][i], seg.table,
+                        routes.shape_index(seg.table, order), changed))
+        if out:
+            yield _batch(out, STREAM)
 
 
-def _row(out: dict[str, list], **values: Any) -> None:
-    for name in STREAM.names:
-        out[name].append(values.get(name))
+def _batch(rows: list[tuple], schema: pa.Schema) -> pa.RecordBatch:
+    """Rows (tuples in the schema's order) as one record batch."""
+    columns = zip(*rows, strict=True)  # every row as long as the schema
+    return pa.RecordBatch.from_arrays([pa.array(c, type=t) for c, t in zip(columns, schema.types, strict=True)],
+                                      schema=schema)
 
 
 def held(routes: Routes, lineage: int, table: str, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -129,18 +152,16 @@ def held(routes: Routes, lineage: int, table: str, batches: Iterable[pa.RecordBa
     key = routes.lineages[lineage].key
     shapes = routes.shapes[table]
     shape = routes.held.get(table, len(shapes) - 1)
+    values_of = VersionValues(shapes, shapes[shape])
     for b in batches:
-        data = b.to_pydict()
-        out: dict[str, list] = {n: [] for n in STREAM.names}
-        for i in range(b.num_rows):
-            values = version_values(shapes, shapes[shape], {n: data[n][i] for n in data})
+        out: list[tuple] = []
+        for row in b.to_pylist():
+            values = values_of(row)
             grp = (key_text(values, key) or b"") if key is not None else b""
-            _row(out, lineage=lineage, grp=grp, kind=CANDIDATE, s_order="", s_phase=0, s_seq=0,
-                 order=data["_from_order"][i], seq=data["_from_seq"][i], txn=data["_from_txn"][i],
-                 at=data["_valid_from"][i], op=data["_op"][i], after=orjson.dumps(values).decode(), table=table,
-                 shape=shape, key_changed=False)
-        if out["lineage"]:
-            yield pa.RecordBatch.from_pydict(out, schema=STREAM)
+            out.append((lineage, grp, CANDIDATE, "", 0, 0, row["_from_order"], row["_from_seq"], row["_from_txn"],
+                        row["_valid_from"], row["_op"], None, orjson.dumps(values).decode(), table, shape, False))
+        if out:
+            yield _batch(out, STREAM)
 
 
 def held_keys(routes: Routes, lineage: int, table: str, batches: Iterable[pa.RecordBatch]
@@ -158,8 +179,10 @@ def held_keys(routes: Routes, lineage: int, table: str, batches: Iterable[pa.Rec
     # keeps all its values typed; the others (a value in _raw, one unknown) go through Python.
     integers = integer_key(routes, lineage, table)
 
+    values_of = VersionValues(shapes, now, names)
+
     def one(data: dict[str, list], i: int) -> bytes:
-        return key_text(version_values(shapes, now, {n: data[n][i] for n in needed}, names), key) or b""
+        return key_text(values_of({n: data[n][i] for n in needed}), key) or b""
 
     for b in batches:
         if integers is None:
@@ -199,17 +222,31 @@ def _empty(lists: pa.Array) -> pa.Array:
     return pc.or_(lists.is_null(), pc.equal(pc.subtract(offsets[1:], offsets[:-1]), 0))
 
 
-def version_values(shapes: list[Shape], now: Shape, row: dict[str, Any], only: Container[str] | None = None
-                   ) -> dict[str, Any]:
-    """A Delta row (its columns as Arrow gives them) in row-values form, by the columns of shape
-    `now` (or those of them named `only`) and as it names them: a value the version did not know
-    left out, a value its typed column cannot hold taken from `_raw` (both of which name columns as
-    the version's first shape did)."""
-    first = {c.name: c.column for c in shapes[_shape_at(shapes, row["_from_order"])].columns or []}
-    raw = {first.get(k, k): x for k, x in (row["_raw"] or [])}  # by Delta column
-    unknown = {first.get(k, k) for k in row["_unknown"] or ()}
-    return {c.name: c.kind().value(row[c.column], raw.get(c.column)) for c in now.columns or []
-            if c.column not in unknown and (only is None or c.name in only)}
+class VersionValues:
+    """Delta rows of one table (their columns as Arrow gives them) in row-values form, by the
+    columns of shape `now` (or those of them named `only`) and as it names them: a value the
+    version did not know left out, a value its typed column cannot hold taken from `_raw` (both of
+    which name columns as the version's first shape did). The shapes' lookups are made once, not
+    per row."""
+
+    def __init__(self, shapes: list[Shape], now: Shape, only: Container[str] | None = None) -> None:
+        self.shapes = shapes
+        self.orders = [s.order for s in shapes]
+        self.columns = [(c.name, c.column, c.kind().value) for c in now.columns or []
+                        if only is None or c.name in only]
+        self.firsts: dict[int, dict[str, str]] = {}  # a first shape's Delta column by name
+
+    def __call__(self, row: dict[str, Any]) -> dict[str, Any]:
+        if not row["_raw"] and not row["_unknown"]:  # every value typed and known: most rows
+            return {name: value(row[column], None) for name, column, value in self.columns}
+        i = max(0, bisect.bisect_right(self.orders, row["_from_order"]) - 1)
+        first = self.firsts.get(i)
+        if first is None:
+            first = self.firsts[i] = {c.name: c.column for c in self.shapes[i].columns or []}
+        raw = {first.get(k, k): x for k, x in (row["_raw"] or [])}  # by Delta column
+        unknown = {first.get(k, k) for k in row["_unknown"] or ()}
+        return {name: value(row[column], raw.get(column)) for name, column, value in self.columns
+                if column not in unknown}
 
 
 @dataclass
@@ -230,22 +267,20 @@ def snapshot_rows(load: BaselineLoad, key: list[str] | None, chunk: tuple[str, s
     """A baseline chunk's rows (JSON lines, docs/snapshots.md) as STREAM rows at the baseline's
     start, with the chunk's own point and their numbers in the table's baseline (negative)."""
     _, point, seq = chunk
-    out: dict[str, list] = {n: [] for n in STREAM.names}
+    out: list[tuple] = []
     for line in lines:
         if not line.strip():
             continue
         values = orjson.loads(line)
         grp = (key_text(values, key) or b"") if key is not None else b""
-        _row(out, lineage=load.lineage, grp=grp, kind=SNAPSHOT, s_order=load.start, s_phase=BASELINE, s_seq=seq,
-             order=point, seq=-seq, txn=None, at=load.at, op="snapshot",
-             after=line.decode() if isinstance(line, bytes) else line, table=load.table, shape=load.shape,
-             key_changed=False)
+        out.append((load.lineage, grp, SNAPSHOT, load.start, BASELINE, seq, point, -seq, None, load.at, "snapshot",
+                    None, line.decode() if isinstance(line, bytes) else line, load.table, load.shape, False))
         seq += 1
-        if len(out["lineage"]) >= 4096:
-            yield pa.RecordBatch.from_pydict(out, schema=STREAM)
-            out = {n: [] for n in STREAM.names}
-    if out["lineage"]:
-        yield pa.RecordBatch.from_pydict(out, schema=STREAM)
+        if len(out) >= 4096:
+            yield _batch(out, STREAM)
+            out = []
+    if out:
+        yield _batch(out, STREAM)
 
 
 def _event(r: dict[str, Any]) -> Version | Change | Snapshot:
@@ -264,7 +299,7 @@ def fold(routes: Routes, batches: Iterable[pa.RecordBatch], counts: dict[str, in
     """STREAM rows sorted by SORT, each group folded; the versions to write as OUT rows."""
     group: list[Version | Change | Snapshot] = []
     at: tuple[int, bytes] | None = None
-    out: dict[str, list] = {n: [] for n in OUT.names}
+    out: list[tuple] = []  # OUT rows
 
     def flush() -> Iterator[pa.RecordBatch]:
         nonlocal out
@@ -275,9 +310,9 @@ def fold(routes: Routes, batches: Iterable[pa.RecordBatch], counts: dict[str, in
                 stage(routes, v, out)
             if counts is not None:
                 counts["unmatched"] = counts.get("unmatched", 0) + f.unmatched
-        if len(out["table"]) >= 4096:
-            yield pa.RecordBatch.from_pydict(out, schema=OUT)
-            out = {n: [] for n in OUT.names}
+        if len(out) >= 4096:
+            yield _batch(out, OUT)
+            out = []
 
     for b in batches:
         for r in b.to_pylist():
@@ -287,41 +322,28 @@ def fold(routes: Routes, batches: Iterable[pa.RecordBatch], counts: dict[str, in
                 group, at = [], here
             group.append(_event(r))
     yield from flush()
-    if out["table"]:
-        yield pa.RecordBatch.from_pydict(out, schema=OUT)
+    if out:
+        yield _batch(out, OUT)
 
 
-def stage(routes: Routes, v: Version, out: dict[str, list]) -> None:
+def stage(routes: Routes, v: Version, out: list[tuple]) -> None:
     """A version as an OUT row: each value staged into its Delta column (the version's shape), the
     names in `_unknown` and `_raw` as the version's first shape had them."""
-    shapes = routes.shapes[v.table]
-    now = shapes[v.shape]
-    first = shapes[_shape_at(shapes, v.order)]
-    named = {c.column: c.name for c in first.columns or []}
+    values = v.values
     staged: dict[str, str | None] = {}
     raw: list[tuple[str, str]] = []
     unknown: list[str] = []
-    for c in now.columns or []:
-        name = named.get(c.column, c.name)
-        if c.name not in v.values:
+    for column, name, own, stage_of in routes.staging(v.table, v.shape, v.order):
+        if own not in values:
             unknown.append(name)
             continue
-        text, whole = c.kind().stage(v.values[c.name])
-        staged[c.column] = text
+        text, whole = stage_of(values[own])
+        staged[column] = text
         if whole is not None:
             raw.append((name, whole))
     to = v.to or (None, None, None)
-    values = {"table": v.table, "values": orjson.dumps(staged).decode(), "raw": raw or None,
-              "unknown": unknown or None, "from_order": v.order, "from_seq": v.seq, "from_txn": v.txn or None,
-              "valid_from": v.at, "op": v.op, "to_order": to[0], "to_txn": to[1] or None, "valid_to": to[2],
-              "existing": v.existing}
-    for name in OUT.names:
-        out[name].append(values[name])
-
-
-def _shape_at(shapes: list[Shape], order: str) -> int:
-    orders = [s.order for s in shapes]
-    return max(0, bisect.bisect_right(orders, order) - 1)
+    out.append((v.table, orjson.dumps(staged).decode(), raw or None, unknown or None, v.order, v.seq,
+                v.txn or None, v.at, v.op, to[0], to[1] or None, to[2], v.existing))
 
 
 # Spark evaluates the predicate on every row it reads too, in generated code: at 64 intervals that
