@@ -22,6 +22,10 @@ def test_server_settings(request, name):
             cur.execute("SELECT @@binlog_annotate_row_events")
             assert cur.fetchone() == (1,)
             assert server.version.startswith("10.11.")
+        # its own tmpdir: a server starting deletes the `#sql*` files of its tmpdir, which would be
+        # the temporary tables of the servers beside it in a shared /tmp (the server's SELECT @@tmpdir)
+        cur.execute("SELECT @@tmpdir")
+        assert cur.fetchone()[0] == str(server.workdir / "tmp")
         cur.execute("FLUSH BINARY LOGS")
         cur.execute("SHOW BINARY LOGS")
         names = [r[0] for r in cur.fetchall()]

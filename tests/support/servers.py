@@ -293,13 +293,15 @@ def _template(flavor: str) -> Path:
         return done
     root = Path(tempfile.mkdtemp(prefix=f"binlake-{flavor}-datadir-"))
     atexit.register(shutil.rmtree, root, True)
-    datadir = root / "data"
+    datadir, tmpdir = root / "data", root / "tmp"  # its own tmpdir, as start's servers have
+    tmpdir.mkdir()
     if flavor == "mysql":
         _run([*mysql_argv("mysqld"), "--no-defaults", *_mysql_base(), f"--datadir={datadir}", "--user=root",
-              "--initialize-insecure", "--innodb-redo-log-capacity=16M", f"--log-error={root / 'init.log'}"])
+              "--initialize-insecure", "--innodb-redo-log-capacity=16M", f"--log-error={root / 'init.log'}",
+              f"--tmpdir={tmpdir}"])
     else:
         _run(["mariadb-install-db", "--no-defaults", f"--datadir={datadir}", "--user=root",
-              "--auth-root-authentication-method=normal", "--skip-test-db"])
+              "--auth-root-authentication-method=normal", "--skip-test-db", f"--tmpdir={tmpdir}"])
     _TEMPLATES[flavor] = datadir
     return datadir
 
@@ -324,12 +326,17 @@ def start(flavor: str, workdir: Path, **overrides) -> Server:
     opts = [f"--{k}" if v is True else f"--{k}={v}" for k, v in _settings(flavor, server_id, overrides).items()
             if v is not None]
     log, sock = workdir / "error.log", workdir / "mysqld.sock"
+    # Each server its own tmpdir: a server starting deletes every `#sql*` file of its tmpdir (the
+    # temporary tables a crash left), those of the servers running beside it too (/tmp by default).
+    tmpdir = workdir / "tmp"
+    tmpdir.mkdir(exist_ok=True)
     for attempt in range(_BIND_RETRIES):
         # The port is free when chosen; another process may take it before the server binds it:
         # then the server says so and exits, and it starts again on another port.
         port = _free_port()
         argv = [*daemon, "--no-defaults", *base, f"--datadir={datadir}", "--user=root", f"--port={port}",
-                f"--socket={sock}", f"--pid-file={workdir / 'mysqld.pid'}", f"--log-error={log}", *opts]
+                f"--socket={sock}", f"--pid-file={workdir / 'mysqld.pid'}", f"--log-error={log}", f"--tmpdir={tmpdir}",
+                *opts]
         try:
             proc, conn = _launch(argv, sock, log, f"{flavor} on 127.0.0.1:{port}")
             break
