@@ -484,6 +484,29 @@ def test_pieces_and_a_backfill_equal_the_whole_range(applied, spark, tmp_path):
                 assert ts.rows == held.count(), (lake.name, ts.name)
 
 
+def test_the_drivers_fold_and_sparks_give_the_same_versions(applied, spark, tmp_path, monkeypatch, caplog):
+    # A range of at most DRIVER_ROWS row changes is folded in the driver, a bigger one in Spark's
+    # tasks (binlake.spark.tables): the same stages either way. The whole workload, every rule of
+    # the apply in it, folded each way into a lake of its own, gives each the versions of the
+    # module's lake (held to the server's SELECTs above).
+    import logging
+
+    from binlake.spark import tables
+
+    whole = _versions(applied["warehouse"])
+    folded = {}
+    for name, most in (("driver", tables.DRIVER_ROWS), ("spark", 0)):
+        lake = tmp_path / name
+        shutil.copytree(applied["assembled"], lake)
+        monkeypatch.setattr(tables, "DRIVER_ROWS", most)
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="binlake.spark.tables"):
+            assert _apply(spark, applied["store"], lake, *RANGE).status == "applied"
+        folded[name] = any("folded in the driver" in r.getMessage() for r in caplog.records)
+        assert _versions(lake) == whole, name
+    assert folded == {"driver": True, "spark": False}
+
+
 def test_a_range_after_a_gap_is_refused_naming_the_range_to_apply_first(applied, spark, tmp_path):
     gap = tmp_path / "gap"
     shutil.copytree(applied["assembled"], gap)

@@ -7,8 +7,10 @@ Then the range's transactions in commit order: their row changes (an XA transact
 COMMIT), the DDL statements and TRUNCATEs of its files (read from the archive, with their default
 database), the baselines that start in it; the range planned (binlake.tables.plan); each changed
 table's current versions read (only those of the keys the range changes, where no statement
-changes every row); the rows folded by group in Spark's tasks (binlake.tables.stream, `mapInArrow`);
-one MERGE per table; `_binlake.json` last. `as_of` gives Spark users the tables at an instant.
+changes every row); the rows folded by group (binlake.tables.stream): by the driver where the range
+is short and what it reads of the tables is bounded by it (`DRIVER_ROWS`), else in Spark's tasks
+(`mapInArrow`); one MERGE per table; `_binlake.json` last. `as_of` gives Spark users the tables at
+an instant.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
@@ -40,6 +44,7 @@ from binlake.spark.warehouse import Commit, RunRange, Warehouse, iso, warehouse_
 from binlake.spark.writer import WriterLease
 from binlake.splits.plan import sources as archived_sources
 from binlake.splits.times import compact_ts, parse_time
+from binlake.tables import images
 from binlake.tables import order as orders
 from binlake.tables import state as states
 from binlake.tables.baselines import Baseline, complete, lines, placed
@@ -48,12 +53,17 @@ from binlake.tables.state import Point, SourceState, TableState, warehouse_store
 from binlake.tables.stream import OUT, SORT, STREAM, Routes, fold, held, held_keys, integer_key, route, snapshot_rows
 
 # The Arrow schemas of the fold's stages as Spark's (mapInArrow takes Spark's types)
-_STREAM, _OUT = from_arrow_schema(STREAM), from_arrow_schema(OUT)
+_STREAM, _OUT, _PARTIAL = from_arrow_schema(STREAM), from_arrow_schema(OUT), from_arrow_schema(images.PARTIAL)
 
 log = logging.getLogger(__name__)
 # The fold's partitions at most (a range's work, not the table's), one a core below that: more tasks
 # than cores only add each task's cost, and the MERGE writes a file per partition.
 PARTITIONS = 8
+# A range of at most this many row changes is folded by the driver (`_fold_here`): the rows, and
+# the current versions of the keys they change, cross into the driver's Python once, instead of
+# four stages of Spark's Python workers and a shuffle, whose fixed costs are most of a short
+# range's fold (bench/RESULTS.md, bench/tables.py).
+DRIVER_ROWS = 100_000
 
 
 @dataclass
@@ -287,7 +297,16 @@ class TablesJob:
         start, end = span
         # read four times (the changes, the XA commits, the first order, the tables written by statement)
         in_range = txns.where(RunRange(start, end).condition()).cache()
-        changes = self._changes(state.source, txns, in_range, span).cache()
+        changes = self._changes(state.source, txns, in_range, span)
+        here: list[pa.Table] = []  # the range's row changes, where the driver holds them (DRIVER_ROWS)
+
+        def images_of() -> tuple[dict, dict, int]:
+            rows = changes.limit(DRIVER_ROWS + 1).toArrow()
+            if rows.num_rows <= DRIVER_ROWS:
+                here.append(rows)
+                return images.merged(p for b in images.partial(rows.to_batches()) for p in b.to_pylist())
+            changes.cache()
+            return self._images(changes)
 
         def statements_written() -> tuple[list[Statement], list[Written]]:
             statements, by_statement = self._statements(state.source, txns, start, end)
@@ -301,11 +320,11 @@ class TablesJob:
                                 F.max_by(F.struct("order", "txn_id"), F.col("order")).alias("last")).collect()[0]
 
         # independent small queries (and the schema history's reads) at once: each is mostly the driver's
-        queries = [lambda: self._images(changes), statements_written,
+        queries = [images_of, statements_written,
                    lambda: self._history(state.source, start, end), ends]
-        images, (statements, written), history, last = each(self.spark.sparkContext, queries, lambda f: f(),
+        seen, (statements, written), history, last = each(self.spark.sparkContext, queries, lambda f: f(),
                                                             threads=len(queries), name="prep")
-        touched, keys, s.row_changes = images
+        touched, keys, s.row_changes = seen
         if history is not None:  # moved to the start of the range's first file: on to the range's start
             for st in statements:
                 if st.time < start:
@@ -316,7 +335,9 @@ class TablesJob:
         plan = planner.plan(statements, touched, keys, baselines, written=written)
         check_names(state.tables[t] for t in plan.touched if t in state.tables)
         self._prepare(state, plan)
-        out = self._fold(state, plan, changes)
+        out = self._fold_here(state, plan, here[0]) if here and self._foldable_here(state, plan) else None
+        if out is None:
+            out = self._fold(state, plan, changes)
         self._write(state, plan, out, s)
         changes.unpersist()
         in_range.unpersist()
@@ -402,26 +423,12 @@ class TablesJob:
         at = starts.unionByName(named).withColumn("start_pos", start).where(F.col("name").isNotNull())
         return txns.join(at, ["binlog_file", "start_pos"]).where(F.col("pos") < F.col("end_pos"))
 
-    def _images(self, changes: DataFrame) -> tuple[dict[tuple[str, str], list[str]], dict[tuple[str, str], list[str]],
-                                                   int]:
-        """Per table with row changes: its images' columns (the widest image's, then any other), and a
-        key its before images show (every update and delete image holding the same columns, fewer than
-        the table has: MINIMAL's key); and how many row changes there are (one query for both)."""
-        keys_of = F.json_object_keys(F.coalesce("after", "before"))
-        before = F.when(F.col("op") != "insert", F.json_object_keys("before"))
-        rows = (changes.groupBy("schema", "table")
-                .agg(F.max_by(keys_of, F.size(keys_of)).alias("widest"),
-                     F.array_distinct(F.flatten(F.collect_set(keys_of))).alias("all"),
-                     F.collect_set(before).alias("befores"), F.count(F.lit(1)).alias("n"))
-                .collect())
-        touched, keys = {}, {}
-        for r in rows:
-            widest = list(r["widest"] or [])
-            touched[(r["schema"], r["table"])] = widest + [k for k in r["all"] or [] if k not in widest]
-            befores = {tuple(b) for b in r["befores"] or []}
-            if len(befores) == 1 and len(next(iter(befores))) < len(touched[(r["schema"], r["table"])]):
-                keys[(r["schema"], r["table"])] = list(next(iter(befores)))
-        return touched, keys, sum(r["n"] for r in rows)
+    def _images(self, changes: DataFrame) -> tuple[dict[tuple[str, str], list[str]],
+                                                   dict[tuple[str, str], list[str]], int]:
+        """What the range's row images say of each table (binlake.tables.images), in Spark's tasks."""
+        partials = (changes.select("schema", "table", "op", "before", "after")
+                    .mapInArrow(images.partial, _PARTIAL).collect())
+        return images.merged(r.asDict(recursive=True) for r in partials)
 
     def _statements(self, source: str, txns: DataFrame, start: str, end: str
                     ) -> tuple[list[Statement], list[tuple[str, int, str]]]:
@@ -497,7 +504,8 @@ class TablesJob:
             lineage = routes.lineages[lid]
             where = None
             if not whole and not lineage.single and lineage.key:
-                where = self._key_predicate(ts, routed.where(F.col("lineage") == lid), routes)
+                grps = [r["grp"] for r in routed.where(F.col("lineage") == lid).select("grp").distinct().collect()]
+                where = self._key_predicate(ts, grps, routes)
             current = self.versions.current(ts, where)
             if not whole and not lineage.single and lineage.key:
                 # Only the versions of the keys the range changes go on to the fold: the key ranges of
@@ -540,7 +548,63 @@ class TablesJob:
         routed.unpersist()
         return out
 
-    def _key_predicate(self, ts, routed: DataFrame, routes: Routes) -> str | None:
+    def _foldable_here(self, state: SourceState, plan: RangePlan) -> bool:
+        """Whether the driver can fold the range (its rows held, `_fold_here`): no baseline to load,
+        and each table's current versions that go on to the fold bounded by the range, not by the
+        table: a small table's, or those of the keys the range changes where the key is an integer
+        (cut to them in the JVM). A whole table, or a big one keyed otherwise, is Spark's to fold."""
+        if plan.loads:
+            return False
+        for table, (lid, whole) in plan.candidates.items():
+            if not self.versions.small(state.tables[table]) and (whole or integer_key(plan.routes, lid, table) is None):
+                return False
+        return True
+
+    def _fold_here(self, state: SourceState, plan: RangePlan, rows: pa.Table) -> DataFrame | None:
+        """`_fold` in the driver, over the range's row changes it holds: the same stages
+        (binlake.tables.stream) in the same order, the groups sorted by Arrow instead of a shuffle;
+        the versions out as a DataFrame for the MERGE. None where an update changes a big table's
+        key: its rows are then one group, with every current version (Spark's to fold)."""
+        routes = plan.routes
+        routed = pa.Table.from_batches(list(route(routes, rows.to_batches())), STREAM)
+        for lid in set(routed.filter(routed["key_changed"])["lineage"].to_pylist()):
+            routes.lineages[lid].single = True
+        if any(routes.lineages[lid].single and not self.versions.small(state.tables[table])
+               for table, (lid, _) in plan.candidates.items()):
+            return None
+        parts = [routed]
+        for table, (lid, whole) in sorted(plan.candidates.items()):
+            ts = state.tables[table]
+            lineage = routes.lineages[lid]
+            if whole or lineage.single or not lineage.key:
+                versions = self.versions.current(ts).toArrow().to_batches()
+            else:  # only the versions of the keys the range changes, as `_fold` keeps them
+                grps = pa.array(sorted(set(routed.filter(pc.equal(routed["lineage"], lid))["grp"].to_pylist())),
+                                pa.binary())
+                current = self.versions.current(ts, self._key_predicate(ts, grps.to_pylist(), routes))
+                integers = integer_key(routes, lid, table)
+                if integers:
+                    changed = self.spark.createDataFrame(pa.table({"grp": grps}))
+                    current = _changed_integer_keys(current, changed, integers)
+                versions = [b.filter(pc.is_in(b.column("_grp"), value_set=grps)).drop_columns(["_grp"])
+                            for b in held_keys(routes, lid, table, current.toArrow().to_batches())]
+            parts.append(pa.Table.from_batches(list(held(routes, lid, table, versions)), STREAM))
+        stream = pa.concat_tables(parts)
+        single = [lid for lid, ln in routes.lineages.items() if ln.single]
+        if single:
+            grp = pc.if_else(pc.is_in(stream["lineage"], pa.array(single, pa.int32())), pa.scalar(b"", pa.binary()),
+                             stream["grp"])
+            stream = stream.set_column(stream.schema.get_field_index("grp"), "grp", grp)
+        # Spark's order: ascending, nulls first, strings and bytes by their bytes
+        stream = stream.sort_by([(c, "ascending", "at_start") for c in [*SORT, "order", "seq"]])
+        # a batch even where none is out: Spark makes no DataFrame of a table without one
+        batches = list(fold(routes, stream.to_batches())) or [pa.RecordBatch.from_pylist([], OUT)]
+        out = pa.Table.from_batches(batches, OUT)
+        log.info("folded in the driver: %d row changes, %d current versions, %d versions out", rows.num_rows,
+                 stream.num_rows - routed.num_rows, out.num_rows)
+        return self.spark.createDataFrame(out, schema=_OUT)
+
+    def _key_predicate(self, ts, grps: list[bytes], routes: Routes) -> str | None:
         """A predicate on the first key column that keeps the current versions of the keys the range
         changes (and prunes the files that hold none of them); None where it cannot be said."""
         from binlake.tables.stream import interval_predicate
@@ -555,7 +619,7 @@ class TablesJob:
         if spark_type not in ("TINYINT", "SMALLINT", "INT", "BIGINT", "STRING") and \
                 not spark_type.startswith("DECIMAL"):
             return None
-        keys = [orjson.loads(r["grp"])[0] for r in routed.select("grp").distinct().collect() if r["grp"]]
+        keys = [orjson.loads(g)[0] for g in grps if g]
         if not keys or any(not isinstance(k, int | str) for k in keys):
             return None
         parts = []

@@ -136,10 +136,10 @@ def route(routes: Routes, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.Reco
                         cols["at"][i], op, cols["before"][i], cols["after"][i], seg.table,
                         routes.shape_index(seg.table, order), changed))
         if out:
-            yield _batch(out, STREAM)
+            yield rows_batch(out, STREAM)
 
 
-def _batch(rows: list[tuple], schema: pa.Schema) -> pa.RecordBatch:
+def rows_batch(rows: list[tuple], schema: pa.Schema) -> pa.RecordBatch:
     """Rows (tuples in the schema's order) as one record batch."""
     columns = zip(*rows, strict=True)  # every row as long as the schema
     return pa.RecordBatch.from_arrays([pa.array(c, type=t) for c, t in zip(columns, schema.types, strict=True)],
@@ -161,7 +161,7 @@ def held(routes: Routes, lineage: int, table: str, batches: Iterable[pa.RecordBa
             out.append((lineage, grp, CANDIDATE, "", 0, 0, row["_from_order"], row["_from_seq"], row["_from_txn"],
                         row["_valid_from"], row["_op"], None, orjson.dumps(values).decode(), table, shape, False))
         if out:
-            yield _batch(out, STREAM)
+            yield rows_batch(out, STREAM)
 
 
 def held_keys(routes: Routes, lineage: int, table: str, batches: Iterable[pa.RecordBatch]
@@ -277,10 +277,10 @@ def snapshot_rows(load: BaselineLoad, key: list[str] | None, chunk: tuple[str, s
                     None, line.decode() if isinstance(line, bytes) else line, load.table, load.shape, False))
         seq += 1
         if len(out) >= 4096:
-            yield _batch(out, STREAM)
+            yield rows_batch(out, STREAM)
             out = []
     if out:
-        yield _batch(out, STREAM)
+        yield rows_batch(out, STREAM)
 
 
 def _event(r: dict[str, Any]) -> Version | Change | Snapshot:
@@ -311,7 +311,7 @@ def fold(routes: Routes, batches: Iterable[pa.RecordBatch], counts: dict[str, in
             if counts is not None:
                 counts["unmatched"] = counts.get("unmatched", 0) + f.unmatched
         if len(out) >= 4096:
-            yield _batch(out, OUT)
+            yield rows_batch(out, OUT)
             out = []
 
     for b in batches:
@@ -323,7 +323,7 @@ def fold(routes: Routes, batches: Iterable[pa.RecordBatch], counts: dict[str, in
             group.append(_event(r))
     yield from flush()
     if out:
-        yield _batch(out, OUT)
+        yield rows_batch(out, OUT)
 
 
 def stage(routes: Routes, v: Version, out: list[tuple]) -> None:
