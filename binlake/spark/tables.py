@@ -50,7 +50,19 @@ from binlake.tables import state as states
 from binlake.tables.baselines import Baseline, complete, lines, placed
 from binlake.tables.plan import Planner, RangePlan, Statement, Written, check_names, table_statement
 from binlake.tables.state import Point, SourceState, TableState, warehouse_store
-from binlake.tables.stream import OUT, SORT, STREAM, Routes, fold, held, held_keys, integer_key, route, snapshot_rows
+from binlake.tables.stream import (
+    OUT,
+    SORT,
+    STREAM,
+    Lineage,
+    Routes,
+    fold,
+    held,
+    held_keys,
+    integer_key,
+    route,
+    snapshot_rows,
+)
 
 # The Arrow schemas of the fold's stages as Spark's (mapInArrow takes Spark's types)
 _STREAM, _OUT, _PARTIAL = from_arrow_schema(STREAM), from_arrow_schema(OUT), from_arrow_schema(images.PARTIAL)
@@ -501,22 +513,14 @@ class TablesJob:
         parts = [routed]
         for table, (lid, whole) in sorted(plan.candidates.items()):
             ts = state.tables[table]
-            lineage = routes.lineages[lid]
-            where = None
-            if not whole and not lineage.single and lineage.key:
-                grps = [r["grp"] for r in routed.where(F.col("lineage") == lid).select("grp").distinct().collect()]
-                where = self._key_predicate(ts, grps, routes)
-            current = self.versions.current(ts, where)
-            if not whole and not lineage.single and lineage.key:
-                # Only the versions of the keys the range changes go on to the fold: the key ranges of
-                # `where` prune files, not rows, and random keys span nearly every file. Matched by
-                # the fold's own key text, so as the server matches keys (collations included), which
-                # held_keys makes from the key's columns alone; an integer key's versions are first
-                # cut to the changed keys' by value, in the JVM.
+            if not _by_key(whole, routes.lineages[lid]):
+                current = self.versions.current(ts)
+            else:
+                # Matched by the fold's own key text, so as the server matches keys (collations
+                # included), which held_keys makes from the key's columns alone.
                 changes_of = routed.where(F.col("lineage") == lid)
-                integers = integer_key(routes, lid, table)
-                if integers:
-                    current = _changed_integer_keys(current, changes_of, integers)
+                grps = [r["grp"] for r in changes_of.select("grp").distinct().collect()]
+                current = self._changed_current(ts, routes, lid, changed=changes_of, grps=grps)
                 changed = changes_of.select(F.col("grp").alias("_grp")).distinct()
                 keyed = StructType([*current.schema.fields, StructField("_grp", BinaryType())])
                 current = (current.mapInArrow(functools.partial(held_keys, routes, lid, table), keyed)
@@ -548,6 +552,16 @@ class TablesJob:
         routed.unpersist()
         return out
 
+    def _changed_current(self, ts: TableState, routes: Routes, lid: int, *, changed: DataFrame,
+                         grps: list[bytes]) -> DataFrame:
+        """The current versions of a table matched by key that may be those of the keys the range
+        changes (`grps`; `changed`: the same as a column `grp`), each fold's first cut: the key's
+        intervals prune files (not rows: random keys span nearly every file), then an integer key's
+        versions are cut to the changed keys' by value, in the JVM."""
+        current = self.versions.current(ts, self._key_predicate(ts, grps, routes))
+        integers = integer_key(routes, lid, ts.name)
+        return _changed_integer_keys(current, changed, integers) if integers else current
+
     def _foldable_here(self, state: SourceState, plan: RangePlan) -> bool:
         """Whether the driver can fold the range (its rows held, `_fold_here`): no baseline to load,
         and each table's current versions that go on to the fold bounded by the range, not by the
@@ -575,17 +589,13 @@ class TablesJob:
         parts = [routed]
         for table, (lid, whole) in sorted(plan.candidates.items()):
             ts = state.tables[table]
-            lineage = routes.lineages[lid]
-            if whole or lineage.single or not lineage.key:
+            if not _by_key(whole, routes.lineages[lid]):
                 versions = self.versions.current(ts).toArrow().to_batches()
             else:  # only the versions of the keys the range changes, as `_fold` keeps them
                 grps = pa.array(sorted(set(routed.filter(pc.equal(routed["lineage"], lid))["grp"].to_pylist())),
                                 pa.binary())
-                current = self.versions.current(ts, self._key_predicate(ts, grps.to_pylist(), routes))
-                integers = integer_key(routes, lid, table)
-                if integers:
-                    changed = self.spark.createDataFrame(pa.table({"grp": grps}))
-                    current = _changed_integer_keys(current, changed, integers)
+                changed = self.spark.createDataFrame(pa.table({"grp": grps}))
+                current = self._changed_current(ts, routes, lid, changed=changed, grps=grps.to_pylist())
                 versions = [b.filter(pc.is_in(b.column("_grp"), value_set=grps)).drop_columns(["_grp"])
                             for b in held_keys(routes, lid, table, current.toArrow().to_batches())]
             parts.append(pa.Table.from_batches(list(held(routes, lid, table, versions)), STREAM))
@@ -670,6 +680,12 @@ class TablesJob:
                  F.col("op").alias("_op"), F.col("from_seq").alias("_from_seq"), F.col("unknown").alias("_unknown"),
                  F.col("raw").alias("_raw"), F.col("existing").alias("_existing")]
         return staged.select(*cols)
+
+
+def _by_key(whole: bool, lineage: Lineage) -> bool:
+    """Whether only the current versions of the keys a range changes go on to the fold: not where a
+    statement changes every row, nor where the rows are one group (no key, or an update changes it)."""
+    return not whole and not lineage.single and bool(lineage.key)
 
 
 def _changed_integer_keys(current: DataFrame, changes: DataFrame, columns: list[str]) -> DataFrame:
