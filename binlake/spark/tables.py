@@ -64,6 +64,8 @@ from binlake.tables.stream import (
     snapshot_rows,
 )
 
+# The most bytes of Arrow createDataFrame makes a local relation of (plans carry its rows)
+LOCAL_RELATION = "spark.sql.execution.arrow.localRelationThreshold"
 # The Arrow schemas of the fold's stages as Spark's (mapInArrow takes Spark's types)
 _STREAM, _OUT, _PARTIAL = from_arrow_schema(STREAM), from_arrow_schema(OUT), from_arrow_schema(images.PARTIAL)
 
@@ -612,7 +614,11 @@ class TablesJob:
         out = pa.Table.from_batches(batches, OUT)
         log.info("folded in the driver: %d row changes, %d current versions, %d versions out", rows.num_rows,
                  stream.num_rows - routed.num_rows, out.num_rows)
-        return self.spark.createDataFrame(out, schema=_OUT)
+        # Handed over as partitions, not as a local relation: its rows would be planned into every
+        # query over them, the optimizer evaluating the MERGE source's JSON and casts in the driver
+        # at each of the MERGE's passes, and each task carrying them all.
+        with session_settings(self.spark, {LOCAL_RELATION: "0"}):
+            return self.spark.createDataFrame(out, schema=_OUT)
 
     def _key_predicate(self, ts, grps: list[bytes], routes: Routes) -> str | None:
         """A predicate on the first key column that keeps the current versions of the keys the range
