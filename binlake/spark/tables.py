@@ -522,7 +522,7 @@ class TablesJob:
                 # included), which held_keys makes from the key's columns alone.
                 changes_of = routed.where(F.col("lineage") == lid)
                 grps = [r["grp"] for r in changes_of.select("grp").distinct().collect()]
-                current = self._changed_current(ts, routes, lid, changed=changes_of, grps=grps)
+                current = self._changed_current(ts, routes, lid, grps, changed=changes_of)
                 changed = changes_of.select(F.col("grp").alias("_grp")).distinct()
                 keyed = StructType([*current.schema.fields, StructField("_grp", BinaryType())])
                 current = (current.mapInArrow(functools.partial(held_keys, routes, lid, table), keyed)
@@ -554,15 +554,19 @@ class TablesJob:
         routed.unpersist()
         return out
 
-    def _changed_current(self, ts: TableState, routes: Routes, lid: int, *, changed: DataFrame,
-                         grps: list[bytes]) -> DataFrame:
+    def _changed_current(self, ts: TableState, routes: Routes, lid: int, grps: list[bytes], *,
+                         changed: DataFrame | None = None) -> DataFrame:
         """The current versions of a table matched by key that may be those of the keys the range
-        changes (`grps`; `changed`: the same as a column `grp`), each fold's first cut: the key's
-        intervals prune files (not rows: random keys span nearly every file), then an integer key's
-        versions are cut to the changed keys' by value, in the JVM."""
+        changes (`grps`; `changed`: the same as a column `grp` where Spark has them already), each
+        fold's first cut: the key's intervals prune files (not rows: random keys span nearly every
+        file), then an integer key's versions are cut to the changed keys' by value, in the JVM."""
         current = self.versions.current(ts, self._key_predicate(ts, grps, routes))
         integers = integer_key(routes, lid, ts.name)
-        return _changed_integer_keys(current, changed, integers) if integers else current
+        if not integers:
+            return current
+        if changed is None:
+            changed = self.spark.createDataFrame(pa.table({"grp": pa.array(grps, pa.binary())}))
+        return _changed_integer_keys(current, changed, integers)
 
     def _foldable_here(self, state: SourceState, plan: RangePlan) -> bool:
         """Whether the driver can fold the range (its rows held, `_fold_here`): no baseline to load,
@@ -596,8 +600,7 @@ class TablesJob:
             else:  # only the versions of the keys the range changes, as `_fold` keeps them
                 grps = pa.array(sorted(set(routed.filter(pc.equal(routed["lineage"], lid))["grp"].to_pylist())),
                                 pa.binary())
-                changed = self.spark.createDataFrame(pa.table({"grp": grps}))
-                current = self._changed_current(ts, routes, lid, changed=changed, grps=grps.to_pylist())
+                current = self._changed_current(ts, routes, lid, grps.to_pylist())
                 versions = [b.filter(pc.is_in(b.column("_grp"), value_set=grps)).drop_columns(["_grp"])
                             for b in held_keys(routes, lid, table, current.toArrow().to_batches())]
             parts.append(pa.Table.from_batches(list(held(routes, lid, table, versions)), STREAM))
