@@ -356,8 +356,8 @@ def build_parser() -> argparse.ArgumentParser:
     from binlake.spark import add_warehouse_arguments
     from binlake.spark.settings import RETAIN_DAYS, TABLES
 
-    u = sub.add_parser("upkeep", help="compact the tables' small files (OPTIMIZE) and remove the files time "
-                                      "travel no longer needs (VACUUM)")
+    u = sub.add_parser("upkeep", help="compact the small files of the changelog's tables and the row versions' "
+                                      "(OPTIMIZE) and remove the files time travel no longer needs (VACUUM)")
     add_warehouse_arguments(u)
     u.add_argument("--retain-days", type=int, default=RETAIN_DAYS,
                    help=f"days of time travel to keep (default {RETAIN_DAYS})")

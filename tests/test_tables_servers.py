@@ -484,6 +484,76 @@ def test_pieces_and_a_backfill_equal_the_whole_range(applied, spark, tmp_path):
                 assert ts.rows == held.count(), (lake.name, ts.name)
 
 
+def test_upkeep_compacts_the_row_versions_and_asof_reads_them_after(applied, spark, tmp_path, capsys):
+    # `binlake upkeep` compacts the row versions' small files as it does the changelog's, and with
+    # no time travel kept (0 days) removes the files the compacted versions do not name. The
+    # applies here are three ranges, as hourly runs, each leaving its files in the tables it
+    # changes; one table then gets a commit its source's state does not name (an apply that did
+    # not finish) and is kept out. `binlake asof` reads the versions the state names: at each
+    # checkpoint, by GTID and by time, it still gives the server's SELECT then.
+    import argparse
+
+    from binlake.spark import run_upkeep
+    from binlake.spark.warehouse import warehouse_uri
+    from binlake.tables import state as states
+    from tests.support.lake import table
+
+    points = applied["points"]
+    lake = tmp_path / "lake"
+    shutil.copytree(applied["assembled"], lake)
+    cuts = [RANGE[0], points[1]["time"], points[3]["time"], RANGE[1]]
+    for a, b in zip(cuts, cuts[1:], strict=False):
+        assert _apply(spark, applied["store"], lake, a, b).status == "applied"
+    assert _versions(lake) == _versions(applied["warehouse"])  # the pieces' versions are the whole range's (above)
+    state = states.load(warehouse_uri(str(lake)), "src")
+    tables = {ts.name: ts for ts in state.tables.values() if ts.version is not None}
+    files = {name: len(table(lake, ts.path).file_uris()) for name, ts in tables.items()}
+    out = sorted(name for name, n in files.items() if n > 1)
+    assert len(out) >= 2, files  # tables the ranges left several files in: one kept out, one compacted
+    kept_out = out[0]
+    path = f"{lake}/{tables[kept_out].path}"
+    spark.read.format("delta").load(path).limit(1).write.format("delta").mode("append").save(path)
+    assert table(lake, tables[kept_out].path).history(1)[0]["operation"] == "WRITE"
+    whole = _versions(lake)  # the newest versions, that commit's row too
+
+    def data(ts) -> set[Path]:  # a table's data and deletion vector files (not its log, not Hadoop's .crc files)
+        return {p for p in (lake / ts.path).rglob("*") if p.is_file() and "_delta_log" not in p.parts
+                and not p.name.endswith(".crc")}
+
+    disk = {name: data(ts) for name, ts in tables.items()}
+
+    def upkeep() -> dict[str, dict]:
+        args = argparse.Namespace(warehouse=str(lake), retain_days=0, master=None, conf=None)
+        assert run_upkeep(args, spark) == 0
+        (line,) = [json.loads(x) for x in capsys.readouterr().out.splitlines() if x.startswith('{"record":"upkeep"')]
+        return {name.removeprefix("src/"): v for name, v in line["row_versions"].items()}
+
+    done = upkeep()
+    assert set(done) == set(tables) and "kept_out" in done[kept_out], done
+    after = states.load(warehouse_uri(str(lake)), "src").tables
+    for name, ts in tables.items():
+        now = table(lake, ts.path)
+        if name == kept_out:  # its files and the state's version as they were
+            assert len(now.file_uris()) == files[name] + 1 and after[name].version == ts.version, name
+            continue
+        # compacted into one file; the state names the compacted version, the table's newest but VACUUM's
+        assert done[name]["compacted"] == files[name] or files[name] == 1, (name, done[name])
+        assert len(now.file_uris()) == 1 and after[name].version == now.version() - 2, name
+        # what left the disk: the files no version of the table names now (the file system's listing)
+        assert done[name]["vacuumed"] == len(disk[name] - data(ts)), name
+    assert sum(d.get("vacuumed", 0) for d in done.values()) > 0
+    assert _versions(lake) == whole  # the same versions
+    for i, point in enumerate(points):
+        for at in (point["gtid"], point["time"]):
+            # the server's SELECT at that checkpoint
+            assert _asof_here(lake, at, "mysql") == {t: r for t, r in point["tables"].items() if r}, (i, at)
+    # the next day's upkeep: the commits of today's (OPTIMIZE, VACUUM) keep no table out, and
+    # there is nothing left to compact
+    again = upkeep()
+    assert {n for n, d in again.items() if "kept_out" in d} == {kept_out}, again
+    assert all(d["compacted"] == 0 for n, d in again.items() if n != kept_out), again
+
+
 def test_the_drivers_fold_and_sparks_give_the_same_versions(applied, spark, tmp_path, monkeypatch, caplog):
     # A range of at most DRIVER_ROWS row changes is folded in the driver, a bigger one in Spark's
     # tasks (binlake.spark.tables): the same stages either way. The whole workload, every rule of

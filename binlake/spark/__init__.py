@@ -259,8 +259,10 @@ def add_warehouse_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run_upkeep(args: argparse.Namespace, spark=None) -> int:
-    """OPTIMIZE and VACUUM every table, holding the warehouse's writer lease; one JSON line."""
+    """OPTIMIZE and VACUUM every table, the changelog's and the row versions', holding the
+    warehouse's writer lease; one JSON line."""
     from binlake.spark.job import session
+    from binlake.spark.versions import Versions
     from binlake.spark.warehouse import Warehouse
     from binlake.spark.writer import WriterLease
 
@@ -268,8 +270,9 @@ def run_upkeep(args: argparse.Namespace, spark=None) -> int:
     warehouse = Warehouse(spark, args.warehouse)
     with WriterLease(warehouse.url, f"upkeep-{_run_id()}", f"upkeep, {args.retain_days} days retained"):
         done = warehouse.upkeep(args.retain_days)
+        versions = Versions(spark, warehouse.url).upkeep(args.retain_days)
     print(json.dumps({"record": "upkeep", "warehouse": warehouse.url, "retain_days": args.retain_days,
-                      "tables": done}, separators=(",", ":")), flush=True)
+                      "tables": done, "row_versions": versions}, separators=(",", ":")), flush=True)
     return 0
 
 

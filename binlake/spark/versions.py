@@ -20,6 +20,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructField
 
 from binlake.spark.settings import session_settings
+from binlake.spark.warehouse import compact, upkeep_settings, vacuum
+from binlake.tables import state as states
 from binlake.tables.state import TableState
 
 log = logging.getLogger(__name__)
@@ -193,7 +195,50 @@ class Versions:
                    .execute())
         return int(metrics.collect()[0]["num_deleted_rows"])
 
+    def upkeep(self, retain_days: int) -> dict[str, dict[str, Any]]:
+        """Every source's row-version tables compacted and their files no version of the last
+        `retain_days` days names removed, as the changelog's tables are (binlake.spark.warehouse:
+        compact, vacuum); per table (`source/db/table`), the files compacted, written and removed.
+        A table is kept out where a commit after the version its source's state names changed its
+        data: an apply that did not finish made it, and the next apply's rules decide on it. The
+        state then names the compacted versions (the same rows), saved before VACUUM may remove the
+        files of the versions before them: `binlake asof` reads the versions the state names. The
+        caller holds the writer lease."""
+        out: dict[str, dict[str, Any]] = {}
+        with upkeep_settings(self.spark, retain_days):
+            for state in states.load_all(self.warehouse):
+                kept = []
+                for ts in state.tables.values():
+                    if ts.version is None or not self.exists(ts):
+                        continue
+                    name = f"{state.source}/{ts.name}"
+                    later = self._written_since(ts, ts.version)
+                    if later:
+                        out[name] = {"kept_out": f"written after the version its state names ({ts.version}): "
+                                                 f"{', '.join(later)}"}
+                        log.warning("%s: kept out of the upkeep: %s", self.path(ts), out[name]["kept_out"])
+                        continue
+                    out[name] = compact(self.spark, self.path(ts), retain_days)
+                    ts.version = self.version(ts)
+                    kept.append((name, ts))
+                if kept:
+                    states.save(self.warehouse, state)
+                for name, ts in kept:
+                    out[name]["vacuumed"] = vacuum(self.spark, self.path(ts), retain_days)
+        return out
 
+    def _written_since(self, ts: TableState, version: int) -> list[str]:
+        """The table's commits after `version` (the state's) that are not an upkeep's (its own, a
+        user's OPTIMIZE): `version operation`, oldest first."""
+        from delta.tables import DeltaTable
+
+        later = (DeltaTable.forPath(self.spark, self.path(ts)).history().where(F.col("version") > version)
+                 .select("version", "operation").orderBy("version").collect())
+        return [f"{r['version']} {r['operation']}" for r in later if r["operation"] not in UPKEEP_OPERATIONS]
+
+
+# The commits of an upkeep (binlake.spark.warehouse.compact, vacuum), which change no table's rows
+UPKEEP_OPERATIONS = {"SET TBLPROPERTIES", "OPTIMIZE", "VACUUM START", "VACUUM END"}
 # A table that holds at most this many versions (TableState.held) is small to the rules that weigh
 # its bytes, which then do not read them: `size` costs 0.5-0.8 s after each commit, a third of the
 # samples' version suites (23 tables). Small by both rules' measures: listing a MERGE's keys costs

@@ -23,6 +23,7 @@ import datetime as dt
 import json
 import logging
 import os
+from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -227,44 +228,13 @@ class Warehouse:
         time travel reaches that far back and no further (0: the current version only); per table,
         the files compacted, written and removed. The caller holds the writer lease
         (binlake.spark.writer): no run's files in progress can be taken for garbage."""
-        if retain_days < 0:
-            raise BinlakeError(f"--retain-days {retain_days}: a number of days, 0 or more")
         out = {}
-        # Delta refuses a retention under its tables' default (7 days) unless told it is meant.
-        # VACUUM lists the table's directories in as many tasks as Spark's partition discovery may
-        # use (10,000 by default): on a few cores that alone took 25-40 s a table of one directory;
-        # and it joins file names in Spark's 200 shuffle partitions, some 200 tasks a job for each
-        # of its two dozen jobs. VACUUM logs its START and END commits (what it removed: read
-        # back from the END's metrics), which Delta leaves off by default on some stores: the
-        # writer lease makes this the warehouse's one writer.
-        tasks = str(4 * self.spark.sparkContext.defaultParallelism)
-        settings = {"spark.databricks.delta.retentionDurationCheck.enabled": "false",
-                    "spark.sql.sources.parallelPartitionDiscovery.parallelism": tasks,
-                    "spark.sql.shuffle.partitions": tasks,
-                    "spark.databricks.delta.vacuum.logging.enabled": "true"}
-        with session_settings(self.spark, settings):
+        with upkeep_settings(self.spark, retain_days):
             for name in TABLES:
                 if self.exists(name):
-                    out[name] = self._upkeep(name, retain_days)
+                    out[name] = {**compact(self.spark, self.path(name), retain_days),
+                                 "vacuumed": vacuum(self.spark, self.path(name), retain_days)}
         return out
-
-    def _upkeep(self, name: str, retain_days: int) -> dict[str, int]:
-        path = self.path(name)
-        self.spark.sparkContext.setJobDescription(f"binlake: upkeep of {name}")
-        self.spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ("
-                       f"'delta.deletedFileRetentionDuration' = 'interval {retain_days} days', "
-                       f"'delta.logRetentionDuration' = 'interval {max(retain_days, 30)} days')")
-        metrics = self._delta(name).optimize().executeCompaction().select("metrics.*").collect()[0]
-        self.spark.sql(f"VACUUM delta.`{path}` RETAIN {retain_days * 24} HOURS")
-        (end,) = self.history(name, 1)
-        if end.operation != "VACUUM END":
-            raise BinlakeError(f"{path}: VACUUM logged no end (newest commit: {end.operation} {end.version})")
-        removed = int(end.metrics["numDeletedFiles"])
-        done = {"compacted": int(metrics["numFilesRemoved"]), "written": int(metrics["numFilesAdded"]),
-                "vacuumed": removed}
-        log.info("%s: %d files compacted into %d, %d removed (%d days retained)", name, done["compacted"],
-                 done["written"], removed, retain_days)
-        return done
 
     def upgrade(self) -> dict[str, int]:
         """A warehouse an earlier release wrote (plain Parquet, the same layout) made Delta in place:
@@ -303,3 +273,53 @@ class Warehouse:
         while listing.hasNext():
             found += listing.next().getPath().getName().endswith(".parquet")
         return found
+
+
+def upkeep_settings(spark: SparkSession, retain_days: int) -> AbstractContextManager[None]:
+    """The session settings of an upkeep (compact, vacuum), for `retain_days` of time travel.
+    Delta refuses a retention under its tables' default (7 days) unless told it is meant.
+    VACUUM lists the table's directories in as many tasks as Spark's partition discovery may
+    use (10,000 by default): on a few cores that alone took 25-40 s a table of one directory;
+    and it joins file names in Spark's 200 shuffle partitions, some 200 tasks a job for each
+    of its two dozen jobs. VACUUM logs its START and END commits (what it removed: read
+    back from the END's metrics), which Delta leaves off by default on some stores: the
+    writer lease makes this the warehouse's one writer."""
+    if retain_days < 0:
+        raise BinlakeError(f"--retain-days {retain_days}: a number of days, 0 or more")
+    tasks = str(4 * spark.sparkContext.defaultParallelism)
+    return session_settings(spark, {"spark.databricks.delta.retentionDurationCheck.enabled": "false",
+                                    "spark.sql.sources.parallelPartitionDiscovery.parallelism": tasks,
+                                    "spark.sql.shuffle.partitions": tasks,
+                                    "spark.databricks.delta.vacuum.logging.enabled": "true"})
+
+
+def compact(spark: SparkSession, path: str, retain_days: int) -> dict[str, int]:
+    """A Delta table's time travel set to `retain_days` (its log kept 30 days at least) and its
+    small files compacted (OPTIMIZE, a commit of the same rows); the files compacted and written.
+    Under upkeep_settings."""
+    from delta.tables import DeltaTable
+
+    spark.sparkContext.setJobDescription(f"binlake: upkeep of {path}")
+    spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ("
+              f"'delta.deletedFileRetentionDuration' = 'interval {retain_days} days', "
+              f"'delta.logRetentionDuration' = 'interval {max(retain_days, 30)} days')")
+    metrics = DeltaTable.forPath(spark, path).optimize().executeCompaction().select("metrics.*").collect()[0]
+    done = {"compacted": int(metrics["numFilesRemoved"]), "written": int(metrics["numFilesAdded"])}
+    log.info("%s: %d files compacted into %d", path, done["compacted"], done["written"])
+    return done
+
+
+def vacuum(spark: SparkSession, path: str, retain_days: int) -> int:
+    """The files of a Delta table that no version of the last `retain_days` days names, removed
+    (VACUUM); how many, as the `VACUUM END` commit it logs counts them (data files, not the .crc
+    files Hadoop deletes beside them). Under upkeep_settings."""
+    from delta.tables import DeltaTable
+
+    spark.sparkContext.setJobDescription(f"binlake: upkeep of {path}")
+    spark.sql(f"VACUUM delta.`{path}` RETAIN {retain_days * 24} HOURS")
+    end = DeltaTable.forPath(spark, path).history(1).select("version", "operation", "operationMetrics").collect()[0]
+    if end["operation"] != "VACUUM END":
+        raise BinlakeError(f"{path}: VACUUM logged no end (newest commit: {end['operation']} {end['version']})")
+    removed = int(end["operationMetrics"]["numDeletedFiles"])
+    log.info("%s: %d files removed (%d days retained)", path, removed, retain_days)
+    return removed

@@ -159,8 +159,17 @@ def load(warehouse: str, source: str) -> SourceState | None:
     """The source's state, or None when nothing was applied yet."""
     store = warehouse_store(warehouse)
     key = state_key(source)
-    if not store.exists(key):
-        return None
+    return _read(store, key) if store.exists(key) else None
+
+
+def load_all(warehouse: str) -> list[SourceState]:
+    """The state of every source with row versions in the warehouse, by source directory."""
+    store = warehouse_store(warehouse)
+    keys = (f"tables/{name}/{STATE}" for name in store.names("tables"))
+    return [_read(store, key) for key in keys if store.exists(key)]
+
+
+def _read(store, key: str) -> SourceState:
     try:
         return SourceState.from_json(json.loads(store.get(key)))
     except (ValueError, KeyError) as e:
