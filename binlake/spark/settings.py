@@ -40,6 +40,10 @@ LOGS = {"spark.log.level": "WARN", "spark.ui.showConsoleProgress": "false"}
 # file configures, a line per pool and run (binlake's, binlake.spark.pools, are named per thread and
 # want Spark's defaults), and that it shortened a plan's text (which only its debug output shows).
 QUIET_LOGGERS = ("org.apache.spark.scheduler.FairSchedulableBuilder", "org.apache.spark.util.SparkStringUtils")
+# Loggers off, whose errors are none: Delta logs at ERROR each filter of a scan it cannot pass to
+# Parquet under column mapping, among them its own deletion vectors' row filter, which Spark still
+# applies after the read; every read of a row versions' table with deletion vectors printed the line.
+MUTED_LOGGERS = ("org.apache.spark.sql.delta.DeltaParquetFileFormat",)
 # Jobs that threads of one session run at once share the cores (each thread names its pool:
 # binlake.spark.job writes the three tables so) instead of queueing behind the first one's tasks.
 SCHEDULER = {"spark.scheduler.mode": "FAIR"}
@@ -47,10 +51,13 @@ LOCAL_MEMORY = "3g"  # JVM heap of a local master unless spark.driver.memory say
 
 
 def quiet_spark_logs(spark: Any) -> None:
-    """QUIET_LOGGERS at ERROR in the session's JVM (Spark has no setting for one logger's level)."""
+    """QUIET_LOGGERS at ERROR and MUTED_LOGGERS off in the session's JVM (Spark has no setting for
+    one logger's level)."""
     jvm = spark._jvm  # noqa: SLF001 - log4j's Configurator has no Python API
-    for name in QUIET_LOGGERS:
-        jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(name, jvm.org.apache.logging.log4j.Level.ERROR)
+    log4j = jvm.org.apache.logging.log4j
+    for names, level in ((QUIET_LOGGERS, log4j.Level.ERROR), (MUTED_LOGGERS, log4j.Level.OFF)):
+        for name in names:
+            log4j.core.config.Configurator.setLevel(name, level)
 
 
 def quiet_gx_logs() -> None:
