@@ -532,13 +532,21 @@ def test_upkeep_compacts_the_row_versions_and_asof_reads_them_after(applied, spa
 
     disk = {name: data(ts) for name, ts in tables.items()}
 
+    def versions_of(line: dict) -> dict[str, dict]:
+        return {name.removeprefix("src/"): v for name, v in line["row_versions"].items()}
+
     def upkeep() -> dict[str, dict]:
         args = argparse.Namespace(warehouse=str(lake), retain_days=0, master=None, conf=None)
         assert run_upkeep(args, spark) == 0
         (line,) = [json.loads(x) for x in capsys.readouterr().out.splitlines() if x.startswith('{"record":"upkeep"')]
-        return {name.removeprefix("src/"): v for name, v in line["row_versions"].items()}
+        return versions_of(line)
 
-    done = upkeep()
+    # the command as a user runs it: its output is its one JSON record (Delta's console lines go to stderr)
+    proc = run_cli("upkeep", "--warehouse", str(lake), "--retain-days", "0", "--master", "local[2]")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (line,) = ndjson(proc.stdout)
+    assert line["record"] == "upkeep" and "Deleted " in proc.stderr
+    done = versions_of(line)
     assert set(done) == set(tables) and "kept_out" in done[kept_out], done
     after = states.load(warehouse_uri(str(lake)), "src").tables
     for name, ts in tables.items():

@@ -44,7 +44,18 @@ from binlake.malloc import keep_freed_memory
 from binlake.schema.ddl import SchemaState
 from binlake.spark import schema
 from binlake.spark.pools import in_pool
-from binlake.spark.settings import LOGS, SCHEDULER, SESSION, TABLES, delta, in_driver, is_local, local, quiet_spark_logs
+from binlake.spark.settings import (
+    LOGS,
+    SCHEDULER,
+    SESSION,
+    TABLES,
+    console_to_stderr,
+    delta,
+    in_driver,
+    is_local,
+    local,
+    quiet_spark_logs,
+)
 from binlake.spark.warehouse import Note, RunRange, Warehouse, warehouse_uri
 from binlake.spark.writer import WriterLease
 from binlake.splits.plan import DEFAULT_SPLIT_BYTES, Plan, Split, pieces_of, plan
@@ -498,6 +509,7 @@ def session(master: str | None = "local[*]", app: str = "binlake-assemble", conf
         raise BinlakeError(f"cannot start Spark (master {where}): {_java_reason(e)}") from None
     _check_delta(spark)
     quiet_spark_logs(spark)
+    console_to_stderr(spark)
     return spark
 
 

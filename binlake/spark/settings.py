@@ -60,6 +60,13 @@ def quiet_spark_logs(spark: Any) -> None:
             log4j.core.config.Configurator.setLevel(name, level)
 
 
+def console_to_stderr(spark: Any) -> None:
+    """The JVM's standard output sent where its logs go: binlake's own is its JSON records, and
+    Delta prints to the console (VACUUM's "Deleted N files and directories…")."""
+    system = spark._jvm.java.lang.System  # noqa: SLF001 - the JVM's streams have no Python API
+    system.setOut(system.err)
+
+
 def quiet_gx_logs() -> None:
     """Great Expectations at WARNING, set before it is imported: its import alone logs some 200
     INFO lines (one per documented API), and then a line per metric default. A level the logger
