@@ -66,6 +66,10 @@ from binlake.tables.stream import (
 
 # The most bytes of Arrow createDataFrame makes a local relation of (plans carry its rows)
 LOCAL_RELATION = "spark.sql.execution.arrow.localRelationThreshold"
+# The most rows of each Arrow batch, and so of each partition, createDataFrame makes of a table
+ARROW_BATCH = "spark.sql.execution.arrow.maxRecordsPerBatch"
+# Of a table's versions the fold wrote: opened, closed, existing (those it closes or completes)
+Counts = tuple[int, int, int]
 # The Arrow schemas of the fold's stages as Spark's (mapInArrow takes Spark's types)
 _STREAM, _OUT, _PARTIAL = from_arrow_schema(STREAM), from_arrow_schema(OUT), from_arrow_schema(images.PARTIAL)
 
@@ -349,10 +353,9 @@ class TablesJob:
         plan = planner.plan(statements, touched, keys, baselines, written=written)
         check_names(state.tables[t] for t in plan.touched if t in state.tables)
         self._prepare(state, plan)
-        out = self._fold_here(state, plan, here[0]) if here and self._foldable_here(state, plan) else None
-        if out is None:
-            out = self._fold(state, plan, changes)
-        self._write(state, plan, out, s)
+        folded = self._fold_here(state, plan, here[0]) if here and self._foldable_here(state, plan) else None
+        out, counts = folded if folded is not None else (self._fold(state, plan, changes), None)
+        self._write(state, plan, out, s, counts=counts)
         changes.unpersist()
         in_range.unpersist()
         return last["last"].asDict() if last["last"] is not None else None
@@ -580,11 +583,13 @@ class TablesJob:
                 return False
         return True
 
-    def _fold_here(self, state: SourceState, plan: RangePlan, rows: pa.Table) -> DataFrame | None:
+    def _fold_here(self, state: SourceState, plan: RangePlan, rows: pa.Table
+                   ) -> tuple[DataFrame, dict[str, Counts]] | None:
         """`_fold` in the driver, over the range's row changes it holds: the same stages
         (binlake.tables.stream) in the same order, the groups sorted by Arrow instead of a shuffle;
-        the versions out as a DataFrame for the MERGE. None where an update changes a big table's
-        key: its rows are then one group, with every current version (Spark's to fold)."""
+        the versions out as a DataFrame for the MERGE, and their counts per table. None where an
+        update changes a big table's key: its rows are then one group, with every current version
+        (Spark's to fold)."""
         routes = plan.routes
         routed = pa.Table.from_batches(list(route(routes, rows.to_batches())), STREAM)
         for lid in set(routed.filter(routed["key_changed"])["lineage"].to_pylist()):
@@ -619,9 +624,11 @@ class TablesJob:
                  stream.num_rows - routed.num_rows, out.num_rows)
         # Handed over as partitions, not as a local relation: its rows would be planned into every
         # query over them, the optimizer evaluating the MERGE source's JSON and casts in the driver
-        # at each of the MERGE's passes, and each task carrying them all.
-        with session_settings(self.spark, {LOCAL_RELATION: "0"}):
-            return self.spark.createDataFrame(out, schema=_OUT)
+        # at each of the MERGE's passes, and each task carrying them all. A partition a core (one
+        # an Arrow batch): the MERGE's passes each run a task a partition, and write a file each.
+        per = -(-out.num_rows // self.spark.sparkContext.defaultParallelism) or 1
+        with session_settings(self.spark, {LOCAL_RELATION: "0", ARROW_BATCH: str(per)}):
+            return self.spark.createDataFrame(out.combine_chunks(), schema=_OUT), _counts(out)
 
     def _key_predicate(self, ts, grps: list[bytes], routes: Routes) -> str | None:
         """A predicate on the first key column that keeps the current versions of the keys the range
@@ -647,13 +654,16 @@ class TablesJob:
             parts.append(f"({q(col.column)} = {a})" if lo == hi else f"({q(col.column)} BETWEEN {a} AND {b})")
         return " OR ".join(parts)
 
-    def _write(self, state: SourceState, plan: RangePlan, out: DataFrame, s: Summary) -> None:
+    def _write(self, state: SourceState, plan: RangePlan, out: DataFrame, s: Summary, *,
+               counts: dict[str, Counts] | None = None) -> None:
         """A commit per table the range changes (the versions it opens and closes), each named by
-        the run; the tables' versions and counts into the summary."""
-        counts = {r["table"]: (r["opened"], r["closed"], r["existing"]) for r in out.groupBy("table").agg(
-            F.sum(F.when(~F.col("existing"), 1).otherwise(0)).alias("opened"),
-            F.sum(F.when(F.col("to_order").isNotNull(), 1).otherwise(0)).alias("closed"),
-            F.sum(F.when(F.col("existing"), 1).otherwise(0)).alias("existing")).collect()}
+        the run; the tables' versions and counts into the summary. `counts`: those of `out`, where
+        the driver has them already."""
+        if counts is None:
+            counts = {r["table"]: (r["opened"], r["closed"], r["existing"]) for r in out.groupBy("table").agg(
+                F.sum(F.when(~F.col("existing"), 1).otherwise(0)).alias("opened"),
+                F.sum(F.when(F.col("to_order").isNotNull(), 1).otherwise(0)).alias("closed"),
+                F.sum(F.when(F.col("existing"), 1).otherwise(0)).alias("existing")).collect()}
 
         def written(name: str) -> int | None:
             ts = state.tables[name]
@@ -689,6 +699,16 @@ class TablesJob:
                  F.col("op").alias("_op"), F.col("from_seq").alias("_from_seq"), F.col("unknown").alias("_unknown"),
                  F.col("raw").alias("_raw"), F.col("existing").alias("_existing")]
         return staged.select(*cols)
+
+
+def _counts(out: pa.Table) -> dict[str, Counts]:
+    """`_write`'s counts of the fold's versions, per table, from the driver's Arrow table."""
+    existing = pc.fill_null(out["existing"], False)
+    opened = pc.fill_null(pc.invert(out["existing"]), False)
+    flags = pa.table({"table": out["table"], "opened": opened.cast(pa.int64()),
+                      "closed": pc.is_valid(out["to_order"]).cast(pa.int64()), "existing": existing.cast(pa.int64())})
+    summed = flags.group_by("table").aggregate([(c, "sum") for c in ("opened", "closed", "existing")])
+    return {r["table"]: (r["opened_sum"], r["closed_sum"], r["existing_sum"]) for r in summed.to_pylist()}
 
 
 def _by_key(whole: bool, lineage: Lineage) -> bool:
