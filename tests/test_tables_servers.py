@@ -236,6 +236,14 @@ def _apply(spark, store: str, warehouse: Path, start: str, end: str):
     return summary
 
 
+def _pieces(applied: dict, spark, lake: Path, cuts: list[str]) -> None:
+    """The module's assembled lake copied to `lake`, then the ranges between `cuts` applied to it in
+    turn, as hourly runs."""
+    shutil.copytree(applied["assembled"], lake)
+    for a, b in zip(cuts, cuts[1:], strict=False):
+        assert _apply(spark, applied["store"], lake, a, b).status == "applied"
+
+
 def _asof(warehouse: Path, at: str, table: str, flavor: str = "mysql") -> Counter:
     got = _asof_tables(warehouse, at, flavor, "--table", f"shop.{table}")
     assert set(got) <= {table}, got
@@ -438,10 +446,8 @@ def test_the_command_without_a_source_applies_every_source_of_the_archive(applie
     # versions, the whole range's; the log, a user's: no error of Spark's or Delta's
     points = applied["points"]
     lake = tmp_path / "lake"
-    shutil.copytree(applied["assembled"], lake)
     cuts = [RANGE[0], points[1]["time"], points[3]["time"]]
-    for a, b in zip(cuts, cuts[1:], strict=False):
-        assert _apply(spark, applied["store"], lake, a, b).status == "applied"
+    _pieces(applied, spark, lake, cuts)
     proc = run_cli("tables", "--store", applied["store"], "--warehouse", str(lake), "--start", cuts[-1],
                    "--end", RANGE[1], "--master", "local[2]")
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -510,10 +516,7 @@ def test_upkeep_compacts_the_row_versions_and_asof_reads_them_after(applied, spa
 
     points = applied["points"]
     lake = tmp_path / "lake"
-    shutil.copytree(applied["assembled"], lake)
-    cuts = [RANGE[0], points[1]["time"], points[3]["time"], RANGE[1]]
-    for a, b in zip(cuts, cuts[1:], strict=False):
-        assert _apply(spark, applied["store"], lake, a, b).status == "applied"
+    _pieces(applied, spark, lake, [RANGE[0], points[1]["time"], points[3]["time"], RANGE[1]])
     assert _versions(lake) == _versions(applied["warehouse"])  # the pieces' versions are the whole range's (above)
     state = states.load(warehouse_uri(str(lake)), "src")
     tables = {ts.name: ts for ts in state.tables.values() if ts.version is not None}

@@ -624,9 +624,10 @@ class TablesJob:
                  stream.num_rows - routed.num_rows, out.num_rows)
         # Handed over as partitions, not as a local relation: its rows would be planned into every
         # query over them, the optimizer evaluating the MERGE source's JSON and casts in the driver
-        # at each of the MERGE's passes, and each task carrying them all. A partition a core (one
-        # an Arrow batch): the MERGE's passes each run a task a partition, and write a file each.
-        per = -(-out.num_rows // self.spark.sparkContext.defaultParallelism) or 1
+        # at each of the MERGE's passes, and each task carrying them all. A partition a core up to
+        # PARTITIONS, as `_fold`'s (not one an Arrow batch): the MERGE's passes run a task a
+        # partition, and write a file each.
+        per = -(-out.num_rows // min(PARTITIONS, self.spark.sparkContext.defaultParallelism)) or 1
         with session_settings(self.spark, {LOCAL_RELATION: "0", ARROW_BATCH: str(per)}):
             return self.spark.createDataFrame(out.combine_chunks(), schema=_OUT), _counts(out)
 
