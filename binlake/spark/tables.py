@@ -21,6 +21,7 @@ import json
 import logging
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,7 +36,7 @@ from pyspark.sql.types import BinaryType, StructField, StructType
 from binlake.archive.stores import open_store
 from binlake.errors import BinlakeError
 from binlake.spark import verdicts
-from binlake.spark.pools import TABLE_THREADS, each
+from binlake.spark.pools import TABLE_THREADS, each, in_pool
 from binlake.spark.settings import SESSION, interpreted_settings, quality_dir, session_settings, short_apply_settings
 from binlake.spark.validate import Report
 from binlake.spark.version_suites import Applied, VersionChecks
@@ -151,11 +152,14 @@ class TablesJob:
     def apply(self, source: str) -> Summary:
         began = time.monotonic()
         s = Summary(source, self.start, self.end)
-        state = states.load(self.warehouse, source) or SourceState(source)
-        txns = self._transactions(source)
+        # the transactions table's history (a read of its whole log) beside the reads of the source's own
+        with ThreadPoolExecutor(1, thread_name_prefix="binlake-history") as pool:
+            commits = pool.submit(in_pool, self.spark.sparkContext, "history", self._commits)
+            state = states.load(self.warehouse, source) or SourceState(source)
+            txns = self._transactions(source)
+            baselines = self._baselines(source, txns)
+            version_now = commits.result()[0].version
         assembled = self._assembled()
-        version_now = self._commits()[0].version
-        baselines = self._baselines(source, txns)
         decided = decide(state, self.start, self.end, self._rebuild_from(state, assembled, baselines))
         if isinstance(decided, str):
             return self._refused(s, began, decided)
@@ -313,35 +317,39 @@ class TablesJob:
                      baselines: list[Baseline]) -> dict[str, Any] | None:
         """The range applied; its last transaction (order, txn_id), if it has one."""
         start, end = span
-        # read four times (the changes, the XA commits, the first order, the tables written by statement)
-        in_range = txns.where(RunRange(start, end).condition()).cache()
-        changes = self._changes(state.source, txns, in_range, span)
-        here: list[pa.Table] = []  # the range's row changes, where the driver holds them (DRIVER_ROWS)
+        sc = self.spark.sparkContext
+        # The range's files read for their statements, and the schema history, while Spark plans the
+        # range's transactions and row changes; then the small queries over those at once: each is
+        # mostly the driver's.
+        with ThreadPoolExecutor(2, thread_name_prefix="binlake-files") as pool:
+            found = pool.submit(in_pool, sc, "statements", self._statements, state.source, txns, start, end)
+            schemas = pool.submit(in_pool, sc, "schemas", self._history, state.source, start, end)
+            # read four times (the changes, the XA commits, the first order, the tables written by statement)
+            in_range = txns.where(RunRange(start, end).condition()).cache()
+            changes = self._changes(state.source, txns, in_range, span)
+            here: list[pa.Table] = []  # the range's row changes, where the driver holds them (DRIVER_ROWS)
 
-        def images_of() -> tuple[dict, dict, int]:
-            rows = changes.limit(DRIVER_ROWS + 1).toArrow()
-            if rows.num_rows <= DRIVER_ROWS:
-                here.append(rows)
-                return images.merged(p for b in images.partial(rows.to_batches()) for p in b.to_pylist())
-            changes.cache()
-            return self._images(changes)
+            def images_of() -> tuple[dict, dict, int]:
+                rows = changes.limit(DRIVER_ROWS + 1).toArrow()
+                if rows.num_rows <= DRIVER_ROWS:
+                    here.append(rows)
+                    return images.merged(p for b in images.partial(rows.to_batches()) for p in b.to_pylist())
+                changes.cache()
+                return self._images(changes)
 
-        def statements_written() -> tuple[list[Statement], list[Written]]:
-            statements, by_statement = self._statements(state.source, txns, start, end)
-            kept = [st for st in statements if start <= st.time]
-            written = self._written(state.source, in_range, span, statements=kept, baselines=baselines,
-                                    by_statement=by_statement)
-            return statements, written
+            def written_of() -> list[Written]:
+                statements, by_statement = found.result()
+                kept = [st for st in statements if start <= st.time]
+                return self._written(state.source, in_range, span, statements=kept, baselines=baselines,
+                                     by_statement=by_statement)
 
-        def ends() -> Any:
-            return in_range.agg(F.min(F.when(F.col("outcome") == "committed", F.col("order"))).alias("o"),
-                                F.max_by(F.struct("order", "txn_id"), F.col("order")).alias("last")).collect()[0]
+            def ends() -> Any:
+                return in_range.agg(F.min(F.when(F.col("outcome") == "committed", F.col("order"))).alias("o"),
+                                    F.max_by(F.struct("order", "txn_id"), F.col("order")).alias("last")).collect()[0]
 
-        # independent small queries (and the schema history's reads) at once: each is mostly the driver's
-        queries = [images_of, statements_written,
-                   lambda: self._history(state.source, start, end), ends]
-        seen, (statements, written), history, last = each(self.spark.sparkContext, queries, lambda f: f(),
-                                                            threads=len(queries), name="prep")
+            queries = [images_of, written_of, ends]
+            seen, written, last = each(sc, queries, lambda f: f(), threads=len(queries), name="prep")
+            statements, history = found.result()[0], schemas.result()
         touched, keys, s.row_changes = seen
         if history is not None:  # moved to the start of the range's first file: on to the range's start
             for st in statements:
