@@ -21,6 +21,7 @@ import json
 import logging
 import time
 import uuid
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -71,6 +72,8 @@ LOCAL_RELATION = "spark.sql.execution.arrow.localRelationThreshold"
 ARROW_BATCH = "spark.sql.execution.arrow.maxRecordsPerBatch"
 # Of a table's versions the fold wrote: opened, closed, existing (those it closes or completes)
 Counts = tuple[int, int, int]
+COUNTED = pa.schema([("table", pa.string()), ("opened", pa.int64()), ("closed", pa.int64()),
+                     ("existing", pa.int64())])
 # The Arrow schemas of the fold's stages as Spark's (mapInArrow takes Spark's types)
 _STREAM, _OUT, _PARTIAL = from_arrow_schema(STREAM), from_arrow_schema(OUT), from_arrow_schema(images.PARTIAL)
 
@@ -668,11 +671,10 @@ class TablesJob:
         """A commit per table the range changes (the versions it opens and closes), each named by
         the run; the tables' versions and counts into the summary. `counts`: those of `out`, where
         the driver has them already."""
-        if counts is None:
-            counts = {r["table"]: (r["opened"], r["closed"], r["existing"]) for r in out.groupBy("table").agg(
-                F.sum(F.when(~F.col("existing"), 1).otherwise(0)).alias("opened"),
-                F.sum(F.when(F.col("to_order").isNotNull(), 1).otherwise(0)).alias("closed"),
-                F.sum(F.when(F.col("existing"), 1).otherwise(0)).alias("existing")).collect()}
+        if counts is None:  # `_counts` of each of Spark's batches, summed
+            summed = (out.select("table", "existing", "to_order").mapInArrow(_batch_counts, from_arrow_schema(COUNTED))
+                      .groupBy("table").agg(*[F.sum(c).alias(c) for c in COUNTED.names[1:]]).collect())
+            counts = {r["table"]: (r["opened"], r["closed"], r["existing"]) for r in summed}
 
         def written(name: str) -> int | None:
             ts = state.tables[name]
@@ -711,13 +713,22 @@ class TablesJob:
 
 
 def _counts(out: pa.Table) -> dict[str, Counts]:
-    """`_write`'s counts of the fold's versions, per table, from the driver's Arrow table."""
+    """The fold's versions counted per table (for `_write`): those it opens, those it closes, and
+    those that were there before the range."""
     existing = pc.fill_null(out["existing"], False)
     opened = pc.fill_null(pc.invert(out["existing"]), False)
     flags = pa.table({"table": out["table"], "opened": opened.cast(pa.int64()),
                       "closed": pc.is_valid(out["to_order"]).cast(pa.int64()), "existing": existing.cast(pa.int64())})
     summed = flags.group_by("table").aggregate([(c, "sum") for c in ("opened", "closed", "existing")])
     return {r["table"]: (r["opened_sum"], r["closed_sum"], r["existing_sum"]) for r in summed.to_pylist()}
+
+
+def _batch_counts(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """`_counts` of each batch, as rows of COUNTED (for Spark to sum)."""
+    for b in batches:
+        counted = _counts(pa.Table.from_batches([b]))
+        yield pa.RecordBatch.from_pylist([dict(zip(COUNTED.names, (t, *c), strict=True)) for t, c in counted.items()],
+                                         schema=COUNTED)
 
 
 def _by_key(whole: bool, lineage: Lineage) -> bool:
