@@ -5,7 +5,7 @@ it is applied; the range is applied forward, found unchanged, rebuilt from an ea
 (`decide`), or refused; a range is applied only where a validation passed (binlake.spark.verdicts).
 Then the range's transactions in commit order: their row changes (an XA transaction's at its XA
 COMMIT), the DDL statements and TRUNCATEs of its files (read from the archive, with their default
-database), the baselines that start in it; the range planned (binlake.tables.plan); each changed
+database), the baselines that start in it (binlake.spark.range_reads); the range planned (binlake.tables.plan); each changed
 table's current versions read (only those of the keys the range changes, where no statement
 changes every row); the rows folded by group (binlake.tables.stream): by the driver where the range
 is short and what it reads of the tables is bounded by it (`DRIVER_ROWS`), else in Spark's tasks
@@ -29,7 +29,7 @@ from typing import Any
 import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import BinaryType, StructField, StructType
@@ -38,6 +38,7 @@ from binlake.archive.stores import open_store
 from binlake.errors import BinlakeError
 from binlake.spark import verdicts
 from binlake.spark.pools import TABLE_THREADS, each, in_pool
+from binlake.spark.range_reads import RangeReads
 from binlake.spark.settings import SESSION, interpreted_settings, quality_dir, session_settings, short_apply_settings
 from binlake.spark.validate import Report
 from binlake.spark.version_suites import Applied, VersionChecks
@@ -46,11 +47,10 @@ from binlake.spark.warehouse import Commit, RunRange, Warehouse, iso, warehouse_
 from binlake.spark.writer import WriterLease
 from binlake.splits.plan import sources as archived_sources
 from binlake.splits.times import compact_ts, parse_time
-from binlake.tables import images
 from binlake.tables import order as orders
 from binlake.tables import state as states
 from binlake.tables.baselines import Baseline, complete, lines, placed
-from binlake.tables.plan import Planner, RangePlan, Statement, Written, check_names, table_statement
+from binlake.tables.plan import Planner, RangePlan, check_names
 from binlake.tables.state import Point, SourceState, TableState, warehouse_store
 from binlake.tables.stream import (
     OUT,
@@ -75,7 +75,7 @@ Counts = tuple[int, int, int]
 COUNTED = pa.schema([("table", pa.string()), ("opened", pa.int64()), ("closed", pa.int64()),
                      ("existing", pa.int64())])
 # The Arrow schemas of the fold's stages as Spark's (mapInArrow takes Spark's types)
-_STREAM, _OUT, _PARTIAL = from_arrow_schema(STREAM), from_arrow_schema(OUT), from_arrow_schema(images.PARTIAL)
+_STREAM, _OUT = from_arrow_schema(STREAM), from_arrow_schema(OUT)
 
 log = logging.getLogger(__name__)
 # The fold's partitions at most (a range's work, not the table's), one a core below that: more tasks
@@ -320,193 +320,20 @@ class TablesJob:
                      baselines: list[Baseline]) -> dict[str, Any] | None:
         """The range applied; its last transaction (order, txn_id), if it has one."""
         start, end = span
-        sc = self.spark.sparkContext
-        # The range's files read for their statements, and the schema history, while Spark plans the
-        # range's transactions and row changes; then the small queries over those at once: each is
-        # mostly the driver's.
-        with ThreadPoolExecutor(2, thread_name_prefix="binlake-files") as pool:
-            found = pool.submit(in_pool, sc, "statements", self._statements, state.source, txns, start, end)
-            schemas = pool.submit(in_pool, sc, "schemas", self._history, state.source, start, end)
-            # read four times (the changes, the XA commits, the first order, the tables written by statement)
-            in_range = txns.where(RunRange(start, end).condition()).cache()
-            changes = self._changes(state.source, txns, in_range, span)
-            here: list[pa.Table] = []  # the range's row changes, where the driver holds them (DRIVER_ROWS)
-
-            def images_of() -> tuple[dict, dict, int]:
-                rows = changes.limit(DRIVER_ROWS + 1).toArrow()
-                if rows.num_rows <= DRIVER_ROWS:
-                    here.append(rows)
-                    return images.merged(p for b in images.partial(rows.to_batches()) for p in b.to_pylist())
-                changes.cache()
-                return self._images(changes)
-
-            def written_of() -> list[Written]:
-                statements, by_statement = found.result()
-                kept = [st for st in statements if start <= st.time]
-                return self._written(state.source, in_range, span, statements=kept, baselines=baselines,
-                                     by_statement=by_statement)
-
-            def ends() -> Any:
-                return in_range.agg(F.min(F.when(F.col("outcome") == "committed", F.col("order"))).alias("o"),
-                                    F.max_by(F.struct("order", "txn_id"), F.col("order")).alias("last")).collect()[0]
-
-            queries = [images_of, written_of, ends]
-            seen, written, last = each(sc, queries, lambda f: f(), threads=len(queries), name="prep")
-            statements, history = found.result()[0], schemas.result()
-        touched, keys, s.row_changes = seen
-        if history is not None:  # moved to the start of the range's first file: on to the range's start
-            for st in statements:
-                if st.time < start:
-                    history.apply(st.db, st.sql, st.collation)
-        statements = [st for st in statements if start <= st.time]
-        first = min([o for o in [last["o"]] + [b.start for b in baselines] if o] or [orders.order("x.000001", 0)])
-        planner = Planner(state, Point(first, start), history)
-        plan = planner.plan(statements, touched, keys, baselines, written=written)
+        reads = RangeReads(self.spark, self.wh, self.store, source=state.source, txns=txns, span=span)
+        r = reads.read(baselines, driver_rows=DRIVER_ROWS)
+        s.row_changes = r.row_changes
+        first = min([o for o in [r.first] + [b.start for b in baselines] if o] or [orders.order("x.000001", 0)])
+        planner = Planner(state, Point(first, start), r.history)
+        plan = planner.plan(r.statements, r.touched, r.keys, baselines, written=r.written)
         check_names(state.tables[t] for t in plan.touched if t in state.tables)
         self._prepare(state, plan)
-        folded = self._fold_here(state, plan, here[0]) if here and self._foldable_here(state, plan) else None
-        out, counts = folded if folded is not None else (self._fold(state, plan, changes), None)
+        folded = self._fold_here(state, plan, r.here) if r.here is not None and self._foldable_here(state, plan) \
+            else None
+        out, counts = folded if folded is not None else (self._fold(state, plan, r.changes), None)
         self._write(state, plan, out, s, counts=counts)
-        changes.unpersist()
-        in_range.unpersist()
-        return last["last"].asDict() if last["last"] is not None else None
-
-    def _changes(self, source: str, txns: DataFrame, in_range: DataFrame, span: tuple[str, str]) -> DataFrame:
-        """The range's row changes to apply, with their transaction's place: committed dml, and the
-        rows of each XA transaction committed in the range (its prepare's, at its XA COMMIT)."""
-        start, end = span
-        rc = self.wh.read("row_changes").where(F.col("source") == source)
-        dml = (in_range.where((F.col("kind") == "dml") & (F.col("outcome") == "committed"))
-               .select("txn_id", "binlog_file", "order", iso("commit_ts").alias("at")))
-        rows = (rc.where(RunRange(start, end).condition())
-                .join(dml, ["txn_id", "binlog_file"])
-                .select("schema", "table", "op", "before", "after", "seq", "order", F.col("txn_id").alias("txn"),
-                        "at"))
-        commits = (in_range.where((F.col("kind") == "xa_commit") & (F.col("outcome") == "committed"))
-                   .select("xa_xid", "order", "txn_id", iso("commit_ts").alias("at")).collect())
-        if not commits:
-            return rows
-        prepares = (txns.where((F.col("kind") == "xa_prepare") & F.col("xa_xid").isin([c["xa_xid"] for c in commits]))
-                    .select("xa_xid", "order", "txn_id", "binlog_file", iso("commit_ts").alias("at")).collect())
-        chosen = []
-        for c in commits:
-            p = orders.prepare_of(c["order"], [(p["order"], p) for p in prepares if p["xa_xid"] == c["xa_xid"]])
-            if p is not None:
-                chosen.append((p["txn_id"], p["binlog_file"], p["at"], c["order"], c["txn_id"], c["at"]))
-        if not chosen:
-            return rows
-        xa = self.spark.createDataFrame(chosen, "p_txn string, p_file string, p_at string, order string, "
-                                                "txn string, at string")
-        # read where the prepares logged them
-        xa_rows = (rc.where(" OR ".join(f"({RunRange.instant(r[2]).condition()})" for r in chosen))
-                   .join(F.broadcast(xa), (rc["txn_id"] == xa["p_txn"]) & (rc["binlog_file"] == xa["p_file"]))
-                   .select("schema", "table", "op", "before", "after", "seq", "order", "txn", "at"))
-        return rows.unionByName(xa_rows)
-
-    def _written(self, source: str, in_range: DataFrame, span: tuple[str, str], *, statements: list[Statement],
-                 baselines: list[Baseline], by_statement: list[tuple[str, int, str]]) -> list[Written]:
-        """The tables the range's transactions wrote by statement: named in a transaction's `tables`
-        with no row change of their own there, or named by a DML statement of the transaction
-        (`by_statement`: its file, position and table; MIXED logs one transaction's statements
-        either way, so a table can have both), applied or not (a rolled-back one's too: a
-        non-transactional table keeps what a statement wrote). Of each table, the first after each
-        table statement or baseline point: what may make it complete again
-        (binlake.tables.plan.Planner._written)."""
-        own = (self.wh.read("row_changes").where(RunRange(*span, (source,)).condition())
-               .select("txn_id", "binlog_file", F.concat_ws(".", "schema", "table").alias("name")).distinct())
-        marks = sorted({st.order for st in statements} | {bt.complete for b in baselines for bt in b.tables.values()})
-        before = F.size(F.filter(F.array(*[F.lit(m) for m in marks]), lambda m: m < F.col("order"))) if marks \
-            else F.lit(0)
-        txns = in_range.where(F.col("outcome") != "incomplete")
-        cols: list[Column | str] = ["txn_id", "binlog_file", "order", iso("commit_ts").alias("at")]
-        rows = (txns.where(F.size("tables") > 0).select(*cols, F.explode("tables").alias("name"))
-                .join(own, ["txn_id", "binlog_file", "name"], "left_anti"))
-        if by_statement:
-            rows = rows.unionByName(self._placed(txns, by_statement).select(*cols, "name"))
-        firsts = (rows.groupBy("name", before.alias("after"))
-                  .agg(F.min_by(F.struct("order", "at"), F.col("order")).alias("first"))
-                  .select("name", "first.order", "first.at").collect())
-        return [Written(r["order"], r["at"], r["name"]) for r in firsts]
-
-    def _placed(self, txns: DataFrame, statements: list[tuple[str, int, str]]) -> DataFrame:
-        """Each statement (its file, position, a name) with the transaction of `txns` holding it: the
-        last to start at or before it in its file, if it ends after it. A window over the file's
-        positions, not a range join: a source logging STATEMENT has as many statements as
-        transactions."""
-        named = self.spark.createDataFrame(statements, "binlog_file string, pos long, name string")
-        spans: dict[str, tuple[int, int]] = {}
-        for file, pos, _ in statements:
-            lo, hi = spans.get(file, (pos, pos))
-            spans[file] = (min(lo, pos), max(hi, pos))
-        # only the transactions that may hold one: a DDL statement's file is read for one transaction
-        near = functools.reduce(lambda a, b: a | b, [
-            (F.col("binlog_file") == file) & (F.col("start_pos") <= hi) & (F.col("end_pos") > lo)
-            for file, (lo, hi) in sorted(spans.items())])
-        starts = (txns.where(near)
-                  .select("binlog_file", F.col("start_pos").alias("pos"), F.lit(None).cast("string").alias("name")))
-        # a transaction sorts before a statement at its own start (a lone Query event, no BEGIN)
-        upto = (Window.partitionBy("binlog_file").orderBy("pos", F.col("name").isNotNull())
-                .rowsBetween(Window.unboundedPreceding, Window.currentRow))
-        start = F.last(F.when(F.col("name").isNull(), F.col("pos")), ignorenulls=True).over(upto)
-        at = starts.unionByName(named).withColumn("start_pos", start).where(F.col("name").isNotNull())
-        return txns.join(at, ["binlog_file", "start_pos"]).where(F.col("pos") < F.col("end_pos"))
-
-    def _images(self, changes: DataFrame) -> tuple[dict[tuple[str, str], list[str]],
-                                                   dict[tuple[str, str], list[str]], int]:
-        """What the range's row images say of each table (binlake.tables.images), in Spark's tasks."""
-        partials = (changes.select("schema", "table", "op", "before", "after")
-                    .mapInArrow(images.partial, _PARTIAL).collect())
-        return images.merged(r.asDict(recursive=True) for r in partials)
-
-    def _statements(self, source: str, txns: DataFrame, start: str, end: str
-                    ) -> tuple[list[Statement], list[tuple[str, int, str]]]:
-        """The table statements (DDL, TRUNCATE) of the range's files up to its end, each at its
-        transaction, in order (those before its start too: its first file may begin earlier); and
-        the tables each DML statement there names as written (its file, position, "db.table"),
-        read in the same pass over the files."""
-        from binlake.assemble.statement_dml import DML_RE, written_tables
-        from binlake.splits.plan import plan
-        from binlake.splits.schemas import archived_ddl
-
-        def wanted(sql: str) -> bool:
-            return bool(DML_RE.match(sql)) or table_statement(sql)
-
-        planned = plan(self.store, [source], start, end)
-        found, dml = [], []
-        for f in planned.files:
-            for pos, db, sql, collation in archived_ddl(self.store, source, f.file, wanted=wanted) or []:
-                names = written_tables(db, sql, grouped=False)  # the assembler's rule: [] for a table statement
-                if names:
-                    dml += [(f.file, pos, name) for name in names]
-                else:
-                    found.append((f.file, pos, db, sql, collation))
-        if not found:
-            return [], dml
-        committed = txns.where(F.col("outcome") == "committed")
-        located = {int(r["name"]): r for r in
-                   self._placed(committed, [(file, pos, str(i)) for i, (file, pos, *_) in enumerate(found)])
-                   .select("name", "order", "txn_id", iso("commit_ts").alias("at")).collect()}
-        out = []
-        for i, (_, _, db, sql, collation) in enumerate(found):
-            r = located.get(i)
-            if r is not None and r["at"] < end:
-                out.append(Statement(r["order"], r["at"], r["txn_id"], db, sql, collation))
-        return sorted(out, key=lambda st: st.order), dml
-
-    def _history(self, source: str, start: str, end: str):
-        """The schema state at the range's start, from the source's schema history (as the assemble
-        job names the row changes); None for a source without one."""
-        from binlake.schema.replay import moved
-        from binlake.splits.plan import plan
-        from binlake.splits.schemas import archived_ddl, histories
-
-        planned = plan(self.store, [source], start, end)
-        snapshots = histories(planned)
-        if source not in snapshots or not planned.files:
-            return None
-        first = planned.files[0].file
-        state = moved(snapshots[source], first, lambda name: archived_ddl(self.store, source, name))
-        return state
+        r.release()
+        return r.last
 
     # -- the Delta tables ---------------------------------------------------------------
 

@@ -1,0 +1,240 @@
+"""What one source's range holds, read for `binlake tables` (binlake.spark.tables) before it is
+planned: its row changes to apply (an XA transaction's at its XA COMMIT) and what their row images
+say of each table; the table statements (DDL, TRUNCATE) of its files, each at its transaction; the
+tables its transactions wrote by statement; the schema state at its start; its first committed
+transaction and its last.
+
+Reads that do not wait for each other run side by side, each thread's Spark jobs in a scheduler
+pool of its own (binlake.spark.pools): much of each is the driver's (Delta's log, planning, the
+archive's files), which one at a time leaves the cores idle for.
+"""
+
+from __future__ import annotations
+
+import functools
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
+
+from binlake.schema.ddl import SchemaState
+from binlake.spark.pools import each, in_pool
+from binlake.spark.warehouse import RunRange, Warehouse, iso
+from binlake.tables import images
+from binlake.tables import order as orders
+from binlake.tables.baselines import Baseline
+from binlake.tables.plan import Statement, Written, table_statement
+
+_PARTIAL = from_arrow_schema(images.PARTIAL)
+
+
+@dataclass
+class RangeRead:
+    """What `RangeReads.read` found; `release` when the range is applied."""
+
+    in_range: DataFrame  # the range's transactions, cached
+    changes: DataFrame  # the row changes to apply, with their transaction's place
+    here: pa.Table | None  # the same rows, where the driver holds them (at most `driver_rows`)
+    touched: dict[tuple[str, str], list[str]]  # what the row images say of each table (binlake.tables.images)
+    keys: dict[tuple[str, str], list[str]]
+    row_changes: int
+    statements: list[Statement]  # the range's table statements, in order
+    written: list[Written]  # the tables written by statement: the first after each statement or baseline point
+    history: SchemaState | None  # the schema at the range's start; None for a source without a history
+    first: str | None  # the order of the range's first committed transaction
+    last: dict[str, Any] | None  # the range's last transaction: its order and txn_id
+
+    def release(self) -> None:
+        self.changes.unpersist()
+        self.in_range.unpersist()
+
+
+class RangeReads:
+    def __init__(self, spark: SparkSession, wh: Warehouse, store: str, *, source: str, txns: DataFrame,
+                 span: tuple[str, str]) -> None:
+        self.spark, self.wh, self.store, self.source = spark, wh, store, source
+        self.txns = txns  # the source's transactions, with their place in the commit order
+        self.start, self.end = span
+
+    def read(self, baselines: list[Baseline], *, driver_rows: int) -> RangeRead:
+        """The range's reads, the baselines that start in it given (their points mark where a table
+        written by statement may be whole again)."""
+        start, end = self.start, self.end
+        sc = self.spark.sparkContext
+        # The range's files read for their statements, and the schema history, while Spark plans the
+        # range's transactions and row changes; then the small queries over those at once.
+        with ThreadPoolExecutor(2, thread_name_prefix="binlake-files") as pool:
+            found = pool.submit(in_pool, sc, "statements", self.statements)
+            schemas = pool.submit(in_pool, sc, "schemas", self.history)
+            # read four times (the changes, the XA commits, the first order, the tables written by statement)
+            in_range = self.txns.where(RunRange(start, end).condition()).cache()
+            changes = self.changes(in_range)
+            here: list[pa.Table] = []
+
+            def images_of() -> tuple[dict, dict, int]:
+                rows = changes.limit(driver_rows + 1).toArrow()
+                if rows.num_rows <= driver_rows:
+                    here.append(rows)
+                    return images.merged(p for b in images.partial(rows.to_batches()) for p in b.to_pylist())
+                changes.cache()
+                return self.images(changes)
+
+            def written_of() -> list[Written]:
+                statements, by_statement = found.result()
+                kept = [st for st in statements if start <= st.time]
+                return self.written(in_range, statements=kept, baselines=baselines, by_statement=by_statement)
+
+            def ends() -> Any:
+                return in_range.agg(F.min(F.when(F.col("outcome") == "committed", F.col("order"))).alias("o"),
+                                    F.max_by(F.struct("order", "txn_id"), F.col("order")).alias("last")).collect()[0]
+
+            queries = [images_of, written_of, ends]
+            (touched, keys, row_changes), written, last = each(sc, queries, lambda f: f(), threads=len(queries),
+                                                               name="prep")
+            statements, history = found.result()[0], schemas.result()
+        if history is not None:  # moved to the start of the range's first file: on to the range's start
+            for st in statements:
+                if st.time < start:
+                    history.apply(st.db, st.sql, st.collation)
+        return RangeRead(in_range, changes, here[0] if here else None, touched, keys, row_changes,
+                         [st for st in statements if start <= st.time], written, history, last["o"],
+                         last["last"].asDict() if last["last"] is not None else None)
+
+    def changes(self, in_range: DataFrame) -> DataFrame:
+        """The range's row changes to apply, with their transaction's place: committed dml, and the
+        rows of each XA transaction committed in the range (its prepare's, at its XA COMMIT)."""
+        rc = self.wh.read("row_changes").where(F.col("source") == self.source)
+        dml = (in_range.where((F.col("kind") == "dml") & (F.col("outcome") == "committed"))
+               .select("txn_id", "binlog_file", "order", iso("commit_ts").alias("at")))
+        rows = (rc.where(RunRange(self.start, self.end).condition())
+                .join(dml, ["txn_id", "binlog_file"])
+                .select("schema", "table", "op", "before", "after", "seq", "order", F.col("txn_id").alias("txn"),
+                        "at"))
+        commits = (in_range.where((F.col("kind") == "xa_commit") & (F.col("outcome") == "committed"))
+                   .select("xa_xid", "order", "txn_id", iso("commit_ts").alias("at")).collect())
+        if not commits:
+            return rows
+        prepared = (F.col("kind") == "xa_prepare") & F.col("xa_xid").isin([c["xa_xid"] for c in commits])
+        prepares = (self.txns.where(prepared)
+                    .select("xa_xid", "order", "txn_id", "binlog_file", iso("commit_ts").alias("at")).collect())
+        chosen = []
+        for c in commits:
+            p = orders.prepare_of(c["order"], [(p["order"], p) for p in prepares if p["xa_xid"] == c["xa_xid"]])
+            if p is not None:
+                chosen.append((p["txn_id"], p["binlog_file"], p["at"], c["order"], c["txn_id"], c["at"]))
+        if not chosen:
+            return rows
+        xa = self.spark.createDataFrame(chosen, "p_txn string, p_file string, p_at string, order string, "
+                                                "txn string, at string")
+        # read where the prepares logged them
+        xa_rows = (rc.where(" OR ".join(f"({RunRange.instant(r[2]).condition()})" for r in chosen))
+                   .join(F.broadcast(xa), (rc["txn_id"] == xa["p_txn"]) & (rc["binlog_file"] == xa["p_file"]))
+                   .select("schema", "table", "op", "before", "after", "seq", "order", "txn", "at"))
+        return rows.unionByName(xa_rows)
+
+    def written(self, in_range: DataFrame, *, statements: list[Statement], baselines: list[Baseline],
+                by_statement: list[tuple[str, int, str]]) -> list[Written]:
+        """The tables the range's transactions wrote by statement: named in a transaction's `tables`
+        with no row change of their own there, or named by a DML statement of the transaction
+        (`by_statement`: its file, position and table; MIXED logs one transaction's statements
+        either way, so a table can have both), applied or not (a rolled-back one's too: a
+        non-transactional table keeps what a statement wrote). Of each table, the first after each
+        table statement or baseline point: what may make it complete again
+        (binlake.tables.plan.Planner._written)."""
+        own = (self.wh.read("row_changes").where(RunRange(self.start, self.end, (self.source,)).condition())
+               .select("txn_id", "binlog_file", F.concat_ws(".", "schema", "table").alias("name")).distinct())
+        marks = sorted({st.order for st in statements} | {bt.complete for b in baselines for bt in b.tables.values()})
+        before = F.size(F.filter(F.array(*[F.lit(m) for m in marks]), lambda m: m < F.col("order"))) if marks \
+            else F.lit(0)
+        txns = in_range.where(F.col("outcome") != "incomplete")
+        cols: list[Column | str] = ["txn_id", "binlog_file", "order", iso("commit_ts").alias("at")]
+        rows = (txns.where(F.size("tables") > 0).select(*cols, F.explode("tables").alias("name"))
+                .join(own, ["txn_id", "binlog_file", "name"], "left_anti"))
+        if by_statement:
+            rows = rows.unionByName(self.placed(txns, by_statement).select(*cols, "name"))
+        firsts = (rows.groupBy("name", before.alias("after"))
+                  .agg(F.min_by(F.struct("order", "at"), F.col("order")).alias("first"))
+                  .select("name", "first.order", "first.at").collect())
+        return [Written(r["order"], r["at"], r["name"]) for r in firsts]
+
+    def placed(self, txns: DataFrame, statements: list[tuple[str, int, str]]) -> DataFrame:
+        """Each statement (its file, position, a name) with the transaction of `txns` holding it: the
+        last to start at or before it in its file, if it ends after it. A window over the file's
+        positions, not a range join: a source logging STATEMENT has as many statements as
+        transactions."""
+        named = self.spark.createDataFrame(statements, "binlog_file string, pos long, name string")
+        spans: dict[str, tuple[int, int]] = {}
+        for file, pos, _ in statements:
+            lo, hi = spans.get(file, (pos, pos))
+            spans[file] = (min(lo, pos), max(hi, pos))
+        # only the transactions that may hold one: a DDL statement's file is read for one transaction
+        near = functools.reduce(lambda a, b: a | b, [
+            (F.col("binlog_file") == file) & (F.col("start_pos") <= hi) & (F.col("end_pos") > lo)
+            for file, (lo, hi) in sorted(spans.items())])
+        starts = (txns.where(near)
+                  .select("binlog_file", F.col("start_pos").alias("pos"), F.lit(None).cast("string").alias("name")))
+        # a transaction sorts before a statement at its own start (a lone Query event, no BEGIN)
+        upto = (Window.partitionBy("binlog_file").orderBy("pos", F.col("name").isNotNull())
+                .rowsBetween(Window.unboundedPreceding, Window.currentRow))
+        start = F.last(F.when(F.col("name").isNull(), F.col("pos")), ignorenulls=True).over(upto)
+        at = starts.unionByName(named).withColumn("start_pos", start).where(F.col("name").isNotNull())
+        return txns.join(at, ["binlog_file", "start_pos"]).where(F.col("pos") < F.col("end_pos"))
+
+    def images(self, changes: DataFrame) -> tuple[dict[tuple[str, str], list[str]],
+                                                  dict[tuple[str, str], list[str]], int]:
+        """What the range's row images say of each table (binlake.tables.images), in Spark's tasks."""
+        partials = (changes.select("schema", "table", "op", "before", "after")
+                    .mapInArrow(images.partial, _PARTIAL).collect())
+        return images.merged(r.asDict(recursive=True) for r in partials)
+
+    def statements(self) -> tuple[list[Statement], list[tuple[str, int, str]]]:
+        """The table statements (DDL, TRUNCATE) of the range's files up to its end, each at its
+        transaction, in order (those before its start too: its first file may begin earlier); and
+        the tables each DML statement there names as written (its file, position, "db.table"),
+        read in the same pass over the files."""
+        from binlake.assemble.statement_dml import DML_RE, written_tables
+        from binlake.splits.plan import plan
+        from binlake.splits.schemas import archived_ddl
+
+        def wanted(sql: str) -> bool:
+            return bool(DML_RE.match(sql)) or table_statement(sql)
+
+        planned = plan(self.store, [self.source], self.start, self.end)
+        found, dml = [], []
+        for f in planned.files:
+            for pos, db, sql, collation in archived_ddl(self.store, self.source, f.file, wanted=wanted) or []:
+                names = written_tables(db, sql, grouped=False)  # the assembler's rule: [] for a table statement
+                if names:
+                    dml += [(f.file, pos, name) for name in names]
+                else:
+                    found.append((f.file, pos, db, sql, collation))
+        if not found:
+            return [], dml
+        committed = self.txns.where(F.col("outcome") == "committed")
+        located = {int(r["name"]): r for r in
+                   self.placed(committed, [(file, pos, str(i)) for i, (file, pos, *_) in enumerate(found)])
+                   .select("name", "order", "txn_id", iso("commit_ts").alias("at")).collect()}
+        out = []
+        for i, (_, _, db, sql, collation) in enumerate(found):
+            r = located.get(i)
+            if r is not None and r["at"] < self.end:
+                out.append(Statement(r["order"], r["at"], r["txn_id"], db, sql, collation))
+        return sorted(out, key=lambda st: st.order), dml
+
+    def history(self) -> SchemaState | None:
+        """The schema state at the start of the range's first file, from the source's schema history
+        (as the assemble job names the row changes); None for a source without one."""
+        from binlake.schema.replay import moved
+        from binlake.splits.plan import plan
+        from binlake.splits.schemas import archived_ddl, histories
+
+        planned = plan(self.store, [self.source], self.start, self.end)
+        snapshots = histories(planned)
+        if self.source not in snapshots or not planned.files:
+            return None
+        first = planned.files[0].file
+        return moved(snapshots[self.source], first, lambda name: archived_ddl(self.store, self.source, name))
