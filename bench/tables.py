@@ -181,15 +181,15 @@ def _events(log_dir: Path) -> dict:
 
 
 def _step(description: str) -> str:
-    """A SQL execution's description as the step that ran it: `collect at …/binlake/spark/tables.py:355`
-    is `TablesJob._fold` (its function, found in the file), Delta's MERGE and history by name."""
+    """A SQL execution's description as the step that ran it: `collect at …/binlake/spark/range_fold.py:80`
+    is `RangeFold.in_spark` (its function, found in the file), Delta's MERGE and history by name."""
     import ast
     import re
 
     m = re.fullmatch(r"(\w+) at (/\S+\.py):(\d+)", description)
     if m is None:
         for known, name in (("DeltaMergeBuilder", "Delta: the MERGE"), ("getHistory", "Delta: the history"),
-                            ("localCheckpoint", "tables.TablesJob._fold (localCheckpoint)"),
+                            ("localCheckpoint", "range_fold.RangeFold.in_spark (localCheckpoint)"),
                             ("Filtering files", "Delta: files"),
                             ("count at NativeMethod", "tables.TablesJob.apply (count: any transaction in the range)")):
             if known in description:

@@ -1,4 +1,4 @@
-"""The apply's first cut of a table's current versions (binlake.spark.tables._changed_integer_keys):
+"""The apply's first cut of a table's current versions (binlake.spark.range_fold.changed_integer_keys):
 in the JVM, the versions whose integer key one of the range's changes holds, and those only Python
 can key (a value in `_raw`, one unknown), before the exact match on the key's text
 (tests/test_held_keys.py). It may keep more than that match, never less. A change's key is the
@@ -11,7 +11,7 @@ from decimal import Decimal
 from pyspark.sql import DataFrame
 
 from binlake.spark import versions
-from binlake.spark.tables import _changed_integer_keys
+from binlake.spark.range_fold import changed_integer_keys
 from binlake.spark.versions import Versions
 from binlake.tables.state import TableState
 
@@ -32,7 +32,7 @@ def test_the_versions_of_changed_keys_and_those_python_must_key(spark):
     changes = spark.createDataFrame(
         [(b"[18446744073709551615,1]",), (b"[0,-5]",), (b"[0,-5]",), (b"[7,7]",), (b"[9,9]",), (b"",)], "grp BINARY")
 
-    kept = _changed_integer_keys(current, changes, ["c.id", "c_k"])
+    kept = changed_integer_keys(current, changes, ["c.id", "c_k"])
 
     assert kept.columns == current.columns
     assert sorted(r["name"] for r in kept.collect()) == sorted([

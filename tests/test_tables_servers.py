@@ -577,7 +577,7 @@ def test_upkeep_compacts_the_row_versions_and_asof_reads_them_after(applied, spa
 
 def test_the_drivers_fold_and_sparks_give_the_same_versions(applied, spark, tmp_path, monkeypatch, caplog):
     # A range of at most DRIVER_ROWS row changes is folded in the driver, a bigger one in Spark's
-    # tasks (binlake.spark.tables): the same stages either way. The whole workload, every rule of
+    # tasks (binlake.spark.range_fold): the same stages either way. The whole workload, every rule of
     # the apply in it, folded each way into a lake of its own, gives each the versions of the
     # module's lake (held to the server's SELECTs above).
     import logging
@@ -591,7 +591,7 @@ def test_the_drivers_fold_and_sparks_give_the_same_versions(applied, spark, tmp_
         shutil.copytree(applied["assembled"], lake)
         monkeypatch.setattr(tables, "DRIVER_ROWS", most)
         caplog.clear()
-        with caplog.at_level(logging.INFO, logger="binlake.spark.tables"):
+        with caplog.at_level(logging.INFO, logger="binlake"):  # range_fold logs the driver's fold
             assert _apply(spark, applied["store"], lake, *RANGE).status == "applied"
         folded[name] = any("folded in the driver" in r.getMessage() for r in caplog.records)
         assert _versions(lake) == whole, name

@@ -3,85 +3,52 @@
 Per source, on the driver: the source's state (`_binlake.json`, binlake.tables.state) says how far
 it is applied; the range is applied forward, found unchanged, rebuilt from an earlier instant
 (`decide`), or refused; a range is applied only where a validation passed (binlake.spark.verdicts).
-Then the range's transactions in commit order: their row changes (an XA transaction's at its XA
-COMMIT), the DDL statements and TRUNCATEs of its files (read from the archive, with their default
-database), the baselines that start in it (binlake.spark.range_reads); the range planned (binlake.tables.plan); each changed
-table's current versions read (only those of the keys the range changes, where no statement
-changes every row); the rows folded by group (binlake.tables.stream): by the driver where the range
-is short and what it reads of the tables is bounded by it (`DRIVER_ROWS`), else in Spark's tasks
-(`mapInArrow`); one MERGE per table; `_binlake.json` last. `as_of` gives Spark users the tables at
-an instant.
+Then what the range holds is read (binlake.spark.range_reads): its transactions in commit order,
+their row changes (an XA transaction's at its XA COMMIT), the DDL statements and TRUNCATEs of its
+files (read from the archive, with their default database); with the baselines that start in it,
+the range is planned (binlake.tables.plan); the rows are folded by group with each changed table's
+current versions (only those of the keys the range changes, where no statement changes every row),
+by the driver where the range is short (`DRIVER_ROWS`), else in Spark's tasks
+(binlake.spark.range_fold); one MERGE per table; `_binlake.json` last. `as_of` gives Spark users
+the tables at an instant.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 import logging
 import time
 import uuid
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import from_arrow_schema
-from pyspark.sql.types import BinaryType, StructField, StructType
 
 from binlake.archive.stores import open_store
 from binlake.errors import BinlakeError
 from binlake.spark import verdicts
 from binlake.spark.pools import TABLE_THREADS, each, in_pool
+from binlake.spark.range_fold import Counts, RangeFold
 from binlake.spark.range_reads import RangeReads
 from binlake.spark.settings import SESSION, interpreted_settings, quality_dir, session_settings, short_apply_settings
 from binlake.spark.validate import Report
 from binlake.spark.version_suites import Applied, VersionChecks
-from binlake.spark.versions import Versions, cast, literal, q
+from binlake.spark.versions import Versions, cast, q
 from binlake.spark.warehouse import Commit, RunRange, Warehouse, iso, warehouse_uri
 from binlake.spark.writer import WriterLease
 from binlake.splits.plan import sources as archived_sources
 from binlake.splits.times import compact_ts, parse_time
 from binlake.tables import order as orders
 from binlake.tables import state as states
-from binlake.tables.baselines import Baseline, complete, lines, placed
+from binlake.tables.baselines import Baseline, complete, placed
 from binlake.tables.plan import Planner, RangePlan, check_names
 from binlake.tables.state import Point, SourceState, TableState, warehouse_store
-from binlake.tables.stream import (
-    OUT,
-    SORT,
-    STREAM,
-    Lineage,
-    Routes,
-    fold,
-    held,
-    held_keys,
-    integer_key,
-    route,
-    snapshot_rows,
-)
-
-# The most bytes of Arrow createDataFrame makes a local relation of (plans carry its rows)
-LOCAL_RELATION = "spark.sql.execution.arrow.localRelationThreshold"
-# The most rows of each Arrow batch, and so of each partition, createDataFrame makes of a table
-ARROW_BATCH = "spark.sql.execution.arrow.maxRecordsPerBatch"
-# Of a table's versions the fold wrote: opened, closed, existing (those it closes or completes)
-Counts = tuple[int, int, int]
-COUNTED = pa.schema([("table", pa.string()), ("opened", pa.int64()), ("closed", pa.int64()),
-                     ("existing", pa.int64())])
-# The Arrow schemas of the fold's stages as Spark's (mapInArrow takes Spark's types)
-_STREAM, _OUT = from_arrow_schema(STREAM), from_arrow_schema(OUT)
 
 log = logging.getLogger(__name__)
-# The fold's partitions at most (a range's work, not the table's), one a core below that: more tasks
-# than cores only add each task's cost, and the MERGE writes a file per partition.
-PARTITIONS = 8
-# A range of at most this many row changes is folded by the driver (`_fold_here`): the rows, and
+# A range of at most this many row changes is folded by the driver (range_fold.RangeFold.in_driver): the rows, and
 # the current versions of the keys they change, cross into the driver's Python once, instead of
 # four stages of Spark's Python workers and a shuffle, whose fixed costs are most of a short
 # range's fold (bench/RESULTS.md, bench/tables.py).
@@ -328,9 +295,8 @@ class TablesJob:
         plan = planner.plan(r.statements, r.touched, r.keys, baselines, written=r.written)
         check_names(state.tables[t] for t in plan.touched if t in state.tables)
         self._prepare(state, plan)
-        folded = self._fold_here(state, plan, r.here) if r.here is not None and self._foldable_here(state, plan) \
-            else None
-        out, counts = folded if folded is not None else (self._fold(state, plan, r.changes), None)
+        fold = RangeFold(self.spark, self.versions, self.store, state=state, plan=plan)
+        out, counts = fold.folded(r.changes, r.here)
         self._write(state, plan, out, s, counts=counts)
         r.release()
         return r.last
@@ -347,161 +313,11 @@ class TablesJob:
         each(self.spark.sparkContext, sorted(plan.touched | set(plan.delta_ops)), made, threads=TABLE_THREADS,
              name="tables")
 
-    def _fold(self, state: SourceState, plan: RangePlan, changes: DataFrame) -> DataFrame:
-        routes = plan.routes
-        routed = changes.mapInArrow(functools.partial(route, routes), _STREAM).cache()  # read three times
-        singles = [r["lineage"] for r in routed.where("key_changed").select("lineage").distinct().collect()]
-        for lid in singles:
-            routes.lineages[lid].single = True
-        parts = [routed]
-        for table, (lid, whole) in sorted(plan.candidates.items()):
-            ts = state.tables[table]
-            if not _by_key(whole, routes.lineages[lid]):
-                current = self.versions.current(ts)
-            else:
-                # Matched by the fold's own key text, so as the server matches keys (collations
-                # included), which held_keys makes from the key's columns alone.
-                changes_of = routed.where(F.col("lineage") == lid)
-                grps = [r["grp"] for r in changes_of.select("grp").distinct().collect()]
-                current = self._changed_current(ts, routes, lid, grps, changed=changes_of)
-                changed = changes_of.select(F.col("grp").alias("_grp")).distinct()
-                keyed = StructType([*current.schema.fields, StructField("_grp", BinaryType())])
-                current = (current.mapInArrow(functools.partial(held_keys, routes, lid, table), keyed)
-                           .join(F.broadcast(changed), "_grp", "left_semi").drop("_grp"))
-            parts.append(current.mapInArrow(functools.partial(held, routes, lid, table), _STREAM))
-        for load in plan.loads:
-            key = routes.lineages[load.lineage].key
-            store = self.store
-            specs = self.spark.createDataFrame([(json.dumps(c),) for c in load.chunks], "chunk string")
-
-            def chunk_task(it, load=load, key=key, store=store):
-                s = open_store(store)
-                for b in it:
-                    for text in b.column("chunk").to_pylist():
-                        chunk = tuple(json.loads(text))
-                        yield from snapshot_rows(load, key, chunk, lines(s, chunk[0]))
-
-            parts.append(specs.mapInArrow(chunk_task, _STREAM))
-        stream = parts[0]
-        for p in parts[1:]:
-            stream = stream.unionByName(p)
-        single = [lid for lid, ln in routes.lineages.items() if ln.single]
-        if single:
-            stream = stream.withColumn("grp", F.when(F.col("lineage").isin(single), F.lit(b"")).otherwise(F.col("grp")))
-        tasks = min(PARTITIONS, self.spark.sparkContext.defaultParallelism)
-        folded = (stream.repartition(tasks, "lineage", "grp").sortWithinPartitions(*SORT, "order", "seq")
-                  .mapInArrow(functools.partial(fold, routes), _OUT))
-        out = folded.localCheckpoint()
-        routed.unpersist()
-        return out
-
-    def _changed_current(self, ts: TableState, routes: Routes, lid: int, grps: list[bytes], *,
-                         changed: DataFrame | None = None) -> DataFrame:
-        """The current versions of a table matched by key that may be those of the keys the range
-        changes (`grps`; `changed`: the same as a column `grp` where Spark has them already), each
-        fold's first cut: the key's intervals prune files (not rows: random keys span nearly every
-        file), then an integer key's versions are cut to the changed keys' by value, in the JVM."""
-        current = self.versions.current(ts, self._key_predicate(ts, grps, routes))
-        integers = integer_key(routes, lid, ts.name)
-        if not integers:
-            return current
-        if changed is None:
-            changed = self.spark.createDataFrame(pa.table({"grp": pa.array(grps, pa.binary())}))
-        return _changed_integer_keys(current, changed, integers)
-
-    def _foldable_here(self, state: SourceState, plan: RangePlan) -> bool:
-        """Whether the driver can fold the range (its rows held, `_fold_here`): no baseline to load,
-        and each table's current versions that go on to the fold bounded by the range, not by the
-        table: a small table's, or those of the keys the range changes where the key is an integer
-        (cut to them in the JVM). A whole table, or a big one keyed otherwise, is Spark's to fold."""
-        if plan.loads:
-            return False
-        for table, (lid, whole) in plan.candidates.items():
-            if not self.versions.small(state.tables[table]) and (whole or integer_key(plan.routes, lid, table) is None):
-                return False
-        return True
-
-    def _fold_here(self, state: SourceState, plan: RangePlan, rows: pa.Table
-                   ) -> tuple[DataFrame, dict[str, Counts]] | None:
-        """`_fold` in the driver, over the range's row changes it holds: the same stages
-        (binlake.tables.stream) in the same order, the groups sorted by Arrow instead of a shuffle;
-        the versions out as a DataFrame for the MERGE, and their counts per table. None where an
-        update changes a big table's key: its rows are then one group, with every current version
-        (Spark's to fold)."""
-        routes = plan.routes
-        routed = pa.Table.from_batches(list(route(routes, rows.to_batches())), STREAM)
-        for lid in set(routed.filter(routed["key_changed"])["lineage"].to_pylist()):
-            routes.lineages[lid].single = True
-        if any(routes.lineages[lid].single and not self.versions.small(state.tables[table])
-               for table, (lid, _) in plan.candidates.items()):
-            return None
-        parts = [routed]
-        for table, (lid, whole) in sorted(plan.candidates.items()):
-            ts = state.tables[table]
-            if not _by_key(whole, routes.lineages[lid]):
-                versions = self.versions.current(ts).toArrow().to_batches()
-            else:  # only the versions of the keys the range changes, as `_fold` keeps them
-                grps = pa.array(sorted(set(routed.filter(pc.equal(routed["lineage"], lid))["grp"].to_pylist())),
-                                pa.binary())
-                current = self._changed_current(ts, routes, lid, grps.to_pylist())
-                versions = [b.filter(pc.is_in(b.column("_grp"), value_set=grps)).drop_columns(["_grp"])
-                            for b in held_keys(routes, lid, table, current.toArrow().to_batches())]
-            parts.append(pa.Table.from_batches(list(held(routes, lid, table, versions)), STREAM))
-        stream = pa.concat_tables(parts)
-        single = [lid for lid, ln in routes.lineages.items() if ln.single]
-        if single:
-            grp = pc.if_else(pc.is_in(stream["lineage"], pa.array(single, pa.int32())), pa.scalar(b"", pa.binary()),
-                             stream["grp"])
-            stream = stream.set_column(stream.schema.get_field_index("grp"), "grp", grp)
-        # Spark's order: ascending, nulls first, strings and bytes by their bytes
-        stream = stream.sort_by([(c, "ascending", "at_start") for c in [*SORT, "order", "seq"]])
-        # a batch even where none is out: Spark makes no DataFrame of a table without one
-        batches = list(fold(routes, stream.to_batches())) or [pa.RecordBatch.from_pylist([], OUT)]
-        out = pa.Table.from_batches(batches, OUT)
-        log.info("folded in the driver: %d row changes, %d current versions, %d versions out", rows.num_rows,
-                 stream.num_rows - routed.num_rows, out.num_rows)
-        # Handed over as partitions, not as a local relation: its rows would be planned into every
-        # query over them, the optimizer evaluating the MERGE source's JSON and casts in the driver
-        # at each of the MERGE's passes, and each task carrying them all. A partition a core up to
-        # PARTITIONS, as `_fold`'s (not one an Arrow batch): the MERGE's passes run a task a
-        # partition, and write a file each.
-        per = -(-out.num_rows // min(PARTITIONS, self.spark.sparkContext.defaultParallelism)) or 1
-        with session_settings(self.spark, {LOCAL_RELATION: "0", ARROW_BATCH: str(per)}):
-            return self.spark.createDataFrame(out.combine_chunks(), schema=_OUT), _counts(out)
-
-    def _key_predicate(self, ts, grps: list[bytes], routes: Routes) -> str | None:
-        """A predicate on the first key column that keeps the current versions of the keys the range
-        changes (and prunes the files that hold none of them); None where it cannot be said."""
-        from binlake.tables.stream import interval_predicate
-
-        shape = ts.shape()
-        if shape is None or not ts.key:
-            return None
-        col = shape.by_name().get(ts.key[0])
-        if col is None:
-            return None
-        spark_type = col.kind().spark
-        if spark_type not in ("TINYINT", "SMALLINT", "INT", "BIGINT", "STRING") and \
-                not spark_type.startswith("DECIMAL"):
-            return None
-        keys = [orjson.loads(g)[0] for g in grps if g]
-        if not keys or any(not isinstance(k, int | str) for k in keys):
-            return None
-        parts = []
-        for lo, hi in interval_predicate(col.column, keys):
-            a, b = (literal(lo, spark_type), literal(hi, spark_type))
-            parts.append(f"({q(col.column)} = {a})" if lo == hi else f"({q(col.column)} BETWEEN {a} AND {b})")
-        return " OR ".join(parts)
-
     def _write(self, state: SourceState, plan: RangePlan, out: DataFrame, s: Summary, *,
-               counts: dict[str, Counts] | None = None) -> None:
-        """A commit per table the range changes (the versions it opens and closes), each named by
-        the run; the tables' versions and counts into the summary. `counts`: those of `out`, where
-        the driver has them already."""
-        if counts is None:  # `_counts` of each of Spark's batches, summed
-            summed = (out.select("table", "existing", "to_order").mapInArrow(_batch_counts, from_arrow_schema(COUNTED))
-                      .groupBy("table").agg(*[F.sum(c).alias(c) for c in COUNTED.names[1:]]).collect())
-            counts = {r["table"]: (r["opened"], r["closed"], r["existing"]) for r in summed}
+               counts: dict[str, Counts]) -> None:
+        """A commit per table the range changes (the versions it opens and closes, `out`, counted
+        per table in `counts`), each named by the run; the tables' versions and counts into the
+        summary."""
 
         def written(name: str) -> int | None:
             ts = state.tables[name]
@@ -537,46 +353,6 @@ class TablesJob:
                  F.col("op").alias("_op"), F.col("from_seq").alias("_from_seq"), F.col("unknown").alias("_unknown"),
                  F.col("raw").alias("_raw"), F.col("existing").alias("_existing")]
         return staged.select(*cols)
-
-
-def _counts(out: pa.Table) -> dict[str, Counts]:
-    """The fold's versions counted per table (for `_write`): those it opens, those it closes, and
-    those that were there before the range."""
-    existing = pc.fill_null(out["existing"], False)
-    opened = pc.fill_null(pc.invert(out["existing"]), False)
-    flags = pa.table({"table": out["table"], "opened": opened.cast(pa.int64()),
-                      "closed": pc.is_valid(out["to_order"]).cast(pa.int64()), "existing": existing.cast(pa.int64())})
-    summed = flags.group_by("table").aggregate([(c, "sum") for c in ("opened", "closed", "existing")])
-    return {r["table"]: (r["opened_sum"], r["closed_sum"], r["existing_sum"]) for r in summed.to_pylist()}
-
-
-def _batch_counts(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """`_counts` of each batch, as rows of COUNTED (for Spark to sum)."""
-    for b in batches:
-        counted = _counts(pa.Table.from_batches([b]))
-        yield pa.RecordBatch.from_pylist([dict(zip(COUNTED.names, (t, *c), strict=True)) for t, c in counted.items()],
-                                         schema=COUNTED)
-
-
-def _by_key(whole: bool, lineage: Lineage) -> bool:
-    """Whether only the current versions of the keys a range changes go on to the fold: not where a
-    statement changes every row, nor where the rows are one group (no key, or an update changes it)."""
-    return not whole and not lineage.single and bool(lineage.key)
-
-
-def _changed_integer_keys(current: DataFrame, changes: DataFrame, columns: list[str]) -> DataFrame:
-    """The current versions whose integer key one of the changes holds, matched by value in the
-    JVM, and those held_keys can key only in Python (a value in `_raw`, one unknown): a superset
-    of what the join on the key's text keeps, so that only these cross into Python. A change's key
-    text is its values' JSON (key_text), which parses back to the same numbers."""
-    parsed = F.from_json(F.col("grp").cast("string"), "ARRAY<DECIMAL(20,0)>")
-    keys = (changes.select(parsed.alias("_k")).distinct()
-            .select(*[F.col("_k")[i].alias(f"_binlake_k{i}") for i in range(len(columns))])
-            .withColumn("_binlake_hit", F.lit(True)))
-    on = [current[q(c)].eqNullSafe(keys[f"_binlake_k{i}"]) for i, c in enumerate(columns)]
-    odd = (F.coalesce(F.size("_raw"), F.lit(0)) > 0) | (F.coalesce(F.size("_unknown"), F.lit(0)) > 0)
-    return (current.join(F.broadcast(keys), on, "left").where(F.col("_binlake_hit").isNotNull() | odd)
-            .select(*[current[q(c)] for c in current.columns]))
 
 
 _VERSION_NAMES = {"_valid_from", "_valid_to", "_from_txn", "_to_txn", "_from_order", "_to_order", "_op", "_from_seq",
