@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession, Window
@@ -28,6 +28,9 @@ from binlake.tables import images
 from binlake.tables import order as orders
 from binlake.tables.baselines import Baseline
 from binlake.tables.plan import Statement, Written, table_statement
+
+if TYPE_CHECKING:
+    from binlake.splits.plan import Plan
 
 _PARTIAL = from_arrow_schema(images.PARTIAL)
 
@@ -68,8 +71,11 @@ class RangeReads:
         # The range's files read for their statements, and the schema history, while Spark plans the
         # range's transactions and row changes; then the small queries over those at once.
         with ThreadPoolExecutor(2, thread_name_prefix="binlake-files") as pool:
-            found = pool.submit(in_pool, sc, "statements", self.statements)
-            schemas = pool.submit(in_pool, sc, "schemas", self.history)
+            from binlake.splits.plan import plan
+
+            planned = pool.submit(plan, self.store, [self.source], start, end)  # the range's files, planned once
+            found = pool.submit(in_pool, sc, "statements", lambda: self.statements(planned.result()))
+            schemas = pool.submit(in_pool, sc, "schemas", lambda: self.history(planned.result()))
             # read four times (the changes, the XA commits, the first order, the tables written by statement)
             in_range = self.txns.where(RunRange(start, end).condition()).cache()
             changes = self.changes(in_range)
@@ -84,9 +90,8 @@ class RangeReads:
                 return self.images(changes)
 
             def written_of() -> list[Written]:
-                statements, by_statement = found.result()
-                kept = [st for st in statements if start <= st.time]
-                return self.written(in_range, statements=kept, baselines=baselines, by_statement=by_statement)
+                _, statements, by_statement = found.result()
+                return self.written(in_range, statements=statements, baselines=baselines, by_statement=by_statement)
 
             def ends() -> Any:
                 return in_range.agg(F.min(F.when(F.col("outcome") == "committed", F.col("order"))).alias("o"),
@@ -95,13 +100,12 @@ class RangeReads:
             queries = [images_of, written_of, ends]
             (touched, keys, row_changes), written, last = each(sc, queries, lambda f: f(), threads=len(queries),
                                                                name="prep")
-            statements, history = found.result()[0], schemas.result()
+            (earlier, statements, _), history = found.result(), schemas.result()
         if history is not None:  # moved to the start of the range's first file: on to the range's start
-            for st in statements:
-                if st.time < start:
-                    history.apply(st.db, st.sql, st.collation)
+            for st in earlier:
+                history.apply(st.db, st.sql, st.collation)
         return RangeRead(in_range, changes, here[0] if here else None, touched, keys, row_changes,
-                         [st for st in statements if start <= st.time], written, history, last["o"],
+                         statements, written, history, last["o"],
                          last["last"].asDict() if last["last"] is not None else None)
 
     def changes(self, in_range: DataFrame) -> DataFrame:
@@ -191,19 +195,17 @@ class RangeReads:
                     .mapInArrow(images.partial, _PARTIAL).collect())
         return images.merged(r.asDict(recursive=True) for r in partials)
 
-    def statements(self) -> tuple[list[Statement], list[tuple[str, int, str]]]:
+    def statements(self, planned: Plan) -> tuple[list[Statement], list[Statement], list[tuple[str, int, str]]]:
         """The table statements (DDL, TRUNCATE) of the range's files up to its end, each at its
-        transaction, in order (those before its start too: its first file may begin earlier); and
-        the tables each DML statement there names as written (its file, position, "db.table"),
+        transaction, in order: those before its start (its first file may begin earlier) and those
+        in it; and the tables each DML statement there names as written (its file, position, "db.table"),
         read in the same pass over the files."""
         from binlake.assemble.statement_dml import DML_RE, written_tables
-        from binlake.splits.plan import plan
         from binlake.splits.schemas import archived_ddl
 
         def wanted(sql: str) -> bool:
             return bool(DML_RE.match(sql)) or table_statement(sql)
 
-        planned = plan(self.store, [self.source], self.start, self.end)
         found, dml = [], []
         for f in planned.files:
             for pos, db, sql, collation in archived_ddl(self.store, self.source, f.file, wanted=wanted) or []:
@@ -213,7 +215,7 @@ class RangeReads:
                 else:
                     found.append((f.file, pos, db, sql, collation))
         if not found:
-            return [], dml
+            return [], [], dml
         committed = self.txns.where(F.col("outcome") == "committed")
         located = {int(r["name"]): r for r in
                    self.placed(committed, [(file, pos, str(i)) for i, (file, pos, *_) in enumerate(found)])
@@ -223,16 +225,15 @@ class RangeReads:
             r = located.get(i)
             if r is not None and r["at"] < self.end:
                 out.append(Statement(r["order"], r["at"], r["txn_id"], db, sql, collation))
-        return sorted(out, key=lambda st: st.order), dml
+        out.sort(key=lambda st: st.order)
+        return [st for st in out if st.time < self.start], [st for st in out if self.start <= st.time], dml
 
-    def history(self) -> SchemaState | None:
+    def history(self, planned: Plan) -> SchemaState | None:
         """The schema state at the start of the range's first file, from the source's schema history
         (as the assemble job names the row changes); None for a source without one."""
         from binlake.schema.replay import moved
-        from binlake.splits.plan import plan
         from binlake.splits.schemas import archived_ddl, histories
 
-        planned = plan(self.store, [self.source], self.start, self.end)
         snapshots = histories(planned)
         if self.source not in snapshots or not planned.files:
             return None
