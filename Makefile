@@ -82,6 +82,7 @@ bench: install servers java
 	$(BIN)/python bench/delta_cost.py
 	$(BIN)/python bench/snapshot.py
 	$(BIN)/python bench/tables.py
+	$(BIN)/python bench/tables_shapes.py
 	$(BIN)/python bench/samples.py
 
 clean:

@@ -80,7 +80,7 @@ def _hour(cur, rows: int, transactions: int) -> tuple[str, int]:
     for i in range(transactions):
         if i == transactions // 2:
             _send(cur, statements)
-            mid = _now(cur)
+            mid = server_now(cur)
             cur.execute("SELECT COUNT(*) FROM b.t")
             count = cur.fetchone()[0]
         statements.append("BEGIN")
@@ -109,7 +109,7 @@ def _send(cur, statements: list[str]) -> None:
     statements.clear()
 
 
-def _now(cur) -> str:
+def server_now(cur) -> str:
     cur.execute("SELECT DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ')")
     return cur.fetchone()[0]
 
@@ -131,7 +131,7 @@ def _write(root: Path, rows: int, hour: int) -> dict:
         cur.execute(TABLES[0])
         subprocess.run(archive, check=True, capture_output=True)  # the schema history, before the rows
         _fill(cur, rows)
-        start = _now(cur)  # every commit of the hour is after it
+        start = server_now(cur)  # every commit of the hour is after it
         mid, count = _hour(cur, rows, hour)
         cur.execute("FLUSH BINARY LOGS")
         conn.close()
@@ -140,7 +140,7 @@ def _write(root: Path, rows: int, hour: int) -> dict:
     return {"store": store, "start": start, "version": version, "mid": mid, "mid_count": count}
 
 
-def _cli(argv: list[str], record: str) -> tuple[float, dict]:
+def command(argv: list[str], record: str) -> tuple[float, dict]:
     """A command in its own process: its seconds and its summary line."""
     t = time.monotonic()
     proc = subprocess.run(argv, capture_output=True, text=True)
@@ -191,6 +191,8 @@ def _step(description: str) -> str:
         for known, name in (("DeltaMergeBuilder", "Delta: the MERGE"), ("getHistory", "Delta: the history"),
                             ("localCheckpoint", "range_fold.RangeFold.in_spark (localCheckpoint)"),
                             ("Filtering files", "Delta: files"),
+                            ("save at NativeMethodAccessorImpl", "Delta: an append (none closed)"),
+                            ("collectAsArrowToPython", "range_reads.RangeReads.read (toArrow: the row changes)"),
                             ("count at NativeMethod", "tables.TablesJob.apply (count: any transaction in the range)")):
             if known in description:
                 return name
@@ -215,17 +217,24 @@ def _lake(root: Path, rows: int, hour: int) -> dict:
     fill, hour_rng = ["--start", "2000-01-01", "--end", start], ["--start", start, "--end", end]
     common = ["--store", w["store"], "--warehouse", lake, *LOCAL]
     out = {**w, "end": end}
-    out["fill_assemble"] = _cli([*CLI, "assemble", *common, *fill], "assemble")
-    out["fill_tables"] = _cli([*CLI, "tables", *common, *fill, "--unvalidated"], "tables")
+    out["fill_assemble"] = command([*CLI, "assemble", *common, *fill], "assemble")
+    out["fill_tables"] = command([*CLI, "tables", *common, *fill, "--unvalidated"], "tables")
     print(f"    fill: assemble {out['fill_assemble'][0]:.1f} s, tables {out['fill_tables'][0]:.1f} s", file=sys.stderr)
-    out["assemble"] = _cli([*CLI, "assemble", *common, *hour_rng], "assemble")
-    events = root / "events"
-    events.mkdir()
-    out["tables"] = _cli([*CLI, "tables", *common, *hour_rng, "--unvalidated", "--conf", "spark.eventLog.enabled=true",
-                          "--conf", f"spark.eventLog.dir=file://{events}"], "tables")
-    out["events"] = _events(events)
+    out.update(assembled_and_applied(common, hour_rng, root / "events"))
     print(f"    hour: assemble {out['assemble'][0]:.1f} s, tables {out['tables'][0]:.1f} s", file=sys.stderr)
     out["lake"] = lake
+    return out
+
+
+def assembled_and_applied(common: list[str], rng: list[str], events: Path) -> dict:
+    """A range's `binlake assemble`, then its `binlake tables --unvalidated` with Spark's event
+    log on (into `events`, made new), each in its own process: their seconds and summaries, and
+    where the apply's time went (_events)."""
+    out = {"assemble": command([*CLI, "assemble", *common, *rng], "assemble")}
+    events.mkdir()
+    out["tables"] = command([*CLI, "tables", *common, *rng, "--unvalidated", "--conf", "spark.eventLog.enabled=true",
+                          "--conf", f"spark.eventLog.dir=file://{events}"], "tables")
+    out["events"] = _events(events)
     return out
 
 
@@ -264,12 +273,8 @@ def _report(measured: dict[int, dict], asof: dict, hour: int) -> list[str]:
         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for n, m in measured.items():
-        s, t = m["tables"]
-        opened = sum(v["opened"] for v in t["tables"].values())
-        closed = sum(v["closed"] for v in t["tables"].values())
-        lines.append(f"| {n:,} | {m['fill_assemble'][0]:.1f} s | {m['fill_tables'][0]:.1f} s | {t['row_changes']:,} | "
-                     f"{m['assemble'][0]:.1f} s | **{s:.1f} s** | {s / m['assemble'][0]:.2f}× | "
-                     f"{t['row_changes'] / s / 2:,.0f} | {opened:,}, {closed:,} |")
+        lines.append(f"| {n:,} | {m['fill_assemble'][0]:.1f} s | {m['fill_tables'][0]:.1f} s | "
+                     f"{m['tables'][1]['row_changes']:,} | {applied_cells(m)} |")
     lines += [
         "",
         f"Target: the hour applied to {sizes[-1]:,} rows within {TARGET:.0f}× its time on {sizes[0]:,}: "
@@ -287,27 +292,45 @@ def _report(measured: dict[int, dict], asof: dict, hour: int) -> list[str]:
         "Where each hour's `binlake tables` spends its time (its Spark event log: the top-level SQL "
         "executions, by the step that started each; the line numbers' functions are those of this checkout):",
         "",
-        "| step | " + " | ".join(f"{n:,} rows" for n in sizes) + " |",
-        "|---|" + "---:|" * len(sizes),
+        *steps_table({f"{n:,} rows": measured[n] for n in sizes}),
     ]
-    steps = sorted({k for m in measured.values() for k in m["events"]["steps"]},
-                   key=lambda k: -max(m["events"]["steps"].get(k, [0])[0] for m in measured.values()))
+    return lines
+
+
+def applied_cells(m: dict) -> str:
+    """A range's cells (assembled_and_applied): assemble, tables, their ratio, the apply's row
+    changes per second per core, the versions it opened and closed."""
+    s, t = m["tables"]
+    opened = sum(v["opened"] for v in t["tables"].values())
+    closed = sum(v["closed"] for v in t["tables"].values())
+    return (f"{m['assemble'][0]:.1f} s | **{s:.1f} s** | {s / m['assemble'][0]:.2f}× | "
+            f"{t['row_changes'] / s / 2:,.0f} | {opened:,}, {closed:,}")
+
+
+def steps_table(columns: dict[str, dict]) -> list[str]:
+    """A table of where each apply (a column each: its `tables` timing and `events`) spent its
+    time, the steps slowest first."""
+    measured = list(columns.values())
+    steps = sorted({k for m in measured for k in m["events"]["steps"]},
+                   key=lambda k: -max(m["events"]["steps"].get(k, [0])[0] for m in measured))
 
     def cell(m: dict, k: str) -> str:
         v = m["events"]["steps"].get(k)
         return "" if v is None else f"{v[0]:.1f}" + (f" ({v[1]})" if v[1] > 1 else "")
 
-    lines += [f"| {k} | " + " | ".join(cell(measured[n], k) for n in sizes) + " |" for k in steps]
-    lines += [
-        "| (between them: the driver's Python and Delta's commits) | " + " | ".join(
-            f"{measured[n]['events']['app'] - measured[n]['events']['first'] - measured[n]['events']['inside']:.1f}"
-            for n in sizes) + " |",
-        "| (before the first: the session) | " + " | ".join(f"{measured[n]['events']['first']:.1f}" for n in sizes)
-        + " |",
-        "| (the process outside the application: Python, the JVM's start and stop) | " + " | ".join(
-            f"{measured[n]['tables'][0] - measured[n]['events']['app']:.1f}" for n in sizes) + " |",
+    def row(label: str, value) -> str:
+        return f"| {label} | " + " | ".join(value(m) for m in measured) + " |"
+
+    return [
+        "| step | " + " | ".join(columns) + " |",
+        "|---|" + "---:|" * len(columns),
+        *(row(k, lambda m, k=k: cell(m, k)) for k in steps),
+        row("(between them: the driver's Python and Delta's commits)",
+            lambda m: f"{m['events']['app'] - m['events']['first'] - m['events']['inside']:.1f}"),
+        row("(before the first: the session)", lambda m: f"{m['events']['first']:.1f}"),
+        row("(the process outside the application: Python, the JVM's start and stop)",
+            lambda m: f"{m['tables'][0] - m['events']['app']:.1f}"),
     ]
-    return lines
 
 
 def main() -> None:

@@ -27,6 +27,7 @@ SECTIONS = [
     "bench/delta_cost.py --fixed (Delta's fixed costs per commit)",
     "bench/snapshot.py",
     "bench/tables.py",
+    "bench/tables_shapes.py",
     "bench/samples.py (a DAG run of the samples)",
     "bench/classes.py (class data sharing)",
 ]
