@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from binlake.splits.plan import Plan
 
 _PARTIAL = from_arrow_schema(images.PARTIAL)
+FEW = 50  # statements placed by a filter of their positions (RangeReads.placed)
 
 
 @dataclass
@@ -167,9 +168,17 @@ class RangeReads:
 
     def placed(self, txns: DataFrame, statements: list[tuple[str, int, str]]) -> DataFrame:
         """Each statement (its file, position, a name) with the transaction of `txns` holding it: the
-        last to start at or before it in its file, if it ends after it. A window over the file's
-        positions, not a range join: a source logging STATEMENT has as many statements as
+        last to start at or before it in its file, if it ends after it (a file's transactions do
+        not overlap: the one whose bytes hold the position). Up to FEW statements (a range's table
+        statements), a filter of the transactions by their positions; more, a window over the
+        file's positions, not a range join: a source logging STATEMENT has as many statements as
         transactions."""
+        if len(statements) <= FEW:
+            held = [((F.col("binlog_file") == file) & (F.col("start_pos") <= pos) & (F.col("end_pos") > pos), name)
+                    for file, pos, name in statements]
+            names = F.filter(F.array(*[F.when(cond, F.lit(name)) for cond, name in held]), lambda n: n.isNotNull())
+            return (txns.where(functools.reduce(lambda a, b: a | b, [cond for cond, _ in held]))
+                    .withColumn("name", F.explode(names)))
         named = self.spark.createDataFrame(statements, "binlog_file string, pos long, name string")
         spans: dict[str, tuple[int, int]] = {}
         for file, pos, _ in statements:
