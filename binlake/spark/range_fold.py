@@ -22,6 +22,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import BinaryType, StructField, StructType
 
 from binlake.archive.stores import open_store
+from binlake.spark.pools import TABLE_THREADS, each
 from binlake.spark.settings import session_settings
 from binlake.spark.versions import Versions, literal, q
 from binlake.tables.baselines import lines
@@ -166,8 +167,9 @@ class RangeFold:
         if any(routes.lineages[lid].single and not self.versions.small(state.tables[table])
                for table, (lid, _) in plan.candidates.items()):
             return None
-        parts = [routed]
-        for table, (lid, whole) in sorted(plan.candidates.items()):
+
+        def current_of(candidate: tuple[str, tuple[int, bool]]) -> pa.Table:
+            table, (lid, whole) = candidate
             ts = state.tables[table]
             if not _by_key(whole, routes.lineages[lid]):
                 versions = self.versions.current(ts).toArrow().to_batches()
@@ -177,8 +179,12 @@ class RangeFold:
                 current = self._changed_current(ts, routes, lid, grps.to_pylist())
                 versions = [b.filter(pc.is_in(b.column("_grp"), value_set=grps)).drop_columns(["_grp"])
                             for b in held_keys(routes, lid, table, current.toArrow().to_batches())]
-            parts.append(pa.Table.from_batches(list(held(routes, lid, table, versions)), STREAM))
-        stream = pa.concat_tables(parts)
+            return pa.Table.from_batches(list(held(routes, lid, table, versions)), STREAM)
+
+        # the tables' current versions read at once: each read is a Delta log, a plan and a small job
+        current = each(self.spark.sparkContext, sorted(plan.candidates.items()), current_of, threads=TABLE_THREADS,
+                       name="current")
+        stream = pa.concat_tables([routed, *current])
         single = [lid for lid, ln in routes.lineages.items() if ln.single]
         if single:
             grp = pc.if_else(pc.is_in(stream["lineage"], pa.array(single, pa.int32())), pa.scalar(b"", pa.binary()),
