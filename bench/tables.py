@@ -40,6 +40,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -114,30 +116,49 @@ def server_now(cur) -> str:
     return cur.fetchone()[0]
 
 
-def _write(root: Path, rows: int, hour: int) -> dict:
-    """A server's fill and hour, archived: the store and the instants between them."""
+@dataclass
+class Source:
+    """A bench's own server, connected, and the store `binlake archive` copies its binlog into."""
+
+    server: servers.Server
+    conn: object
+    store: str
+
+    def archive(self) -> None:
+        subprocess.run([*CLI, "archive", "--source", f"mysql://root@127.0.0.1:{self.server.port}", "--store",
+                        self.store, "--source-name", "src"], check=True, capture_output=True)
+
+
+@contextlib.contextmanager
+def archived_source(root: Path, **settings: str) -> Iterator[Source]:
+    """A fast-writing server with database b, its binlog archived to root/store when the body
+    has written (after a rotation, so that every write is in a closed file); stopped after."""
     from pymysql.constants import CLIENT
 
-    store = f"file://{root / 'store'}"
-    with contextlib.ExitStack() as running:
-        server = servers.start("mysql", root / "server", sync_binlog="0", innodb_flush_log_at_trx_commit="0",
-                               max_binlog_size="256M", innodb_buffer_pool_size="512M")
-        running.callback(server.stop)
-        archive = [*CLI, "archive", "--source", f"mysql://root@127.0.0.1:{server.port}", "--store", store,
-                   "--source-name", "src"]
-        conn = server.connect(client_flag=CLIENT.MULTI_STATEMENTS)
-        cur = conn.cursor()
-        cur.execute("CREATE DATABASE b")
+    server = servers.start("mysql", root / "server", sync_binlog="0", innodb_flush_log_at_trx_commit="0",
+                           max_binlog_size="256M", **settings)
+    try:
+        source = Source(server, server.connect(client_flag=CLIENT.MULTI_STATEMENTS), f"file://{root / 'store'}")
+        source.conn.cursor().execute("CREATE DATABASE b")
+        yield source
+        source.conn.cursor().execute("FLUSH BINARY LOGS")
+        source.conn.close()
+        source.archive()
+    finally:
+        server.stop()
+
+
+def _write(root: Path, rows: int, hour: int) -> dict:
+    """A server's fill and hour, archived: the store and the instants between them."""
+    with archived_source(root, innodb_buffer_pool_size="512M") as source:
+        cur = source.conn.cursor()
         cur.execute(TABLES[0])
-        subprocess.run(archive, check=True, capture_output=True)  # the schema history, before the rows
+        source.archive()  # the schema history, before the rows
         _fill(cur, rows)
         start = server_now(cur)  # every commit of the hour is after it
         mid, count = _hour(cur, rows, hour)
-        cur.execute("FLUSH BINARY LOGS")
-        conn.close()
-        subprocess.run(archive, check=True, capture_output=True)
-        version = server.version
-    return {"store": store, "start": start, "version": version, "mid": mid, "mid_count": count}
+    return {"store": source.store, "start": start, "version": source.server.version, "mid": mid,
+            "mid_count": count}
 
 
 def command(argv: list[str], record: str) -> tuple[float, dict]:

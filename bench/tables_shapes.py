@@ -22,10 +22,8 @@ changes per second per core, the worst beside the best.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -35,8 +33,16 @@ sys.path.insert(0, str(REPO))
 
 from bench.results import publish  # noqa: E402
 from bench.shapes import TABLES, Writer  # noqa: E402
-from bench.tables import CLI, LOCAL, applied_cells, assembled_and_applied, command, server_now, steps_table  # noqa: E402
-from tests.support import servers  # noqa: E402
+from bench.tables import (  # noqa: E402
+    CLI,
+    LOCAL,
+    applied_cells,
+    archived_source,
+    assembled_and_applied,
+    command,
+    server_now,
+    steps_table,
+)
 
 SHAPES = ["one-row", "small", "json", "all-types", "mix"]
 MIB = 5  # the hour of issue 38's target: 5 to 10 MiB of binlog
@@ -44,18 +50,9 @@ MIB = 5  # the hour of issue 38's target: 5 to 10 MiB of binlog
 
 def _write(root: Path, shapes: list[str], mib: int) -> dict:
     """The server's tables and each shape's MiB, archived: the store and the instants between the shapes."""
-    from pymysql.constants import CLIENT
-
-    store = f"file://{root / 'store'}"
-    with contextlib.ExitStack() as running:
-        server = servers.start("mysql", root / "server", sync_binlog="0", innodb_flush_log_at_trx_commit="0",
-                               max_binlog_size="256M")
-        running.callback(server.stop)
-        archive = [*CLI, "archive", "--source", f"mysql://root@127.0.0.1:{server.port}", "--store", store,
-                   "--source-name", "src"]
-        w = Writer(server.connect(client_flag=CLIENT.MULTI_STATEMENTS))
-        w.cur.execute("CREATE DATABASE b")
-        subprocess.run(archive, check=True, capture_output=True)  # the schema history, before the tables
+    with archived_source(root) as source:
+        w = Writer(source.conn)
+        source.archive()  # the schema history, before the tables
         for sql in TABLES:
             w.cur.execute(sql)
         instants, sizes = [server_now(w.cur)], []
@@ -65,11 +62,7 @@ def _write(root: Path, shapes: list[str], mib: int) -> dict:
             w.write(shape, mib)
             sizes.append(w.size() - before)
             instants.append(server_now(w.cur))  # every commit of the shape is before it
-        w.cur.execute("FLUSH BINARY LOGS")
-        w.conn.close()
-        subprocess.run(archive, check=True, capture_output=True)
-        version = server.version
-    return {"store": store, "instants": instants, "bytes": sizes, "version": version}
+    return {"store": source.store, "instants": instants, "bytes": sizes, "version": source.server.version}
 
 
 def _report(w: dict, measured: dict[str, dict], mib: int) -> list[str]:
