@@ -67,13 +67,13 @@ class RangeReads:
     def read(self, baselines: list[Baseline], *, driver_rows: int) -> RangeRead:
         """The range's reads, the baselines that start in it given (their points mark where a table
         written by statement may be whole again)."""
+        from binlake.splits.plan import plan
+
         start, end = self.start, self.end
         sc = self.spark.sparkContext
         # The range's files read for their statements, and the schema history, while Spark plans the
         # range's transactions and row changes; then the small queries over those at once.
         with ThreadPoolExecutor(2, thread_name_prefix="binlake-files") as pool:
-            from binlake.splits.plan import plan
-
             planned = pool.submit(plan, self.store, [self.source], start, end)  # the range's files, planned once
             found = pool.submit(in_pool, sc, "statements", lambda: self.statements(planned.result()))
             schemas = pool.submit(in_pool, sc, "schemas", lambda: self.history(planned.result()))
