@@ -7,6 +7,7 @@ a segment set without its end, …). The data docs open in headless Chromium."""
 from __future__ import annotations
 
 import json
+import logging
 import re
 import shutil
 import struct
@@ -110,6 +111,26 @@ def test_the_real_outputs_pass(spark, base):
     saved = json.loads(Path(report.results).read_text())
     assert saved["report"]["success"] is True and set(saved["gx"]) == {s.suite for s in report.suites}
     assert Path(report.docs).is_file()
+    # GX's scaffold of the config variables file (its instance id alone) is gone: the suites ran at once
+    assert not (root / "lake/quality/gx/uncommitted/config_variables.yml").exists()
+    # each query read its batch in a view of its own, dropped after: not GX's one `tmp_view` for all
+    assert [t.name for t in spark.catalog.listTables() if "tmp_view" in t.name or "binlake_batch" in t.name] == []
+
+
+def test_a_projects_own_config_variables_are_kept(spark, base, caplog):
+    """A config variables file holding the user's variables stays; the suites then run one after
+    another (GX parses that file again at each variable lookup, through one parser for all threads)."""
+    root, store, rng = base
+    lake = _copy_lake(root, "variables")
+    variables = lake / "quality/gx/uncommitted/config_variables.yml"
+    variables.parent.mkdir(parents=True)
+    text = "# the docs site's bucket\ndocs_bucket: my-bucket\ninstance_id: 8a0c1e2d\n"
+    variables.write_text(text)
+    with caplog.at_level(logging.INFO, logger="binlake.spark.validate"):
+        report = validate(spark, lake, store, rng)
+    assert report.success, report.text()
+    assert variables.read_text() == text
+    assert f"the suites one after another: {variables} holds the project's variables" in caplog.messages
 
 
 # -- breaking the tables after assembly ----------------------------------------------------

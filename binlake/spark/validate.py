@@ -246,19 +246,12 @@ class Validation:
         counts, batches = counted(cached)
         log.info("validating %s..%s: %s", self.start, self.end, counts)
         self.views(batches["transactions"])
-        context, source = gx_project(self.quality)
-        results: list[SuiteResult] = []
-        raw: dict[str, dict] = {}
-        stored = []  # the runs' results, for one build of the data docs
-        parameters = {"allowed_severities": self.config.allowed_severities}
+        suites = [Suite(name, BATCH_TABLE[name], WHERE[BATCH_TABLE[name]], name in self.config.warn_only)
+                  for name in SUITES]
+        context = gx_project(self.quality)
         with small_range_settings(self.spark, counts):
-            for name in SUITES:
-                table = BATCH_TABLE[name]
-                result, raw[name], key = judge(context, source, name, batches[table], table=table,
-                                               run_name=self.run_name, where=WHERE[table],
-                                               warn_only=name in self.config.warn_only, parameters=parameters)
-                results.append(result)
-                stored.append(key)
+            results, raw, stored = judge(context, self.spark, suites, batches, run_name=self.run_name,
+                                         parameters={"allowed_severities": self.config.allowed_severities})
         report = Report(self.warehouse, self.start, self.end, self.run_name, False, results, counts, "", "",
                         self.versions)
         write_report(context, self.quality, stored, report, raw=raw)
@@ -271,36 +264,89 @@ class Validation:
 
 
 def gx_project(quality: Path):
-    """The GX file context of a quality directory (without progress bars) and its Spark data
-    source (persist=False: the runners cache their batches themselves, and uncache them after)."""
+    """The GX file context of a quality directory, without progress bars, and without the config
+    variables file GX scaffolds when it holds nothing but GX's instance id (which GX then keeps in
+    memory): see `judge`."""
     import great_expectations as gx
 
     context = gx.get_context(mode="file", project_root_dir=str(quality))
+    variables = _variables_file(context)
+    if variables and variables.is_file() and all(
+            line.startswith("instance_id:") for line in variables.read_text().splitlines()
+            if line.strip() and not line.lstrip().startswith("#")):
+        variables.unlink()
     quiet_gx(context)
-    return context, context.data_sources.add_or_update_spark(name="binlake", persist=False)
+    return context
 
 
-def judge(context, source, name: str, batch: DataFrame, *, table: str, run_name: str, where: list[str],
-          warn_only: bool, parameters: dict | None = None) -> tuple[SuiteResult, dict, object]:
-    """One suite of expectations/ over its batch (a DataFrame asset named `table`), through a GX
-    checkpoint: judged with the fewest metrics, and when it fails evaluated again for its
-    unexpected rows (`where`: the columns that say where a built-in expectation's rows are),
-    stored over the brief result (the same key) so that the data docs show the details. Its
-    summary, GX's result as JSON, and the result's key for the data docs."""
+def _variables_file(context) -> Path | None:
+    path = context.config.config_variables_file_path
+    return Path(context.root_directory, path) if path else None
+
+
+@dataclass(frozen=True)
+class Suite:
+    """A suite of expectations/ and its batch: the table it reads, the columns that say where an
+    unexpected row is, and whether its failure only warns."""
+
+    name: str
+    table: str
+    where: list[str]
+    warn_only: bool = False
+
+
+def judge(context, spark: SparkSession, suites: list[Suite], batches: dict[str, DataFrame], *, run_name: str,
+          parameters: dict | None = None) -> tuple[list[SuiteResult], dict[str, dict], list]:
+    """Each suite over its batch through GX checkpoints: judged with the fewest metrics, and when it
+    fails evaluated again for its unexpected rows, stored over the brief result (the same key) so
+    that the data docs show the details. The suites' summaries, GX's results as JSON, and the
+    results' keys for the data docs.
+
+    The suites run at once, a thread and a GX data source (its own Spark execution engine) each;
+    their data sources, validation definitions and checkpoints are saved to the project first, one
+    at a time. GX reads the project's config variables file again at each lookup of a project
+    variable, through one YAML parser every thread shares, which breaks when two parse at once: with
+    a file of the user's variables in the project, the suites run one after another."""
+    made = [_checkpoints(context, suite) for suite in suites]
+    variables = _variables_file(context)
+    threads = len(suites)
+    if variables and variables.is_file():
+        log.info("the suites one after another: %s holds the project's variables", variables)
+        threads = 1
+
+    def run(item: tuple[Suite, tuple]) -> tuple[SuiteResult, dict, object]:
+        suite, (brief, detailed) = item
+        return _judged(suite, brief, detailed, batches[suite.table], run_name=run_name, parameters=parameters)
+
+    judged = each(spark.sparkContext, list(zip(suites, made, strict=True)), run, threads=threads, name="suites")
+    return ([summary for summary, _, _ in judged], {s.name: raw for s, (_, raw, _) in zip(suites, judged, strict=True)},
+            [key for _, _, key in judged])
+
+
+def _checkpoints(context, suite: Suite) -> tuple:
+    """A suite's brief and detailed checkpoints, over a data source of its own."""
     import great_expectations as gx
 
-    batch.sparkSession.sparkContext.setJobDescription(f"binlake: validate: the {name} suite")
+    source = context.data_sources.add_or_update_spark(name=f"binlake_{suite.name}", persist=False)
     vd = context.validation_definitions.add_or_update(gx.ValidationDefinition(
-        name=f"binlake_{name}", data=_batch_definition(_asset(source, table), table),
-        suite=context.suites.add_or_update(load_suite(name))))
-    run_id = gx.RunIdentifier(run_name=f"{run_name}_{name}", run_time=dt.datetime.now(dt.UTC))
+        name=f"binlake_{suite.name}", data=_batch_definition(_asset(source, suite.table), suite.table),
+        suite=context.suites.add_or_update(load_suite(suite.name))))
+    return (_checkpoint(context, suite.name, vd, BRIEF),
+            _checkpoint(context, suite.name, vd, {**DETAILED, "unexpected_index_column_names": suite.where}))
+
+
+def _judged(suite: Suite, brief, detailed, batch: DataFrame, *, run_name: str, parameters):
+    import great_expectations as gx
+
+    batch.sparkSession.sparkContext.setJobDescription(f"binlake: validate: the {suite.name} suite")
+    run_id = gx.RunIdentifier(run_name=f"{run_name}_{suite.name}", run_time=dt.datetime.now(dt.UTC))
     params = {"batch_parameters": {"dataframe": batch}, "run_id": run_id, "expectation_parameters": parameters or {}}
-    result = _checkpoint(context, name, vd, BRIEF).run(**params)
+    result = brief.run(**params)
     if not result.success:
-        result = _checkpoint(context, name, vd, {**DETAILED, "unexpected_index_column_names": where}).run(**params)
+        result = detailed.run(**params)
     key, vr = next(iter(result.run_results.items()))
-    summary = _summarise(name, vr, warn_only)
-    log.info("suite %s: %s", name, "passed" if summary.success else "failed")
+    summary = _summarise(suite.name, vr, suite.warn_only)
+    log.info("suite %s: %s", suite.name, "passed" if summary.success else "failed")
     return summary, vr.to_json_dict(), key
 
 

@@ -48,6 +48,7 @@ from binlake.spark import verdicts
 from binlake.spark.pools import TABLE_THREADS, each
 from binlake.spark.validate import (
     Report,
+    Suite,
     SuiteResult,
     counted,
     gx_project,
@@ -300,7 +301,7 @@ class VersionChecks:
         if not self.applied or not runs:
             return []
         results, raw, stored, counts = self.judge(runs[0])
-        context, _ = gx_project(self.quality)
+        context = gx_project(self.quality)
         out = []
         for run in runs:
             report = load_report(self.warehouse, run, str(self.quality))
@@ -320,14 +321,9 @@ class VersionChecks:
         counts, batches = counted(cached)
         log.info("row versions of %s: %s", ", ".join(self.applied), counts)
         read = self.views()
-        context, source = gx_project(self.quality)
-        results, raw, stored = [], {}, []
+        suites = [Suite(name, name, WHERE[name]) for name in SUITES]
         with small_range_settings(self.spark, counts):
-            for name in SUITES:
-                result, raw[name], key = judge(context, source, name, batches[name], table=name, run_name=run_name,
-                                               where=WHERE[name], warn_only=False)
-                results.append(result)
-                stored.append(key)
+            results, raw, stored = judge(gx_project(self.quality), self.spark, suites, batches, run_name=run_name)
         for df in [*cached.values(), *read]:
             df.unpersist()
         return results, raw, stored, counts
