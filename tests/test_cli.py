@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -201,3 +203,23 @@ def test_demo_with_its_warehouse_on_s3(tmp_path, s3_endpoint):
         (truth["transactions"], truth["row_changes"])
     logged = (tmp_path / "home" / "demo.log").read_text()
     assert secret not in out + proc.stderr + logged
+
+
+def test_the_command_leaves_with_its_whole_output_and_status():
+    """`binlake` leaves by os._exit, past the interpreter's teardown (binlake.cli.entry): its output
+    is still whole (a line per record of the in-process scan of the same files: 160 KiB, more than
+    a pipe holds), a failure's status is main's, and a reader gone early (`| head`) gets no traceback."""
+    files = sorted(str(p) for p in (DATA / "mysql").glob("binlog.0*"))
+    expected = scan(files, rows=True)
+    proc = run_cli("scan", "--rows", *files)
+    assert proc.returncode == 0, proc.stderr
+    assert len(ndjson(proc.stdout)) == len(expected["transaction"]) + len(expected["row_change"]) > 200
+    missing = run_cli("scan", "/nonexistent/binlog.000001")
+    assert missing.returncode == 1 and "/nonexistent/binlog.000001" in missing.stderr
+    with subprocess.Popen([sys.executable, "-m", "binlake.cli", "scan", "--rows", *files],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE) as head:
+        assert head.stdout is not None and head.stderr is not None
+        head.stdout.read(100)
+        head.stdout.close()
+        err = head.stderr.read()
+    assert head.returncode == 0 and err == b""
