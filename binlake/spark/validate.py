@@ -29,9 +29,11 @@ import json
 import logging
 import os
 import re
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -239,22 +241,25 @@ class Validation:
         # Cached, each read once: GX computes its metrics and runs each query as Spark jobs of
         # their own over the batch, and counting fills the caches. A table's read is planned on a
         # thread of its own: much of it is the driver's (Delta's log, the files its range keeps).
+        # GX's project and checkpoints are made meanwhile, on a thread of their own.
         names = ("transactions", "row_changes", "anomalies")
-        cached = dict(zip(names, each(self.spark.sparkContext, names, self._cached, threads=len(names),
-                                      name="validate"), strict=True))
-        self.spark.sparkContext.setJobDescription(READ)
-        counts, batches = counted(cached)
-        log.info("validating %s..%s: %s", self.start, self.end, counts)
-        self.views(batches["transactions"])
         suites = [Suite(name, BATCH_TABLE[name], WHERE[BATCH_TABLE[name]], name in self.config.warn_only)
                   for name in SUITES]
-        context = gx_project(self.quality)
+        with ThreadPoolExecutor(1, thread_name_prefix="binlake-gx") as pool:
+            project = pool.submit(Checkpoints.of, self.quality, suites)
+            cached = dict(zip(names, each(self.spark.sparkContext, names, self._cached, threads=len(names),
+                                          name="validate"), strict=True))
+            self.spark.sparkContext.setJobDescription(READ)
+            counts, batches = counted(cached)
+            log.info("validating %s..%s: %s", self.start, self.end, counts)
+            self.views(batches["transactions"])
+            checkpoints = project.result()
         with small_range_settings(self.spark, counts):
-            results, raw, stored = judge(context, self.spark, suites, batches, run_name=self.run_name,
+            results, raw, stored = judge(checkpoints, self.spark, batches, run_name=self.run_name,
                                          parameters={"allowed_severities": self.config.allowed_severities})
         report = Report(self.warehouse, self.start, self.end, self.run_name, False, results, counts, "", "",
                         self.versions)
-        write_report(context, self.quality, stored, report, raw=raw)
+        write_report(checkpoints.context, self.quality, stored, report, raw=raw)
         # What binlake tables asks before it applies the range (binlake.spark.verdicts)
         verdicts.record(self.quality, self.run_name, self.start, self.end, sources=self.source_names,
                         success=report.success, versions=self.versions)
@@ -295,20 +300,36 @@ class Suite:
     warn_only: bool = False
 
 
-def judge(context, spark: SparkSession, suites: list[Suite], batches: dict[str, DataFrame], *, run_name: str,
+@dataclass(frozen=True)
+class Checkpoints:
+    """A GX project with suites made ready to run: each suite's brief and detailed checkpoints,
+    over a data source of its own (its own Spark execution engine, which holds its batch)."""
+
+    context: Any
+    suites: list[Suite]
+    made: list[tuple]
+
+    @classmethod
+    def of(cls, quality: Path, suites: list[Suite]) -> Checkpoints:
+        """The quality directory's project (`gx_project`), the suites saved to it one at a time
+        (GX's stores are files)."""
+        context = gx_project(quality)
+        return cls(context, suites, [_checkpoints(context, suite) for suite in suites])
+
+
+def judge(checkpoints: Checkpoints, spark: SparkSession, batches: dict[str, DataFrame], *, run_name: str,
           parameters: dict | None = None) -> tuple[list[SuiteResult], dict[str, dict], list]:
-    """Each suite over its batch through GX checkpoints: judged with the fewest metrics, and when it
-    fails evaluated again for its unexpected rows, stored over the brief result (the same key) so
-    that the data docs show the details. The suites' summaries, GX's results as JSON, and the
+    """Each suite over its batch through its checkpoints: judged with the fewest metrics, and when
+    it fails evaluated again for its unexpected rows, stored over the brief result (the same key)
+    so that the data docs show the details. The suites' summaries, GX's results as JSON, and the
     results' keys for the data docs.
 
-    The suites run at once, a thread and a GX data source (its own Spark execution engine) each;
-    their data sources, validation definitions and checkpoints are saved to the project first, one
-    at a time. GX reads the project's config variables file again at each lookup of a project
-    variable, through one YAML parser every thread shares, which breaks when two parse at once: with
-    a file of the user's variables in the project, the suites run one after another."""
-    made = [_checkpoints(context, suite) for suite in suites]
-    variables = _variables_file(context)
+    The suites run at once, a thread each. GX reads the project's config variables file again at
+    each lookup of a project variable, through one YAML parser every thread shares, which breaks
+    when two parse at once: with a file of the user's variables in the project, the suites run one
+    after another."""
+    suites = checkpoints.suites
+    variables = _variables_file(checkpoints.context)
     threads = len(suites)
     if variables and variables.is_file():
         log.info("the suites one after another: %s holds the project's variables", variables)
@@ -318,7 +339,8 @@ def judge(context, spark: SparkSession, suites: list[Suite], batches: dict[str, 
         suite, (brief, detailed) = item
         return _judged(suite, brief, detailed, batches[suite.table], run_name=run_name, parameters=parameters)
 
-    judged = each(spark.sparkContext, list(zip(suites, made, strict=True)), run, threads=threads, name="suites")
+    judged = each(spark.sparkContext, list(zip(suites, checkpoints.made, strict=True)), run, threads=threads,
+                  name="suites")
     return ([summary for summary, _, _ in judged], {s.name: raw for s, (_, raw, _) in zip(suites, judged, strict=True)},
             [key for _, _, key in judged])
 

@@ -47,6 +47,7 @@ from binlake.archive.stores import open_store
 from binlake.spark import verdicts
 from binlake.spark.pools import TABLE_THREADS, each
 from binlake.spark.validate import (
+    Checkpoints,
     Report,
     Suite,
     SuiteResult,
@@ -321,9 +322,9 @@ class VersionChecks:
         counts, batches = counted(cached)
         log.info("row versions of %s: %s", ", ".join(self.applied), counts)
         read = self.views()
-        suites = [Suite(name, name, WHERE[name]) for name in SUITES]
+        checkpoints = Checkpoints.of(self.quality, [Suite(name, name, WHERE[name]) for name in SUITES])
         with small_range_settings(self.spark, counts):
-            results, raw, stored = judge(gx_project(self.quality), self.spark, suites, batches, run_name=run_name)
+            results, raw, stored = judge(checkpoints, self.spark, batches, run_name=run_name)
         for df in [*cached.values(), *read]:
             df.unpersist()
         return results, raw, stored, counts
