@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import logging
-import os
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 from binlake import __version__
 from binlake.errors import BinlakeError, BinlogError
+from binlake.exits import leave
 
 
 def _dump(rec: dict) -> str:
@@ -420,17 +420,10 @@ def main(argv: list[str] | None = None) -> int:
     return 1
 
 
-def entry() -> None:
-    """The `binlake` command (and `python -m binlake.cli`): `main`, then out at once. The
-    interpreter's own teardown after a Spark command took a second more (the objects of Spark's,
-    GX's and pandas's modules freed one by one); nothing a command leaves needs it: its output and
-    logs are flushed here, and the JVM ends when its pipe closes, as it would anyway."""
-    status = main()
-    logging.shutdown()
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(BrokenPipeError, ValueError):  # a reader gone, or main closed it: nothing to say
-            stream.flush()
-    os._exit(status)
+def entry() -> NoReturn:
+    """The `binlake` command (and `python -m binlake.cli`): `main`, then out at once
+    (binlake.exits)."""
+    leave(main())
 
 
 if __name__ == "__main__":

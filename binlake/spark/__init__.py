@@ -20,16 +20,19 @@ log = logging.getLogger(__name__)
 
 def submitted(run: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> NoReturn:
     """The body of a spark-submit entry point (spark_jobs/): INFO logs on stderr, `run(args)`'s
-    exit status, and a binlake error as one line `binlake: …` and exit 1."""
+    exit status, and a binlake error as one line `binlake: …` and exit 1; out at once
+    (binlake.exits)."""
     from binlake.errors import BinlakeError
+    from binlake.exits import leave
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
                         stream=sys.stderr, force=True)
     try:
-        sys.exit(run(args))
+        status = run(args)
     except BinlakeError as e:
         print(f"binlake: {e}", file=sys.stderr)
-        sys.exit(1)
+        status = 1
+    leave(status)
 
 
 def _range_arguments(p: argparse.ArgumentParser) -> None:
