@@ -12,7 +12,7 @@ import pytest
 
 from binlake.local.demo import sample_files
 from tests.conftest import require
-from tests.support.scanning import DATA, SHARED, headers, ndjson, run_cli, scan
+from tests.support.scanning import DATA, REPO, SHARED, headers, ndjson, run_cli, scan
 from tests.support.truth import samples_truth
 
 
@@ -223,3 +223,14 @@ def test_the_command_leaves_with_its_whole_output_and_status():
         head.stdout.close()
         err = head.stderr.read()
     assert head.returncode == 0 and err == b""
+
+
+def test_a_spark_job_entry_point_leaves_with_its_error_and_status(tmp_path):
+    """spark_jobs/ leave as `binlake` does (binlake.exits): a refusal before the session (a source
+    the store lacks) is one line `binlake: …` on stderr and exit status 1, nothing lost to the way out."""
+    proc = subprocess.run([sys.executable, str(REPO / "spark_jobs" / "assemble_transactions.py"), "--store",
+                           f"file://{tmp_path / 'store'}", "--source", "nosuch", "--warehouse", str(tmp_path / "lake"),
+                           "--start", "2026-01-01", "--end", "2026-01-02"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr.splitlines()[-1] == (f"binlake: file://{tmp_path / 'store'}: no archived files for source "
+                                            "'nosuch' (sources here: none)")
