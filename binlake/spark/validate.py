@@ -24,6 +24,7 @@ runs/<run>/results.json and summary.txt there.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import logging
@@ -276,10 +277,10 @@ def gx_project(quality: Path):
 
     context = gx.get_context(mode="file", project_root_dir=str(quality))
     variables = _variables_file(context)
-    if variables and variables.is_file() and all(
-            line.startswith("instance_id:") for line in variables.read_text().splitlines()
-            if line.strip() and not line.lstrip().startswith("#")):
-        variables.unlink()
+    with contextlib.suppress(FileNotFoundError):  # none, or another run's process removed it first
+        if variables and all(line.startswith("instance_id:") for line in variables.read_text().splitlines()
+                             if line.strip() and not line.lstrip().startswith("#")):
+            variables.unlink()
     quiet_gx(context)
     return context
 
