@@ -110,7 +110,7 @@ def _write_snapshot(snapshot, args: argparse.Namespace) -> int:
         if not args.source_name:
             raise BinlakeError("--store needs --source-name: whose schema history to add to")
         store = open_store(args.store)
-        store.check()
+        store.check(writable=True)
         where["key"] = record(store, args.source_name, snapshot)
     if args.out:
         text = json.dumps(snapshot.to_json(), ensure_ascii=False, indent=1) + "\n"

@@ -226,11 +226,10 @@ def test_the_command_leaves_with_its_whole_output_and_status():
 
 
 def test_a_spark_job_entry_point_leaves_with_its_error_and_status(tmp_path):
-    """spark_jobs/ leave as `binlake` does (binlake.exits): a refusal before the session (a source
-    the store lacks) is one line `binlake: …` on stderr and exit status 1, nothing lost to the way out."""
+    """spark_jobs/ leave as `binlake` does (binlake.exits): a refusal before the session (a store
+    that is not there) is one line `binlake: …` on stderr and exit status 1, nothing lost to the way out."""
     proc = subprocess.run([sys.executable, str(REPO / "spark_jobs" / "assemble_transactions.py"), "--store",
                            f"file://{tmp_path / 'store'}", "--source", "nosuch", "--warehouse", str(tmp_path / "lake"),
                            "--start", "2026-01-01", "--end", "2026-01-02"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1 and proc.stdout == ""
-    assert proc.stderr.splitlines()[-1] == (f"binlake: file://{tmp_path / 'store'}: no archived files for source "
-                                            "'nosuch' (sources here: none)")
+    assert proc.stderr.splitlines()[-1] == f"binlake: file://{tmp_path / 'store'}: no such store directory"

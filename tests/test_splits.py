@@ -263,6 +263,21 @@ def test_bad_ranges_and_sources_are_refused(archived):
     assert str(e.value) == f"{store}: no archived files for source 'nope' (sources here: {flavor})"
 
 
+def test_a_store_without_sources_is_refused_not_read_as_empty(tmp_path):
+    """A mistyped store (no directory there) or prefix (a directory with no archive in it) would
+    plan nothing and the run succeed: both are refused, by name, and the reader makes nothing."""
+    typo = tmp_path / "arhcive"
+    with pytest.raises(BinlakeError) as e:
+        plan(f"file://{typo}", None, *EVERYTHING)
+    assert str(e.value) == f"file://{typo}: no such store directory"
+    assert not typo.exists()
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(BinlakeError) as e:
+        plan(f"file://{tmp_path / 'empty'}", None, *EVERYTHING)
+    assert str(e.value) == (f"file://{tmp_path / 'empty'}: no archived source in this store (`binlake archive` "
+                            "writes them; is the store's path or prefix right?)")
+
+
 def test_the_driver_keeps_its_heap_collectable(spark):
     """A range run in the driver (Job.in_driver) runs the task functions there: they tune a
     Python worker's heap (frozen for PySpark's per-task collections), never the driver's, whose

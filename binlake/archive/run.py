@@ -80,7 +80,7 @@ def archive(source, store, source_name: str, *, capture: Capture | None = None) 
     run goes on with the next. `capture`: what snapshots a live source's tables into the store's
     schema history first (binlake.schema.capture.into_history); None: no snapshot.
     """
-    store.check()
+    store.check(writable=True)
     with Lease(store, source_name) as lease:
         clean(store, source_name, lease, objects=[binlog_key(source_name, f.name) for f in source.files()])
         schema, error = capture_schema(source, store, source_name, capture) if capture else (None, None)

@@ -87,16 +87,20 @@ class FileStore:
         return p
 
     def check(self, writable: bool = False) -> None:
-        """The store is there (and, `writable`, takes writes: a file written and removed), or a
-        StoreError."""
+        """The store is there, or a StoreError; `writable`: made if it is not, and it takes writes
+        (a file written and removed). Only a writer makes it: a reader's mistyped path is refused,
+        not read as an empty store."""
+        if not writable:
+            if not self.root.is_dir():
+                raise StoreError(f"{self.url}: no such store directory")
+            return
         try:
             self.root.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise StoreError(f"{self.url}: cannot create the store directory: {e.strerror}") from None
         try:
-            if writable:
-                with tempfile.NamedTemporaryFile(prefix=".tmp-check-", dir=self.root):
-                    pass
+            with tempfile.NamedTemporaryFile(prefix=".tmp-check-", dir=self.root):
+                pass
         except OSError as e:
             raise StoreError(f"{self.url}: cannot write to the store: {e.strerror}") from None
 

@@ -50,7 +50,7 @@ from binlake.spark import schema, verdicts
 from binlake.spark.pools import each
 from binlake.spark.settings import SESSION, local_warehouse, quality_dir, quiet_gx_logs, session_settings
 from binlake.spark.warehouse import TABLES, RunRange, Warehouse, warehouse_uri
-from binlake.splits.plan import meets, sources
+from binlake.splits.plan import covered, meets
 from binlake.splits.times import check_quality_run, parse_time, quality_run
 
 quiet_gx_logs()  # before GX is first imported (in the functions below): its import logs ~200 INFO lines
@@ -219,7 +219,7 @@ class Validation:
         store.check()
         files: list[tuple] = []
         chain: list[tuple] = []
-        for source in self.source_names or sources(store):
+        for source in covered(store, self.source_names):
             found = summaries.load(store, source)  # a file's index is read only where it is in the range
             listed = list(found)
             chosen = [m for m in listed if meets(m, self.start, self.end)]

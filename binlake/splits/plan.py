@@ -134,6 +134,19 @@ def sources(store) -> list[str]:
             or any(k.endswith(".json") for k in store.keys(manifests_prefix(n)))]
 
 
+def covered(store, source_names: list[str] | None) -> list[str]:
+    """The sources a range covers: those named, else every source archived in the store. A store
+    with none is refused, not read as an empty range: a mistyped store or prefix would otherwise
+    assemble and validate nothing and succeed."""
+    if source_names:
+        return list(source_names)
+    found = sources(store)
+    if not found:
+        raise BinlakeError(f"{store.url}: no archived source in this store (`binlake archive` writes them; "
+                           "is the store's path or prefix right?)")
+    return found
+
+
 def archived_until(store, source: str) -> str | None:
     """How far the archive of a source reaches: the newest event time of its archived files.
     Every transaction committed before it is archived, since a server writes in commit order."""
@@ -145,7 +158,7 @@ def plan(store_url: str, source_names: list[str] | None, start: str, end: str,  
          split_bytes: int = DEFAULT_SPLIT_BYTES) -> Plan:
     store = open_store(store_url)
     store.check()
-    names = source_names or sources(store)
+    names = covered(store, source_names)
     p = Plan(store_url, parse_time(start), parse_time(end), split_bytes, sources=list(names))
     if p.start >= p.end:
         raise BinlakeError(f"empty range: start {p.start} is not before end {p.end}")
