@@ -355,14 +355,14 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--partial", action="store_true", help="print partial tables too (stderr names them)")
     o.set_defaults(func=cmd_asof)
 
-    from binlake.spark import add_warehouse_arguments
-    from binlake.spark.settings import RETAIN_DAYS, TABLES
+    from binlake.spark import add_upkeep_arguments, add_warehouse_arguments
+    from binlake.spark.settings import TABLES
 
     u = sub.add_parser("upkeep", help="compact the small files of the changelog's tables and the row versions' "
-                                      "(OPTIMIZE) and remove the files time travel no longer needs (VACUUM)")
+                                      "(OPTIMIZE), remove the files time travel no longer needs (VACUUM) and "
+                                      "the GX project's older validation results")
     add_warehouse_arguments(u)
-    u.add_argument("--retain-days", type=int, default=RETAIN_DAYS,
-                   help=f"days of time travel to keep (default {RETAIN_DAYS})")
+    add_upkeep_arguments(u)
     u.set_defaults(func=cmd_warehouse)
     g = sub.add_parser("upgrade", help="convert a warehouse of plain Parquet (an earlier release) to Delta in place")
     add_warehouse_arguments(g)

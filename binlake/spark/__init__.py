@@ -261,9 +261,22 @@ def add_warehouse_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--conf", action="append", metavar="KEY=VALUE", help="a Spark setting (repeatable)")
 
 
+def add_upkeep_arguments(p: argparse.ArgumentParser) -> None:
+    """What `binlake upkeep` and spark_jobs/warehouse_upkeep.py keep, besides the warehouse."""
+    from binlake.spark.settings import RETAIN_DAYS
+
+    p.add_argument("--retain-days", type=int, default=RETAIN_DAYS,
+                   help=f"days of time travel, and of the GX project's validation results, to keep "
+                        f"(default {RETAIN_DAYS})")
+    p.add_argument("--quality", metavar="DIR",
+                   help="the quality directory whose GX validation results (and data docs pages) older than "
+                        "that go (default {warehouse}/quality; an s3a:// warehouse without it: left alone)")
+
+
 def run_upkeep(args: argparse.Namespace, spark=None) -> int:
     """OPTIMIZE and VACUUM every table, the changelog's and the row versions', holding the
-    warehouse's writer lease; one JSON line."""
+    warehouse's writer lease; then the quality directory's GX validation results older than the
+    same days removed; one JSON line."""
     from binlake.spark.job import session
     from binlake.spark.versions import Versions
     from binlake.spark.warehouse import Warehouse
@@ -274,9 +287,26 @@ def run_upkeep(args: argparse.Namespace, spark=None) -> int:
     with WriterLease(warehouse.url, f"upkeep-{_run_id()}", f"upkeep, {args.retain_days} days retained"):
         done = warehouse.upkeep(args.retain_days)
         versions = Versions(spark, warehouse.url).upkeep(args.retain_days)
+    quality = _quality_upkeep(args.warehouse, getattr(args, "quality", None), args.retain_days)
     print(json.dumps({"record": "upkeep", "warehouse": warehouse.url, "retain_days": args.retain_days,
-                      "tables": done, "row_versions": versions}, separators=(",", ":")), flush=True)
+                      "tables": done, "row_versions": versions, "quality": quality}, separators=(",", ":")),
+          flush=True)
     return 0
+
+
+def _quality_upkeep(warehouse: str, quality: str | None, retain_days: int) -> dict | None:
+    """The quality directory's upkeep (binlake.spark.quality_upkeep): `quality`, else the local
+    warehouse's. None for an s3a:// warehouse that names none: its tables' upkeep needs no quality
+    directory, and validation's has to be named to be found."""
+    from dataclasses import asdict
+
+    from binlake.spark.quality_upkeep import upkeep
+    from binlake.spark.settings import local_warehouse, quality_dir
+
+    if not quality and not local_warehouse(warehouse):
+        log.info("no --quality for %s: the GX project's validation results are left as they are", warehouse)
+        return None
+    return asdict(upkeep(quality_dir(warehouse, quality), retain_days))
 
 
 def run_upgrade(args: argparse.Namespace, spark=None) -> int:
