@@ -20,9 +20,10 @@ Daily at 03:30 UTC: `binlake upkeep` on the `binlake` Variable's warehouse. OPTI
 small files hourly runs leave in each day of `transactions`, `row_changes` and `anomalies`, and in
 the source tables' row versions; VACUUM then removes the files no version of the last
 `upkeep_retain_days` days (7 by default) needs, so time travel (`VERSION AS OF`, `TIMESTAMP AS OF`)
-reaches that far back. It queues with the other
-writers of the warehouse (assemble, apply_tables) in the pool `binlake_warehouse`, and takes the
-writer lease: beside a writer outside Airflow it fails and is retried ten minutes later.
+reaches that far back. The GX project's validation results older than that go too, with their data
+docs pages, from the Variable's `quality` directory (binlake's own reports, `runs/`, stay). It queues
+with the other writers of the warehouse (assemble, apply_tables) in the pool `binlake_warehouse`,
+and takes the writer lease: beside a writer outside Airflow it fails and is retried ten minutes later.
 """,
 )
 def binlake_upkeep():

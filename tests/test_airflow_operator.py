@@ -86,6 +86,48 @@ def test_both_range_jobs_get_the_variables_range_and_every_source(airflow):
             (variable["store"], variable["warehouse"], start, end, ["db1", "old"]), task_id
 
 
+# The upkeep DAG's task as the DAG file makes it: the arguments it gives its job for each
+# `binlake` Variable (JSON, argv[2]: a list of them).
+UPKEEP_ARGS = """
+import json, sys
+from airflow.dag_processing.dagbag import DagBag
+from binlake_airflow import settings
+task = DagBag(dag_folder=sys.argv[1]).dags["binlake_upkeep"].get_task("upkeep")
+print(json.dumps([task.upkeep_args(settings.parse(v)) for v in json.loads(sys.argv[2])]))
+"""
+
+
+def test_the_upkeep_job_gets_the_variables_quality_directory(airflow, tmp_path):
+    # The upkeep removes the GX project's older results from the Variable's `quality` directory:
+    # the job's own parser (spark_jobs/warehouse_upkeep.py's) reads it from the task's arguments;
+    # without one, a local warehouse's default is the job's ({warehouse}/quality) and an s3a://
+    # warehouse's quality is left alone.
+    import argparse
+    import subprocess
+
+    from binlake.spark import add_upkeep_arguments
+    from binlake.spark.settings import RETAIN_DAYS
+    from tests.support.scanning import REPO
+
+    sources = [{"name": "db1", "mysql_conn_id": "binlake_db1"}]
+    variables = [{"store": "s3://a/b", "warehouse": "s3a://lake/w", "quality": str(tmp_path / "q"),
+                  "upkeep_retain_days": 3, "sources": sources},
+                 {"store": "s3://a/b", "warehouse": "s3a://lake/w", "sources": sources},
+                 {"store": "s3://a/b", "warehouse": str(tmp_path / "w"), "sources": sources}]
+    af = airflow()
+    out = subprocess.run([str(Path(af.env["PATH"].split(os.pathsep)[0]) / "python"), "-c", UPKEEP_ARGS,
+                          str(REPO / "dags"), json.dumps(variables)], env=af.env, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--warehouse", required=True)
+    add_upkeep_arguments(parser)
+    got = [parser.parse_args(argv) for argv in json.loads(out.stdout.strip().splitlines()[-1])]
+    assert [(a.warehouse, a.retain_days, a.quality) for a in got] == [
+        ("s3a://lake/w", 3, str(tmp_path / "q")), ("s3a://lake/w", RETAIN_DAYS, None),
+        (str(tmp_path / "w"), RETAIN_DAYS, None)]
+
+
 # The DAG's assemble and apply_tables tasks prepared for a range on a local master, as their
 # execute() prepares them: the driver's java options each spark-submit gets (JSON, the last line).
 PREPARED = """
