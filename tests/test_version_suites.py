@@ -225,7 +225,7 @@ def test_each_versions_expectation_fails_on_a_broken_variant_naming_its_rows_the
         spark.sql(f"UPDATE {part} SET _from_txn = NULL WHERE id = 2")
         spark.sql(f"UPDATE {part} SET _valid_from = NULL WHERE id = 3")
         spark.sql(f"UPDATE {part} SET _from_order = NULL WHERE id = 1 AND a = 5")
-        results, _, _, _ = _checks(spark, lake).judge(lake["run"] + "_broken")
+        results = _checks(spark, lake).judge(lake["run"] + "_broken").results
     finally:
         for t, v in before.items():
             spark.sql(f"RESTORE TABLE {_delta(wh, 'shop/' + t)} TO VERSION AS OF {v}")
@@ -246,7 +246,8 @@ def test_each_versions_expectation_fails_on_a_broken_variant_naming_its_rows_the
     assert ("part", '{"id":2}') in keys("opened_by_a_transaction")
     # restored: the suites pass again, over the whole range
     checks = _checks(spark, lake)
-    results, _, _, counts = checks.judge(lake["run"] + "_restored")
+    judged = checks.judge(lake["run"] + "_restored")
+    results, counts = judged.results, judged.counts
     assert all(r.success for r in results), _failed(results)
     # what the reconciliation compared: the workload's own inserts, updates and deletes per table
     # (the XA transaction rolled back left out, the one committed counted)
@@ -280,7 +281,7 @@ def test_each_baselines_expectation_fails_when_the_baseline_is_not_what_the_tabl
         doc = json.loads(kept)
         doc["tables"] = [t for t in doc["tables"] if t["table"] != "bag"]
         record.write_text(json.dumps(doc))
-        results, _, _, _ = _checks(spark, lake).judge(lake["run"] + "_baseline_broken")
+        results = _checks(spark, lake).judge(lake["run"] + "_baseline_broken").results
     finally:
         spark.sql(f"RESTORE TABLE {acct} TO VERSION AS OF {v}")
         record.write_bytes(kept)

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import json
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import reduce
 from pathlib import Path
@@ -52,7 +53,6 @@ from binlake.spark.validate import (
     Suite,
     SuiteResult,
     counted,
-    gx_project,
     judge,
     load_report,
     small_range_settings,
@@ -88,6 +88,18 @@ class Applied:
     start: str
     end: str
     tables: list[str]
+
+
+@dataclass(frozen=True)
+class Judged:
+    """The row versions' suites judged: their summaries, GX's results as JSON, the results' keys
+    (for the data docs), the batches' row counts, and the GX project that holds them."""
+
+    results: list[SuiteResult]
+    raw: dict[str, dict]
+    stored: list
+    counts: dict[str, int]
+    checkpoints: Checkpoints
 
 
 class VersionChecks:
@@ -301,33 +313,37 @@ class VersionChecks:
         versions' results replaced). The reports as they are now."""
         if not self.applied or not runs:
             return []
-        results, raw, stored, counts = self.judge(runs[0])
-        context = gx_project(self.quality)
+        judged = self.judge(runs[0])
         out = []
         for run in runs:
             report = load_report(self.warehouse, run, str(self.quality))
             previous = json.loads((self.quality / "runs" / run / "results.json").read_text())["gx"]
-            report.suites = [s for s in report.suites if s.suite not in SUITES] + results
-            report.counts = {**{k: v for k, v in report.counts.items() if k not in SUITES}, **counts}
-            write_report(context, self.quality, stored, report, raw={**previous, **raw})
+            report.suites = [s for s in report.suites if s.suite not in SUITES] + judged.results
+            report.counts = {**{k: v for k, v in report.counts.items() if k not in SUITES}, **judged.counts}
+            write_report(judged.checkpoints.context, self.quality, judged.stored, report,
+                         raw={**previous, **judged.raw})
             out.append(report)
             log.info("row versions' suites %s in the report of run %s", "passed" if report.success else "FAILED",
                      run)
         return out
 
-    def judge(self, run_name: str) -> tuple[list[SuiteResult], dict[str, dict], list, dict[str, int]]:
-        """The two suites: their summaries, GX's results (stored in the GX project under run
-        `run_name`), the results' keys and the batches' row counts."""
-        cached = {"versions": self.versions().cache(), "baselines": self.baselines().cache()}
-        counts, batches = counted(cached)
-        log.info("row versions of %s: %s", ", ".join(self.applied), counts)
-        read = self.views()
-        checkpoints = Checkpoints.of(self.quality, [Suite(name, name, WHERE[name]) for name in SUITES])
+    def judge(self, run_name: str) -> Judged:
+        """The two suites, their results stored in the GX project under run `run_name`. GX's
+        project and checkpoints are made on a thread while Spark reads and counts the batches (as
+        binlake.spark.validate's Validation.run does)."""
+        suites = [Suite(name, name, WHERE[name]) for name in SUITES]
+        with ThreadPoolExecutor(1, thread_name_prefix="binlake-gx") as pool:
+            project = pool.submit(Checkpoints.of, self.quality, suites)
+            cached = {"versions": self.versions().cache(), "baselines": self.baselines().cache()}
+            counts, batches = counted(cached)
+            log.info("row versions of %s: %s", ", ".join(self.applied), counts)
+            read = self.views()
+            checkpoints = project.result()
         with small_range_settings(self.spark, counts):
             results, raw, stored = judge(checkpoints, self.spark, batches, run_name=run_name)
         for df in [*cached.values(), *read]:
             df.unpersist()
-        return results, raw, stored, counts
+        return Judged(results, raw, stored, counts, checkpoints)
 
 
 def _key_columns(ts: TableState) -> list[tuple[str, str]]:
