@@ -55,6 +55,20 @@ def test_localize_points_each_page_at_the_sites_copy(tmp_path):
     assert offline_docs.localize(site) == [unknown] and (site / "index.html").read_text() == top
 
 
+def test_only_the_pages_a_build_wrote_are_read_when_named(tmp_path):
+    """A site holds a page per stored result: a run points the pages its build wrote, and the
+    others, pointed when they were written, are not read again."""
+    site = tmp_path / "site"
+    jquery = "https://code.jquery.com/jquery-3.7.1.min.js"
+    pages = [site / "index.html", *(site / "validations/s" / run / "time/batch.html" for run in ("new", "old"))]
+    for page in pages:
+        page.parent.mkdir(parents=True, exist_ok=True)
+        page.write_text(f'<script src="{jquery}"></script>')
+    assert offline_docs.localize(site, pages=pages[:2]) == []
+    assert all("static/vendor/jquery@3.7.1" in page.read_text() for page in pages[:2])
+    assert pages[2].read_text() == f'<script src="{jquery}"></script>'  # not named: left unread
+
+
 def test_without_the_assets_the_site_is_left_and_said(tmp_path, caplog):
     (tmp_path / "index.html").write_text('<script src="https://code.jquery.com/jquery-3.7.1.min.js"></script>')
     assert offline_docs.localize(tmp_path, assets=tmp_path / "none") == sorted(offline_docs.ASSETS)

@@ -20,6 +20,7 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
+from collections.abc import Iterable
 from functools import partial
 from pathlib import Path
 
@@ -138,9 +139,12 @@ def available(assets: Path = HERE) -> bool:
     return manifest.get("assets") == {k: list(v) for k, v in ASSETS.items()}
 
 
-def localize(site: Path, assets: Path = HERE) -> list[str]:
-    """Copy the assets into `site` and point every page at them (pages already pointed are left
-    as they are). Returns the remote URLs still loaded by a page: none when all is well."""
+def localize(site: Path, assets: Path = HERE, pages: Iterable[Path] | None = None) -> list[str]:
+    """Copy the assets into `site` and point its pages at them (pages already pointed are left
+    as they are): `pages`, those a build just wrote (the others were pointed when they were
+    written: a site holds a page per stored result, and reading them all is a cost that grows with
+    every run), else every page of the site. Returns the remote URLs still loaded by a page: none
+    when all is well."""
     if not available(assets):
         log.warning("binlake was installed without the data docs' assets (make install fetches them): "
                     "the pages of %s load their CSS and JavaScript from CDNs", site)
@@ -151,8 +155,9 @@ def localize(site: Path, assets: Path = HERE) -> list[str]:
         shutil.copytree(assets / "vendor", vendor, dirs_exist_ok=True)
         shutil.copyfile(assets / MANIFEST, stamp)
     remote: set[str] = set()
-    pages = 0
-    for page in [*site.rglob("*.html"), *(site / "static" / "styles").glob("*.css")]:
+    pointed = 0
+    written = site.rglob("*.html") if pages is None else pages
+    for page in [*written, *(site / "static" / "styles").glob("*.css")]:
         text = page.read_text(encoding="utf-8")
         if "://" not in text:
             continue
@@ -160,8 +165,8 @@ def localize(site: Path, assets: Path = HERE) -> list[str]:
         remote.update(u for tag in _TAG.findall(new) for u in _REMOTE.findall(tag))
         if new != text:
             page.write_text(new, encoding="utf-8")
-            pages += 1
-    log.info("data docs: %d page(s) pointed at the site's own assets", pages)
+            pointed += 1
+    log.info("data docs: %d page(s) pointed at the site's own assets", pointed)
     if remote:
         log.warning("data docs pages still load %s: not in binlake's list (binlake.local.offline_docs.ASSETS)",
                     ", ".join(sorted(remote)))

@@ -66,7 +66,8 @@ def upkeep(quality: Path, retain_days: int, *, now: dt.datetime | None = None) -
         # and the sections render only the results named, which are gone. A set, not GX's list:
         # each stored key is looked up in it.
         context.build_data_docs(resource_identifiers=old)  # type: ignore[arg-type]
-        offline_docs.localize(quality / SITE)  # the index is GX's again: pointed at the site's assets
+        # the index, GX's again, pointed at the site's assets (the other pages were when written)
+        offline_docs.localize(quality / SITE, pages=[quality / SITE / "index.html"])
         # GX's own removal means to remove the directories it empties (each result's run name and
         # run time), but never does (it tests `not Path.iterdir()`, always false): every GX listing
         # would walk them still.

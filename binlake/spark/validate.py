@@ -379,7 +379,7 @@ def write_report(context, quality: Path, stored: list, report: Report, *, raw: d
     runs/<run> of the quality directory; its verdict is its suites'."""
     context.build_data_docs(resource_identifiers=stored)
     docs = quality / "gx" / "uncommitted" / "data_docs" / "local_site" / "index.html"
-    offline_docs.localize(docs.parent)  # the pages open without a network too
+    offline_docs.localize(docs.parent, pages=_pages(docs.parent, stored))  # they open without a network too
     run_dir = quality / "runs" / report.run
     run_dir.mkdir(parents=True, exist_ok=True)
     report.success = all(r.success or r.warn_only for r in report.suites)
@@ -389,6 +389,19 @@ def write_report(context, quality: Path, stored: list, report: Report, *, raw: d
     tmp = run_dir / "results.json.tmp"
     tmp.write_text(json.dumps({"report": asdict(report), "gx": raw}, indent=1, default=str))
     os.replace(tmp, run_dir / "results.json")
+
+
+def _pages(site: Path, stored: list) -> list[Path] | None:
+    """The pages a build over the results `stored` writes: the index and each result's
+    (validations/{suite}/{run name}/{run time}/{batch}.html, GX's site layout); None, every page of
+    the site, where one is not there (a layout of another GX)."""
+    pages = [site / "index.html", *(site.joinpath("validations", *key.to_tuple()[:-1], f"{key.to_tuple()[-1]}.html")
+                                    for key in stored)]
+    if all(page.is_file() for page in pages):
+        return pages
+    log.warning("data docs: the pages of %d results are not where GX 1.x writes them: every page pointed at the "
+                "site's assets", len(stored))
+    return None
 
 
 def _checkpoint(context, name: str, vd, result_format: dict):
