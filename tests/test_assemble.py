@@ -465,9 +465,9 @@ def test_a_standalone_cluster_agrees_with_local(spark, archives, tmp_path):
     assert lake(tmp_path / "cluster") == lake(tmp_path / "local")
 
 
-def test_a_session_spark_refuses_is_one_clear_line(spark_submit, tmp_path):
+def test_a_session_spark_refuses_is_one_clear_line(spark_submit, archives, tmp_path):
     # Spark wants a heap of at least 450 MiB: the user is told so, without a Java trace
-    proc = run_cli("assemble", "--store", f"file://{tmp_path}/store", "--warehouse", str(tmp_path / "lake"),
+    proc = run_cli("assemble", "--store", archives["file"], "--warehouse", str(tmp_path / "lake"),
                    "--start", "2026-01-01", "--end", "2026-01-02", "--master", "local[1]",
                    "--conf", "spark.driver.memory=300m")
     assert proc.returncode == 1
