@@ -84,6 +84,7 @@ bench: install servers java
 	$(BIN)/python bench/tables.py
 	$(BIN)/python bench/tables_shapes.py
 	$(BIN)/python bench/samples.py
+	$(BIN)/python bench/quality_store.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache
