@@ -30,6 +30,7 @@ SECTIONS = [
     "bench/tables_shapes.py",
     "bench/samples.py (a DAG run of the samples)",
     "bench/classes.py (class data sharing)",
+    "bench/quality_store.py",
 ]
 
 
