@@ -28,10 +28,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.results import publish
+from binlake.local.quality_files import RESULTS, SITE, result_page
 
 RETAIN_DAYS = 7
-RESULTS = Path("gx/uncommitted/validations")
-SITE = Path("gx/uncommitted/data_docs/local_site/validations")
 GX_TIME = "%Y%m%dT%H%M%S.%fZ"  # a run time as GX names its directory
 
 
@@ -51,34 +50,42 @@ def _results(quality: Path) -> list[Path]:
     return sorted((quality / RESULTS).rglob("*.json"))
 
 
-def _fill(quality: Path, template: list[Path], runs: int, now: dt.datetime) -> None:
-    """`runs` runs' results, copies of `template` (one run's), an hour apart back from `now`, as
-    GX's store lays them out ({suite}/{run name}/{run time}/{batch}.json), each with its data docs
-    page as its run's build left it (the site's index lists the pages it finds)."""
-    base, site = quality / RESULTS, quality / SITE
-    docs = [(p.relative_to(base).parts, json.loads(p.read_text()),
-             (site / p.relative_to(base)).with_suffix(".html").read_bytes()) for p in template]
+def _fill(quality: Path, runs: int, now: dt.datetime) -> None:
+    """`runs` runs' results, copies of the one run's in the store, an hour apart back from `now`,
+    written where GX's store keeps them, each with its data docs page as its run's build left it
+    (the site's index lists the pages it finds)."""
+    from great_expectations.data_context.types.resource_identifiers import ValidationResultIdentifier
+
+    from binlake.spark.validate import gx_project
+
+    site = quality / SITE
+    template = [(key, json.loads(_result(quality, key).read_text()), result_page(site, key).read_bytes())
+                for key in gx_project(quality).validation_results_store.list_keys()]
     for i in range(runs):
         at = now - dt.timedelta(hours=i + 1)
-        for (suite, name, _, batch), doc, page in docs:
-            run_name = f"{name}-copy{i}"
-            doc["meta"]["run_id"] = {"run_name": run_name, "run_time": at.isoformat()}
-            key = Path(suite, run_name, at.strftime(GX_TIME), batch)
-            for path, data in ((base / key, json.dumps(doc).encode()), ((site / key).with_suffix(".html"), page)):
+        for key, doc, page in template:
+            suite, name, _, batch = key.to_tuple()
+            copy = ValidationResultIdentifier.from_tuple((suite, f"{name}-copy{i}", at.strftime(GX_TIME), batch))
+            doc["meta"]["run_id"] = {"run_name": copy.run_id.run_name, "run_time": at.isoformat()}
+            for path, data in ((_result(quality, copy), json.dumps(doc).encode()), (result_page(site, copy), page)):
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_bytes(data)
 
 
+def _result(quality: Path, key) -> Path:
+    """Where GX's file store keeps a validation result: {suite}/{run name}/{run time}/{batch}.json."""
+    *dirs, batch = key.to_tuple()
+    return quality.joinpath(RESULTS, *dirs, f"{batch}.json")
+
+
 def _build(quality: Path, keys: list) -> float:
-    """A validation's data docs build over `keys` (write_report's), timed."""
+    """A validation's data docs build over `keys` (write_report's: validate.build_docs), timed."""
     import binlake.spark.expectations  # noqa: F401 - its results' pages render binlake's expectation
-    from binlake.local import offline_docs
-    from binlake.spark.validate import gx_project
+    from binlake.spark.validate import build_docs, gx_project
 
     context = gx_project(quality)
     began = time.monotonic()
-    context.build_data_docs(resource_identifiers=keys)
-    offline_docs.localize(quality / "gx" / "uncommitted" / "data_docs" / "local_site")
+    build_docs(context, quality, keys)
     return time.monotonic() - began
 
 
@@ -88,9 +95,8 @@ def _measure(template_dir: Path, runs: int, root: Path) -> dict:
 
     quality = root / f"quality-{runs}"
     shutil.copytree(template_dir, quality)
-    template = _results(quality)
     now = dt.datetime.now(dt.UTC)
-    _fill(quality, template, runs, now)
+    _fill(quality, runs, now)
     store = gx_project(quality).validation_results_store
     latest = [k for k in store.list_keys() if "-copy" not in k.run_id.run_name]
     stored = len(_results(quality))

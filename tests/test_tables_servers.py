@@ -507,8 +507,7 @@ def test_upkeep_compacts_the_row_versions_and_asof_reads_them_after(applied, spa
     # changes; one table then gets a commit its source's state does not name (an apply that did
     # not finish) and is kept out. `binlake asof` reads the versions the state names: at each
     # checkpoint, by GTID and by time, it still gives the server's SELECT then.
-    import argparse
-
+    from binlake.cli import build_parser
     from binlake.spark import run_upkeep
     from binlake.spark.warehouse import warehouse_uri
     from binlake.tables import state as states
@@ -539,7 +538,7 @@ def test_upkeep_compacts_the_row_versions_and_asof_reads_them_after(applied, spa
         return {name.removeprefix("src/"): v for name, v in line["row_versions"].items()}
 
     def upkeep() -> dict[str, dict]:
-        args = argparse.Namespace(warehouse=str(lake), retain_days=0, master=None, conf=None)
+        args = build_parser().parse_args(["upkeep", "--warehouse", str(lake), "--retain-days", "0"])
         assert run_upkeep(args, spark) == 0
         (line,) = [json.loads(x) for x in capsys.readouterr().out.splitlines() if x.startswith('{"record":"upkeep"')]
         return versions_of(line)

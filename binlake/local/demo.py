@@ -19,6 +19,7 @@ from collections import Counter
 from pathlib import Path
 
 from binlake.errors import BinlakeError
+from binlake.local.quality_files import INDEX
 
 REPO = Path(__file__).resolve().parents[2]  # binlake/local/ -> the checkout
 
@@ -172,7 +173,7 @@ def summary(warehouse: str, quality: Path, start: str, end: str, *, state: str, 
         report = json.loads(runs[-1].read_text())["report"]
         verdict = "PASSED" if report["success"] else "FAILED"
         lines.append(f"  validation:   {verdict} ({runs[-1].parent / 'summary.txt'})")
-    docs = quality / "gx" / "uncommitted" / "data_docs" / "local_site" / "index.html"
+    docs = quality / INDEX
     lines.append(f"  report:       {docs}")
     lines.append(f"  tables:       {warehouse}/{{transactions,row_changes,anomalies}}")
     lines += showcase(warehouse, sources)

@@ -287,7 +287,7 @@ def run_upkeep(args: argparse.Namespace, spark=None) -> int:
     with WriterLease(warehouse.url, f"upkeep-{_run_id()}", f"upkeep, {args.retain_days} days retained"):
         done = warehouse.upkeep(args.retain_days)
         versions = Versions(spark, warehouse.url).upkeep(args.retain_days)
-    quality = _quality_upkeep(args.warehouse, getattr(args, "quality", None), args.retain_days)
+    quality = _quality_upkeep(args.warehouse, args.quality, args.retain_days)
     print(json.dumps({"record": "upkeep", "warehouse": warehouse.url, "retain_days": args.retain_days,
                       "tables": done, "row_versions": versions, "quality": quality}, separators=(",", ":")),
           flush=True)

@@ -4,8 +4,8 @@ built again over what remains.
 
 Every validation run adds its suites' results to the project's validation results store
 (`gx/uncommitted/validations/`) and builds the data docs, and GX's site builder lists that whole
-store several times a build, whatever results it is given: with 10,020 results (some 2,500 hourly
-runs) a build took 2.6-2.9 s, with 20 0.1 s. Only GX's copies go: binlake's own reports
+store several times a build, whatever results it is given (what that costs: bench/quality_store.py).
+Only GX's copies go: binlake's own reports
 (`runs/<run>/results.json`, which hold GX's results whole, and `summary.txt`), the verdicts
 `binlake tables` reads (`verdicts/`) and the Airflow plugin's records (`airflow/`) are the record,
 and stay.
@@ -23,13 +23,10 @@ from pathlib import Path
 
 from binlake.errors import BinlakeError
 from binlake.local import offline_docs
+from binlake.local.quality_files import INDEX, PAGES, PROJECT, RESULTS, SITE
 from binlake.spark.settings import quiet_gx_logs
 
 log = logging.getLogger(__name__)
-# Where GX's file context keeps them, as binlake's projects are made (binlake.spark.validate)
-PROJECT = Path("gx")
-RESULTS = PROJECT / "uncommitted" / "validations"  # the validation results store
-SITE = PROJECT / "uncommitted" / "data_docs" / "local_site"  # the data docs site
 
 
 @dataclass(frozen=True)
@@ -67,11 +64,11 @@ def upkeep(quality: Path, retain_days: int, *, now: dt.datetime | None = None) -
         # each stored key is looked up in it.
         context.build_data_docs(resource_identifiers=old)  # type: ignore[arg-type]
         # the index, GX's again, pointed at the site's assets (the other pages were when written)
-        offline_docs.localize(quality / SITE, pages=[quality / SITE / "index.html"])
+        offline_docs.localize(quality / SITE, pages=[quality / INDEX])
         # GX's own removal means to remove the directories it empties (each result's run name and
         # run time), but never does (it tests `not Path.iterdir()`, always false): every GX listing
         # would walk them still.
-        for base in (quality / RESULTS, quality / SITE / "validations"):
+        for base in (quality / RESULTS, quality / SITE / PAGES):
             for key in old:
                 _prune(base, key.to_tuple()[:-1])
     done = QualityUpkeep(str(quality), len(old), len(keys) - len(old))

@@ -45,7 +45,7 @@ from binlake.archive.manifest import index_of
 from binlake.archive.run import refusals
 from binlake.archive.stores import open_store
 from binlake.errors import BinlakeError
-from binlake.local import offline_docs
+from binlake.local import offline_docs, quality_files
 from binlake.spark import schema, verdicts
 from binlake.spark.pools import each
 from binlake.spark.settings import SESSION, local_warehouse, quality_dir, quiet_gx_logs, session_settings
@@ -377,9 +377,7 @@ def write_report(context, quality: Path, stored: list, report: Report, *, raw: d
     """The data docs of the suites' results (one build for them all, not one per checkpoint: each
     build renders the index again), then the report's summary.txt and results.json under
     runs/<run> of the quality directory; its verdict is its suites'."""
-    context.build_data_docs(resource_identifiers=stored)
-    docs = quality / "gx" / "uncommitted" / "data_docs" / "local_site" / "index.html"
-    offline_docs.localize(docs.parent, pages=_pages(docs.parent, stored))  # they open without a network too
+    docs = build_docs(context, quality, stored)
     run_dir = quality / "runs" / report.run
     run_dir.mkdir(parents=True, exist_ok=True)
     report.success = all(r.success or r.warn_only for r in report.suites)
@@ -391,12 +389,20 @@ def write_report(context, quality: Path, stored: list, report: Report, *, raw: d
     os.replace(tmp, run_dir / "results.json")
 
 
+def build_docs(context, quality: Path, stored: list) -> Path:
+    """The data docs of the results `stored` (their pages and the index), pointed at the site's
+    own assets so that they open without a network; the index's path."""
+    context.build_data_docs(resource_identifiers=stored)
+    docs = quality / quality_files.INDEX
+    offline_docs.localize(docs.parent, pages=_pages(docs.parent, stored))
+    return docs
+
+
 def _pages(site: Path, stored: list) -> list[Path] | None:
     """The pages a build over the results `stored` writes: the index and each result's
     (validations/{suite}/{run name}/{run time}/{batch}.html, GX's site layout); None, every page of
     the site, where one is not there (a layout of another GX)."""
-    pages = [site / "index.html", *(site.joinpath("validations", *key.to_tuple()[:-1], f"{key.to_tuple()[-1]}.html")
-                                    for key in stored)]
+    pages = [site / "index.html", *(quality_files.result_page(site, key) for key in stored)]
     if all(page.is_file() for page in pages):
         return pages
     log.warning("data docs: the pages of %d results are not where GX 1.x writes them: every page pointed at the "

@@ -18,10 +18,11 @@ from airflow.api_fastapi.core_api.security import requires_access_dag
 from fastapi import Depends, FastAPI, HTTPException
 from fastapi.responses import FileResponse, HTMLResponse
 
+from binlake.local import quality_files
 from binlake_airflow import reports, settings
 
 TRANSACTIONS_DAG = "binlake_transactions"
-SUITES_DIR = Path("gx") / "uncommitted" / "data_docs" / "local_site"  # GX's site, under quality/
+SUITES_DIR = quality_files.SITE  # GX's site, under quality/
 
 app = FastAPI(title="binlake quality reports", docs_url=None, redoc_url=None, openapi_url=None)
 can_read_run = requires_access_dag("GET", DagAccessEntity.RUN)
