@@ -152,7 +152,7 @@ def summary(warehouse: str, quality: Path, start: str, end: str, *, state: str, 
     from deltalake import DeltaTable
 
     from binlake.local.showcase import lines as showcase
-    from binlake.tables.asof import storage
+    from binlake.tables.delta_reads import storage
 
     uri, options = storage(warehouse)  # delta-rs names S3 s3://, with the AWS environment's endpoint and keys
 

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from binlake.tables import state as states
-from binlake.tables.asof import query, storage, tables_at
+from binlake.tables.asof import tables_at
+from binlake.tables.delta_reads import query, storage
 from binlake.tables.state import TableState
 
 MAX_ROWS = 8  # a handful, printed whole

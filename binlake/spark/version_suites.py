@@ -146,7 +146,7 @@ class VersionChecks:
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        from binlake.tables.asof import query, storage
+        from binlake.tables.delta_reads import query, storage
 
         a = self.applied[source]
         uri, options = storage(self.warehouse)

@@ -11,7 +11,6 @@ form by the table's shape at that instant (binlake.tables.stream.VersionValues).
 from __future__ import annotations
 
 import json
-import os
 import re
 import sys
 from collections.abc import Iterator
@@ -25,6 +24,7 @@ from binlake.errors import BinlakeError
 from binlake.splits.times import parse_time
 from binlake.tables import order as orders
 from binlake.tables import state as states
+from binlake.tables.delta_reads import query, storage
 from binlake.tables.shapes import Shape
 from binlake.tables.state import BY_CREATE, SourceState, TableState
 from binlake.tables.stream import VersionValues
@@ -74,30 +74,6 @@ class Instant:
 
 def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
-
-
-def storage(warehouse: str) -> tuple[str, dict[str, str]]:
-    """The warehouse as delta-rs opens it: a local path, or s3:// with the AWS environment's
-    endpoint and keys (an s3a:// warehouse, as Spark names it, is the same bucket)."""
-    if warehouse.startswith(("s3a://", "s3://")):
-        env = os.environ
-        options = {k: env[k] for k in ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
-                                       "AWS_SESSION_TOKEN") if k in env}
-        options["AWS_REGION"] = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1"
-        if options.get("AWS_ENDPOINT_URL", "").startswith("http://"):
-            options["AWS_ALLOW_HTTP"] = "true"
-        return "s3://" + warehouse.split("://", 1)[1].rstrip("/"), options
-    return str(Path(warehouse.removeprefix("file://"))), {}
-
-
-def query(uri: str, options: dict[str, str], version: int | None, sql: str):
-    """`sql` over the Delta table at `uri` (as `t`), through delta-rs's DataFusion (which reads
-    column mapping and deletion vectors); a pyarrow Table."""
-    import pyarrow as pa
-    from deltalake import DeltaTable, QueryBuilder
-
-    table = DeltaTable(uri, version=version, storage_options=options)
-    return pa.table(QueryBuilder().register("t", table).execute(sql).read_all())
 
 
 def instant(warehouse: str, state: SourceState, at: str) -> Instant:
