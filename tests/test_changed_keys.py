@@ -8,11 +8,14 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+import pyarrow as pa
 from pyspark.sql import DataFrame
 
 from binlake.spark import versions
 from binlake.spark.range_fold import changed_integer_keys
 from binlake.spark.versions import Versions
+from binlake.tables.key_ranges import INTERVALS, changed_ranges, intervals
+from binlake.tables.shapes import Col, Shape
 from binlake.tables.state import TableState
 
 SCHEMA = "`c.id` DECIMAL(20,0), c_k INT, _raw MAP<STRING, STRING>, _unknown ARRAY<STRING>, name STRING"
@@ -42,19 +45,74 @@ def test_the_versions_of_changed_keys_and_those_python_must_key(spark):
 
 def test_the_key_predicate_stays_small_and_holds_every_changed_key():
     # 30,000 keys over ten million, as bench/tables.py's hour changes them: the predicate Spark also
-    # evaluates per row must stay within INTERVALS (binlake.tables.stream says why), and no key may
+    # evaluates per row must stay within INTERVALS (binlake.tables.key_ranges says why), and no key may
     # fall outside it (its versions would be missed).
     import random
 
-    from binlake.tables.stream import INTERVALS, interval_predicate
-
     keys = random.Random(7).sample(range(10_000_000), 30_000)
-    got = interval_predicate("id", keys)
+    got = intervals(keys)
     assert len(got) == INTERVALS
     assert all(a <= b < c for (a, b), (c, _) in zip(got, got[1:], strict=False))
     assert all(any(a <= k <= b for a, b in got) for k in keys)
     assert got[0][0] == min(keys) and got[-1][1] == max(keys)
-    assert interval_predicate("id", [5, 1, 5]) == [(1, 1), (5, 5)]  # few keys: each its own
+    assert intervals([5, 1, 5]) == [(1, 1), (5, 5)]  # few keys: each its own
+
+
+
+def _ranges(type_: str, grps: list[bytes]) -> str | None:
+    shape = Shape("", "2026-01-01 00:00:00", [Col("id", "c.id", type_)])
+    found = changed_ranges(shape, ["id"], grps)
+    return found.sql(lambda c: f"<{c}>", repr) if found else None
+
+
+def test_the_key_predicate_is_said_where_the_keys_sort_as_the_column():
+    assert _ranges("int", [b"[3]", b"[1]", b""]) == "(<c.id> = 1) OR (<c.id> = 3) OR (<c.id> IS NULL)"
+    # DECIMAL's row values are texts, sorted as numbers (as text "10.00" < "9.50")
+    assert _ranges("decimal(6,2)", [b'["9.50"]', b'["10.00"]', b'["-1.25"]']) == \
+        "(<c.id> = Decimal('-1.25')) OR (<c.id> = Decimal('9.50')) OR (<c.id> = Decimal('10.00')) OR (<c.id> IS NULL)"
+    assert _ranges("varchar(8)", [b'["b"]', b'["a"]']) == "(<c.id> = 'a') OR (<c.id> = 'b') OR (<c.id> IS NULL)"
+    # a NULL key is the IS NULL term's alone
+    assert _ranges("int", [b"[null]"]) == "(<c.id> IS NULL)"
+    # an integer column's changed keys mixing numbers and a text (a value in _raw) do not sort
+    assert _ranges("int", [b"[1]", b'["zero"]']) is None
+    # TIME's row values are texts, its Delta column microseconds; a DECIMAL beyond Spark's, text
+    assert _ranges("time(6)", [b'["12:00:00.000000"]']) is None
+    assert _ranges("decimal(65,30)", [b'["1.5"]']) is None
+    # changes whose images lack the key match the versions whose key is unknown (null in its column)
+    assert _ranges("int", [b""]) == "(<c.id> IS NULL)"
+
+
+def test_delta_rs_reads_the_changed_keys_versions_and_those_of_a_null_key(spark, tmp_path):
+    # A row versions' table as binlake writes it (column mapping, deletion vectors: a version closed),
+    # its versions read back by delta-rs through the key predicate and the cut. The versions whose
+    # key column is null (a value in _raw, one unknown, a NULL) pass the predicate's IS NULL term and
+    # are kept or not by their key's text; the expectations are read by hand from the rows.
+    from binlake.tables.delta_reads import changed_current
+    from binlake.tables.stream import Lineage, Routes
+
+    shape = Shape("", "2026-01-01 00:00:00", [Col("id", "id", "int"), Col("n", "n", "varchar(10)")])
+    ts = TableState("db", "t", "tables/src/db/t", key=["id"], shapes=[shape])
+    v = Versions(spark, str(tmp_path))
+    v.create(ts, [("add", "id", "INT", "int"), ("add", "n", "STRING", "varchar(10)")])
+    schema = spark.read.format("delta").load(v.path(ts)).schema.add("_existing", "boolean")
+
+    def rows(*values: tuple, first: int = 0) -> DataFrame:
+        full = [(*r, *(None,) * (6 - len(r))) for r in values]  # (key, n, to, unknown, raw, existing)
+        return spark.createDataFrame([(k, n, at("o1"), at(to), "x", to, "o1", to, "insert", seq, unknown, raw,
+                                       bool(existing)) for seq, (k, n, to, unknown, raw, existing)
+                                      in enumerate(full, first)], schema)
+
+    v.merge(ts, rows((1, "one"), (2, "two"), (50, "fifty"), (None, "zero in _raw", None, None, {"id": '"zero"'}),
+                     (None, "unknown key", None, ["id"]), (None, "NULL key"), (51, "closed")), closes=0)
+    v.merge(ts, rows((51, "closed", "o2", None, None, True), first=6), closes=1)  # its row deleted (a vector)
+    routes = Routes({0: Lineage(0, ["id"])}, {}, {ts.name: [shape]})
+
+    def kept(grps: list[bytes]) -> list[str]:
+        found = changed_current(v.warehouse, ts, routes=routes, lineage=0, grps=pa.array(grps, pa.binary()))
+        return sorted(n for b in found for n in b.column("n").to_pylist())
+
+    assert kept([b"[1]", b"[50]", b"[51]", b"", b"[null]"]) == ["NULL key", "fifty", "one", "unknown key"]
+    assert kept([b"[2]", b'["zero"]']) == ["two", "zero in _raw"]  # no predicate: the keys mix types
 
 
 def test_the_merge_closes_the_versions_of_the_listed_keys(spark, tmp_path, monkeypatch):

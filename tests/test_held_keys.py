@@ -53,3 +53,48 @@ def test_an_empty_batch_gives_an_empty_batch():
     got = _keys(columns, ["id"], {"c_id": pa.array([], pa.int32()), "_from_order": pa.array([], pa.string()),
                                   "_raw": pa.array([], RAW), "_unknown": pa.array([], pa.list_(pa.string()))})
     assert got == []
+
+
+def _cut(columns: list[Col], key: list[str], rows: list[dict], grps: list[bytes]) -> list[str]:
+    """The names of the versions `rows` (two batches) that delta_reads.changed keeps for the changed
+    keys `grps`, each batch cut as it comes."""
+    from binlake.tables.delta_reads import changed
+
+    routes = Routes({0: Lineage(0, key)}, {}, {"t": [Shape("", "2026-01-01 00:00:00", columns)]})
+    types = {"c.id": pa.decimal128(20, 0), "c_k": pa.int32(), "c_name": pa.string()}
+    schema = pa.schema([*((c.column, types[c.column]) for c in columns), ("name", pa.string()),
+                        ("_from_order", pa.string()), ("_raw", RAW), ("_unknown", pa.list_(pa.string()))])
+    full = [{"_from_order": "o1", "_raw": None, "_unknown": None, **r} for r in rows]
+    half = len(full) // 2
+    batches = [pa.RecordBatch.from_pylist(part, schema) for part in (full[:half], full[half:])]
+    out = list(changed(routes, 0, "t", batches, grps=pa.array(grps, pa.binary())))
+    assert all(b.schema == schema for b in out)  # the versions as they are
+    return sorted(n for b in out for n in b.column("name").to_pylist())
+
+
+def test_the_cut_keeps_the_versions_of_the_changed_integer_keys():
+    columns = [Col("id", "c.id", "bigint unsigned"), Col("k", "c_k", "int")]
+    rows = [
+        {"c.id": Decimal(18446744073709551615), "c_k": 1, "name": "unsigned max, changed"},
+        {"c.id": Decimal(0), "c_k": -5, "name": "negative, changed"},
+        {"c.id": Decimal(0), "c_k": 5, "name": "its first column changed, not its key"},
+        {"c.id": Decimal(2), "c_k": 2, "name": "unchanged"},
+        {"c.id": None, "c_k": 3, "_raw": [("id", '"zero"')], "name": "a key value in _raw, changed"},
+        {"c.id": None, "c_k": 3, "_raw": [("id", '"one"')], "name": "a key value in _raw, unchanged"},
+        {"c.id": Decimal(4), "c_k": None, "_unknown": ["k"], "name": "a key value unknown, a change's too"},
+        {"c.id": Decimal(7), "c_k": 7, "_raw": [("v", '"x"')], "name": "another value in _raw, changed"},
+        {"c.id": None, "c_k": 9, "name": "a NULL key value, changed"},
+        {"c.id": Decimal(6), "c_k": 6, "_raw": [], "_unknown": [], "name": "_raw and _unknown empty, unchanged"},
+    ]
+    # the changed keys as the range's row images give them (key_text); b"": an image without its key
+    grps = [b"[18446744073709551615,1]", b"[0,-5]", b'["zero",3]', b"", b"[7,7]", b"[null,9]", b"[9,9]"]
+    assert _cut(columns, ["id", "k"], rows, grps) == sorted([
+        "unsigned max, changed", "negative, changed", "a key value in _raw, changed",
+        "a key value unknown, a change's too", "another value in _raw, changed", "a NULL key value, changed"])
+
+
+def test_the_cut_matches_a_text_key_by_its_text():
+    columns = [Col("name", "c_name", "varchar(10)")]
+    rows = [{"c_name": "é", "name": "é"}, {"c_name": "a'b", "name": "a'b"}, {"c_name": "E", "name": "E"},
+            {"c_name": "x", "name": "x"}]
+    assert _cut(columns, ["name"], rows, ['["é"]'.encode(), b'["a\'b"]', b'["e"]']) == sorted(["é", "a'b"])

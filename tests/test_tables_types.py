@@ -104,3 +104,37 @@ def test_every_type_as_of_the_end_is_the_servers_own(flavor: str, wide):
     wrong = [f"{c.name} id {i}: got {_json(w.got[i].get(c.name, '<unknown>'))}, server {_json(w.want[i][c.name])}"
              for c in _cases(flavor) for i in sorted(w.want) if _json(w.got[i].get(c.name)) != _json(w.want[i][c.name])]
     assert not wrong, f"{len(wrong)} values differ:\n" + "\n".join(wrong)
+
+
+@pytest.mark.parametrize("flavor", FLAVORS)
+def test_delta_rs_gives_the_fold_the_values_spark_reads(flavor: str, wide, spark):
+    # The driver's fold reads a table's current versions with delta-rs (binlake.tables.delta_reads),
+    # Spark's tasks with Spark (binlake.spark.versions): every type must reach the fold (`held`: its
+    # values in row-values form, its versions' places and times) alike from both, whole and cut to
+    # the changed keys (every other key). By `id`, the table's
+    # primary key (the apply matches wide.t's rows whole: its CREATE's key is not read, sqlglot
+    # parsing no spatial subtype nor COMPRESSED column), so that the cut keys every row.
+    import dataclasses
+
+    import pyarrow as pa
+
+    from binlake.spark.versions import Versions
+    from binlake.spark.warehouse import warehouse_uri
+    from binlake.tables import delta_reads
+    from binlake.tables import state as states
+    from binlake.tables.stream import Lineage, Routes, held
+
+    w = wide(flavor)
+    warehouse = warehouse_uri(str(w.warehouse))
+    ts = dataclasses.replace(states.load(warehouse, "src").tables["wide/t"], key=["id"])
+    routes = Routes({0: Lineage(0, ts.key)}, {}, {ts.name: ts.shapes})
+
+    def fold_input(batches) -> list[dict]:
+        return sorted((r for b in held(routes, 0, ts.name, batches) for r in b.to_pylist()), key=lambda r: r["grp"])
+
+    by_spark = fold_input(Versions(spark, warehouse).current(ts).toArrow().to_batches())
+    assert len(by_spark) == len(w.want)  # a current version per row the server holds
+    assert fold_input(delta_reads.current(warehouse, ts)) == by_spark
+    some = [r["grp"] for r in by_spark][::2]
+    cut = delta_reads.changed_current(warehouse, ts, routes=routes, lineage=0, grps=pa.array(some, pa.binary()))
+    assert fold_input(cut) == [r for r in by_spark if r["grp"] in set(some)]

@@ -13,7 +13,6 @@ import json
 import logging
 from collections.abc import Iterator
 
-import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
@@ -22,10 +21,11 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import BinaryType, StructField, StructType
 
 from binlake.archive.stores import open_store
-from binlake.spark.pools import TABLE_THREADS, each
 from binlake.spark.settings import session_settings
 from binlake.spark.versions import Versions, literal, q
+from binlake.tables import delta_reads
 from binlake.tables.baselines import lines
+from binlake.tables.key_ranges import changed_ranges
 from binlake.tables.plan import RangePlan
 from binlake.tables.state import SourceState, TableState
 from binlake.tables.stream import (
@@ -94,7 +94,7 @@ class RangeFold:
                 # included), which held_keys makes from the key's columns alone.
                 changes_of = routed.where(F.col("lineage") == lid)
                 grps = [r["grp"] for r in changes_of.select("grp").distinct().collect()]
-                current = self._changed_current(ts, routes, lid, grps, changed=changes_of)
+                current = self._changed_current(ts, routes, lid, grps=grps, changed=changes_of)
                 changed = changes_of.select(F.col("grp").alias("_grp")).distinct()
                 keyed = StructType([*current.schema.fields, StructField("_grp", BinaryType())])
                 current = (current.mapInArrow(functools.partial(held_keys, routes, lid, table), keyed)
@@ -126,25 +126,22 @@ class RangeFold:
         routed.unpersist()
         return out
 
-    def _changed_current(self, ts: TableState, routes: Routes, lid: int, grps: list[bytes], *,
-                         changed: DataFrame | None = None) -> DataFrame:
+    def _changed_current(self, ts: TableState, routes: Routes, lid: int, *, grps: list[bytes], changed: DataFrame
+                         ) -> DataFrame:
         """The current versions of a table matched by key that may be those of the keys the range
-        changes (`grps`; `changed`: the same as a column `grp` where Spark has them already), each
-        fold's first cut: the key's intervals prune files (not rows: random keys span nearly every
-        file), then an integer key's versions are cut to the changed keys' by value, in the JVM."""
-        current = self.versions.current(ts, self._key_predicate(ts, grps, routes))
+        changes (`grps`; `changed`: the same as a column `grp`), the fold's first cut: the key's
+        intervals prune files (not rows: random keys span nearly every file), then an integer key's
+        versions are cut to the changed keys' by value, in the JVM."""
+        current = self.versions.current(ts, self._key_predicate(ts, grps))
         integers = integer_key(routes, lid, ts.name)
-        if not integers:
-            return current
-        if changed is None:
-            changed = self.spark.createDataFrame(pa.table({"grp": pa.array(grps, pa.binary())}))
-        return changed_integer_keys(current, changed, integers)
+        return changed_integer_keys(current, changed, integers) if integers else current
 
     def foldable_here(self) -> bool:
         """Whether the driver can fold the range (its rows held, `in_driver`): no baseline to load,
         and each table's current versions that go on to the fold bounded by the range, not by the
         table: a small table's, or those of the keys the range changes where the key is an integer
-        (cut to them in the JVM). A whole table, or a big one keyed otherwise, is Spark's to fold."""
+        (cut to them by value as they are read). A whole table, or a big one keyed otherwise, is
+        Spark's to fold."""
         state, plan = self.state, self.plan
         if plan.loads:
             return False
@@ -155,7 +152,9 @@ class RangeFold:
 
     def in_driver(self, rows: pa.Table) -> tuple[DataFrame, dict[str, Counts]] | None:
         """`in_spark` in the driver, over the range's row changes it holds: the same stages
-        (binlake.tables.stream) in the same order, the groups sorted by Arrow instead of a shuffle;
+        (binlake.tables.stream) in the same order, the changed tables' current versions read with
+        delta-rs instead of Spark's jobs (binlake.tables.delta_reads: no Delta log, plan nor job of
+        the JVM's, a batch at a time), the groups sorted by Arrow instead of a shuffle;
         the versions out as a DataFrame for the MERGE, and their counts per table. None where an
         update changes a big table's key: its rows are then one group, with every current version
         (Spark's to fold)."""
@@ -172,18 +171,16 @@ class RangeFold:
             table, (lid, whole) = candidate
             ts = state.tables[table]
             if not _by_key(whole, routes.lineages[lid]):
-                versions = self.versions.current(ts).toArrow().to_batches()
+                versions = delta_reads.current(self.versions.warehouse, ts)
             else:  # only the versions of the keys the range changes, as `in_spark` keeps them
                 grps = pa.array(sorted(set(routed.filter(pc.equal(routed["lineage"], lid))["grp"].to_pylist())),
                                 pa.binary())
-                current = self._changed_current(ts, routes, lid, grps.to_pylist())
-                versions = [b.filter(pc.is_in(b.column("_grp"), value_set=grps)).drop_columns(["_grp"])
-                            for b in held_keys(routes, lid, table, current.toArrow().to_batches())]
+                versions = delta_reads.changed_current(self.versions.warehouse, ts, routes=routes, lineage=lid,
+                                                       grps=grps)
             return pa.Table.from_batches(list(held(routes, lid, table, versions)), STREAM)
 
-        # the tables' current versions read at once: each read is a Delta log, a plan and a small job
-        current = each(self.spark.sparkContext, sorted(plan.candidates.items()), current_of, threads=TABLE_THREADS,
-                       name="current")
+        # read with delta-rs, a batch at a time: no Spark job, plan nor Delta log of the JVM's
+        current = [current_of(c) for c in sorted(plan.candidates.items())]
         stream = pa.concat_tables([routed, *current])
         single = [lid for lid, ln in routes.lineages.items() if ln.single]
         if single:
@@ -206,29 +203,15 @@ class RangeFold:
         with session_settings(self.spark, {LOCAL_RELATION: "0", ARROW_BATCH: str(per)}):
             return self.spark.createDataFrame(out.combine_chunks(), schema=_OUT), counts(out)
 
-    def _key_predicate(self, ts, grps: list[bytes], routes: Routes) -> str | None:
+    @staticmethod
+    def _key_predicate(ts: TableState, grps: list[bytes]) -> str | None:
         """A predicate on the first key column that keeps the current versions of the keys the range
         changes (and prunes the files that hold none of them); None where it cannot be said."""
-        from binlake.tables.stream import interval_predicate
-
-        shape = ts.shape()
-        if shape is None or not ts.key:
+        ranges = changed_ranges(ts.shape(), ts.key, grps)
+        if ranges is None:
             return None
-        col = shape.by_name().get(ts.key[0])
-        if col is None:
-            return None
-        spark_type = col.kind().spark
-        if spark_type not in ("TINYINT", "SMALLINT", "INT", "BIGINT", "STRING") and \
-                not spark_type.startswith("DECIMAL"):
-            return None
-        keys = [orjson.loads(g)[0] for g in grps if g]
-        if not keys or any(not isinstance(k, int | str) for k in keys):
-            return None
-        parts = []
-        for lo, hi in interval_predicate(col.column, keys):
-            a, b = (literal(lo, spark_type), literal(hi, spark_type))
-            parts.append(f"({q(col.column)} = {a})" if lo == hi else f"({q(col.column)} BETWEEN {a} AND {b})")
-        return " OR ".join(parts)
+        spark_type = ranges.column.kind().spark
+        return ranges.sql(q, lambda v: literal(v, spark_type))
 
 
 def counts(out: pa.Table) -> dict[str, Counts]:

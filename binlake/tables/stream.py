@@ -191,8 +191,7 @@ def held_keys(routes: Routes, lineage: int, table: str, batches: Iterable[pa.Rec
             continue
         texts = [pc.fill_null(pc.cast(b.column(c), pa.string()), "null") for c in integers]
         grps = pc.binary_join_element_wise("[", pc.binary_join_element_wise(*texts, ","), "]", "").cast(pa.binary())
-        typed = pc.and_(_empty(b.column("_raw")), _empty(b.column("_unknown")))
-        odd = [i for i, ok in enumerate(typed.to_pylist()) if not ok]
+        odd = [i for i, ok in enumerate(typed(b).to_pylist()) if not ok]
         if odd:
             data, values = b.select(needed).to_pydict(), grps.to_pylist()
             for i in odd:
@@ -214,6 +213,12 @@ def integer_key(routes: Routes, lineage: int, table: str) -> list[str] | None:
 def _held_shape(routes: Routes, table: str) -> Shape:
     shapes = routes.shapes[table]
     return shapes[routes.held.get(table, len(shapes) - 1)]
+
+
+def typed(versions: pa.RecordBatch) -> pa.Array:
+    """Whether each version holds every value typed and known (none in `_raw`, none unknown): the
+    versions whose integer key held_keys makes in Arrow; the others' it makes in Python."""
+    return pc.and_(_empty(versions.column("_raw")), _empty(versions.column("_unknown")))
 
 
 def _empty(lists: pa.Array) -> pa.Array:
@@ -344,34 +349,6 @@ def stage(routes: Routes, v: Version, out: list[tuple]) -> None:
     to = v.to or (None, None, None)
     out.append((v.table, orjson.dumps(staged).decode(), raw or None, unknown or None, v.order, v.seq,
                 v.txn or None, v.at, v.op, to[0], to[1] or None, to[2], v.existing))
-
-
-# Spark evaluates the predicate on every row it reads too, in generated code: at 64 intervals that
-# code passes HotSpot's 8000-byte limit of the methods it compiles and runs interpreted, microseconds
-# a row (bench/RESULTS.md, bench/tables.py's section).
-INTERVALS = 16
-
-
-def interval_predicate(column: str, values: list[Any], most: int = INTERVALS) -> list[tuple[Any, Any]]:
-    """Sorted key values cut into at most `most` intervals at their widest gaps: a predicate on the
-    first key column that Delta's min/max statistics prune files by."""
-    vals = sorted(set(values))
-    if len(vals) <= most:
-        return [(v, v) for v in vals]
-    gaps = sorted(range(1, len(vals)), key=lambda i: _gap(vals[i - 1], vals[i]), reverse=True)[:most - 1]
-    cuts = sorted(gaps)
-    out, start = [], 0
-    for c in cuts:
-        out.append((vals[start], vals[c - 1]))
-        start = c
-    out.append((vals[start], vals[-1]))
-    return out
-
-
-def _gap(a: Any, b: Any) -> float:
-    if isinstance(a, int | float) and isinstance(b, int | float):
-        return float(b - a)
-    return 1.0  # text keys: cut anywhere (the first gaps)
 
 
 __all__ = ["CANDIDATE", "CHANGE", "OUT", "SNAPSHOT", "SORT", "STREAM", "canonical"]
