@@ -16,11 +16,11 @@ the tables at an instant.
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import json
 import logging
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,17 +30,18 @@ from pyspark.sql import functions as F
 from binlake.archive.stores import open_store
 from binlake.errors import BinlakeError
 from binlake.spark import verdicts
-from binlake.spark.pools import TABLE_THREADS, each, in_pool
+from binlake.spark.pools import TABLE_THREADS, each
 from binlake.spark.range_fold import Counts, RangeFold
 from binlake.spark.range_reads import RangeReads
 from binlake.spark.settings import SESSION, interpreted_settings, quality_dir, session_settings, short_apply_settings
 from binlake.spark.validate import Report
 from binlake.spark.version_suites import Applied, VersionChecks
 from binlake.spark.versions import Versions, cast, q
-from binlake.spark.warehouse import Commit, RunRange, Warehouse, iso, warehouse_uri
+from binlake.spark.warehouse import Commit, Note, RunRange, Warehouse, iso, warehouse_uri
 from binlake.spark.writer import WriterLease
 from binlake.splits.plan import sources as archived_sources
 from binlake.splits.times import compact_ts, parse_time
+from binlake.tables import delta_reads
 from binlake.tables import order as orders
 from binlake.tables import state as states
 from binlake.tables.baselines import Baseline, complete, placed
@@ -122,13 +123,10 @@ class TablesJob:
     def apply(self, source: str) -> Summary:
         began = time.monotonic()
         s = Summary(source, self.start, self.end)
-        # the transactions table's history (a read of its whole log) beside the reads of the source's own
-        with ThreadPoolExecutor(1, thread_name_prefix="binlake-history") as pool:
-            commits = pool.submit(in_pool, self.spark.sparkContext, "history", self._commits)
-            state = states.load(self.warehouse, source) or SourceState(source)
-            txns = self._transactions(source)
-            baselines = self._baselines(source, txns)
-            version_now = commits.result()[0].version
+        version_now = self._commits()[0].version
+        state = states.load(self.warehouse, source) or SourceState(source)
+        txns = self._transactions(source)
+        baselines = self._baselines(source, txns)
         assembled = self._assembled()
         decided = decide(state, self.start, self.end, self._rebuild_from(state, assembled, baselines))
         if isinstance(decided, str):
@@ -205,9 +203,15 @@ class TablesJob:
 
     def _commits(self) -> list[Commit]:
         """The `transactions` table's commits, newest first: read once a run, which holds the
-        warehouse's writer lease (no assemble commits meanwhile)."""
+        warehouse's writer lease (no assemble commits meanwhile). Read with delta-rs: the log's
+        commits are all there is to read, which Spark plans and runs as a job."""
         if self._commits_read is None:
-            self._commits_read = self.wh.history("transactions")
+            self._commits_read = [
+                Commit(c["version"], dt.datetime.fromtimestamp(c["timestamp"] / 1000, dt.UTC), c["operation"],
+                       Note.of(c.get("userMetadata")),
+                       {k: str(v) for k, v in (c.get("operationMetrics") or {}).items()})
+                for c in delta_reads.history(self.warehouse, "transactions")
+            ]
         return self._commits_read
 
     def _assembled(self) -> list[tuple[int, str, str, list[str]]]:

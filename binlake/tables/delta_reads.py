@@ -1,7 +1,8 @@
 """The warehouse's Delta tables read with delta-rs, without a JVM: where a warehouse is as delta-rs
-opens it (`storage`), SQL over one table (`query`, `stream`), and the current versions of a row
-versions' table that the driver's fold of a short range takes (binlake.spark.range_fold): every one
-(`current`), or those of the keys the range changes (`changed_current`).
+opens it (`storage`), SQL over one table (`query`, `stream`), a table's commits (`history`), and the
+current versions of a row versions' table that the driver's fold of a short range takes
+(binlake.spark.range_fold): every one (`current`), or those of the keys the range changes
+(`changed_current`).
 
 delta-rs's DataFusion (`deltalake.QueryBuilder`) reads what the row versions' tables use (column
 mapping `name`, deletion vectors; binlake.spark.versions) and prunes data files by a predicate on
@@ -56,6 +57,15 @@ def stream(uri: str, options: dict[str, str], version: int | None, sql: str) -> 
 def query(uri: str, options: dict[str, str], version: int | None, sql: str) -> pa.Table:
     """`stream`'s batches as one table."""
     return stream(uri, options, version, sql).read_all()
+
+
+def history(warehouse: str, name: str) -> list[dict[str, Any]]:
+    """The commits of the warehouse's table `name` (`transactions`, …), newest first, as delta-rs
+    gives them: `version`, `timestamp` (milliseconds), `operation`, `userMetadata`, `operationMetrics`."""
+    from deltalake import DeltaTable
+
+    uri, options = storage(warehouse)
+    return DeltaTable(f"{uri}/{name}", storage_options=options).history()
 
 
 def current(warehouse: str, ts: TableState) -> Iterator[pa.RecordBatch]:
