@@ -575,26 +575,31 @@ def test_upkeep_compacts_the_row_versions_and_asof_reads_them_after(applied, spa
 
 
 def test_the_drivers_fold_and_sparks_give_the_same_versions(applied, spark, tmp_path, monkeypatch, caplog):
-    # A range of at most DRIVER_ROWS row changes is folded in the driver, a bigger one in Spark's
-    # tasks (binlake.spark.range_fold): the same stages either way. The whole workload, every rule of
-    # the apply in it, folded each way into a lake of its own, gives each the versions of the
-    # module's lake (held to the server's SELECTs above).
+    # A range of at most DRIVER_ROWS transactions and row changes is read with delta-rs into the
+    # driver (binlake.spark.short_range) and folded there, a bigger one read by Spark and folded in
+    # its tasks (binlake.spark.range_fold): the same rules either way; and a short range the driver
+    # may not fold (a big table's key updated) hands its rows to Spark's fold. The whole workload,
+    # every rule of the apply in it, applied each way into a lake of its own, gives each the versions
+    # of the module's lake (held to the server's SELECTs above).
     import logging
 
-    from binlake.spark import tables
+    from binlake.spark import range_fold, tables
 
     whole = _versions(applied["warehouse"])
     folded = {}
-    for name, most in (("driver", tables.DRIVER_ROWS), ("spark", 0)):
+    for name, most, foldable in (("driver", tables.DRIVER_ROWS, True), ("spark", 0, True),
+                                 ("driver's reads, Spark's fold", tables.DRIVER_ROWS, False)):  # the last
         lake = tmp_path / name
         shutil.copytree(applied["assembled"], lake)
         monkeypatch.setattr(tables, "DRIVER_ROWS", most)
+        if not foldable:
+            monkeypatch.setattr(range_fold.RangeFold, "foldable_here", lambda self: False)
         caplog.clear()
         with caplog.at_level(logging.INFO, logger="binlake"):  # range_fold logs the driver's fold
             assert _apply(spark, applied["store"], lake, *RANGE).status == "applied"
         folded[name] = any("folded in the driver" in r.getMessage() for r in caplog.records)
         assert _versions(lake) == whole, name
-    assert folded == {"driver": True, "spark": False}
+    assert folded == {"driver": True, "spark": False, "driver's reads, Spark's fold": False}
 
 
 def test_a_range_after_a_gap_is_refused_naming_the_range_to_apply_first(applied, spark, tmp_path):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -65,13 +65,14 @@ class RangeFold:
         self.spark, self.versions, self.store = spark, versions, store
         self.state, self.plan = state, plan
 
-    def folded(self, changes: DataFrame, here: pa.Table | None) -> tuple[DataFrame, dict[str, Counts]]:
+    def folded(self, changes: Callable[[], DataFrame], here: pa.Table | None) -> tuple[DataFrame, dict[str, Counts]]:
         """The range's versions and their counts per table: folded by the driver where it holds the
-        range's rows (`here`) and may fold them, else by Spark's tasks."""
+        range's rows (`here`) and may fold them, else by Spark's tasks (`changes`: the same rows,
+        as Spark has them)."""
         out = self.in_driver(here) if here is not None and self.foldable_here() else None
         if out is not None:
             return out
-        versions = self.in_spark(changes)
+        versions = self.in_spark(changes())
         return versions, spark_counts(versions)
 
     def in_spark(self, changes: DataFrame) -> DataFrame:

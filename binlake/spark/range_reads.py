@@ -4,16 +4,19 @@ say of each table; the table statements (DDL, TRUNCATE) of its files, each at it
 tables its transactions wrote by statement; the schema state at its start; its first committed
 transaction and its last.
 
-Reads that do not wait for each other run side by side, each thread's Spark jobs in a scheduler
-pool of its own (binlake.spark.pools): much of each is the driver's (Delta's log, planning, the
-archive's files), which one at a time leaves the cores idle for.
+A short range's transactions and row changes are read with delta-rs into the driver's Arrow
+(binlake.spark.short_range), a longer range's by Spark. Reads that do not wait for each other run
+side by side, each thread's Spark jobs in a scheduler pool of its own (binlake.spark.pools): much of
+each is the driver's (Delta's log, planning, the archive's files), which one at a time leaves the
+cores idle for.
 """
 
 from __future__ import annotations
 
 import functools
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -23,6 +26,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from binlake.schema.ddl import SchemaState
 from binlake.spark.pools import each, in_pool
+from binlake.spark.short_range import ShortRange
 from binlake.spark.warehouse import RunRange, Warehouse, iso
 from binlake.tables import images
 from binlake.tables import order as orders
@@ -37,24 +41,29 @@ FEW = 50  # statements placed by a filter of their positions (RangeReads.placed)
 
 
 @dataclass
+class Rows:
+    """What the range's rows say, read by Spark (`RangeReads.spark_rows`) or by delta-rs (`short_rows`)."""
+
+    changes: Callable[[], DataFrame]  # the row changes to apply, with their transaction's place
+    here: pa.Table | None  # the same rows, where the driver holds them (at most `driver_rows`)
+    images: tuple[dict[tuple[str, str], list[str]], dict[tuple[str, str], list[str]], int]  # touched, keys, rows
+    written: list[Written]  # the tables written by statement: the first after each statement or baseline point
+    first: str | None  # the order of the range's first committed transaction
+    last: dict[str, Any] | None  # the range's last transaction: its order and txn_id
+    cached: list[DataFrame] = field(default_factory=list)  # what `RangeRead.release` unpersists
+
+
+@dataclass
 class RangeRead:
     """What `RangeReads.read` found; `release` when the range is applied."""
 
-    in_range: DataFrame  # the range's transactions, cached
-    changes: DataFrame  # the row changes to apply, with their transaction's place
-    here: pa.Table | None  # the same rows, where the driver holds them (at most `driver_rows`)
-    touched: dict[tuple[str, str], list[str]]  # what the row images say of each table (binlake.tables.images)
-    keys: dict[tuple[str, str], list[str]]
-    row_changes: int
+    rows: Rows
     statements: list[Statement]  # the range's table statements, in order
-    written: list[Written]  # the tables written by statement: the first after each statement or baseline point
     history: SchemaState | None  # the schema at the range's start; None for a source without a history
-    first: str | None  # the order of the range's first committed transaction
-    last: dict[str, Any] | None  # the range's last transaction: its order and txn_id
 
     def release(self) -> None:
-        self.changes.unpersist()
-        self.in_range.unpersist()
+        for df in self.rows.cached:
+            df.unpersist()
 
 
 class RangeReads:
@@ -66,48 +75,68 @@ class RangeReads:
 
     def read(self, baselines: list[Baseline], *, driver_rows: int) -> RangeRead:
         """The range's reads, the baselines that start in it given (their points mark where a table
-        written by statement may be whole again)."""
+        written by statement may be whole again): a range of at most `driver_rows` transactions and
+        row changes read with delta-rs into the driver (binlake.spark.short_range), a longer one by
+        Spark."""
         from binlake.splits.plan import plan
 
         start, end = self.start, self.end
         sc = self.spark.sparkContext
-        # The range's files read for their statements, and the schema history, while Spark plans the
-        # range's transactions and row changes; then the small queries over those at once.
+        # The range's files read for their statements, and the schema history, while the range's
+        # transactions and row changes are read.
         with ThreadPoolExecutor(2, thread_name_prefix="binlake-files") as pool:
             planned = pool.submit(plan, self.store, [self.source], start, end)  # the range's files, planned once
             found = pool.submit(in_pool, sc, "statements", lambda: self.statements(planned.result()))
             schemas = pool.submit(in_pool, sc, "schemas", lambda: self.history(planned.result()))
-            # read four times (the changes, the XA commits, the first order, the tables written by statement)
-            in_range = self.txns.where(RunRange(start, end).condition()).cache()
-            changes = self.changes(in_range)
-            here: list[pa.Table] = []
-
-            def images_of() -> tuple[dict, dict, int]:
-                rows = changes.limit(driver_rows + 1).toArrow()
-                if rows.num_rows <= driver_rows:
-                    here.append(rows)
-                    return images.merged(p for b in images.partial(rows.to_batches()) for p in b.to_pylist())
-                changes.cache()
-                return self.images(changes)
-
-            def written_of() -> list[Written]:
-                _, statements, by_statement = found.result()
-                return self.written(in_range, statements=statements, baselines=baselines, by_statement=by_statement)
-
-            def ends() -> Any:
-                return in_range.agg(F.min(F.when(F.col("outcome") == "committed", F.col("order"))).alias("o"),
-                                    F.max_by(F.struct("order", "txn_id"), F.col("order")).alias("last")).collect()[0]
-
-            queries = [images_of, written_of, ends]
-            (touched, keys, row_changes), written, last = each(sc, queries, lambda f: f(), threads=len(queries),
-                                                               name="prep")
+            short = ShortRange.read(self.wh.url, self.source, (start, end), driver_rows)
+            rows = self.short_rows(short, found, baselines) if short is not None else \
+                self.spark_rows(found, baselines, driver_rows)
             (earlier, statements, _), history = found.result(), schemas.result()
         if history is not None:  # moved to the start of the range's first file: on to the range's start
             for st in earlier:
                 history.apply(st.db, st.sql, st.collation)
-        return RangeRead(in_range, changes, here[0] if here else None, touched, keys, row_changes,
-                         statements, written, history, last["o"],
-                         last["last"].asDict() if last["last"] is not None else None)
+        return RangeRead(rows, statements, history)
+
+    def short_rows(self, short: ShortRange, found: Future, baselines: list[Baseline]) -> Rows:
+        """`spark_rows` of a short range, from its Arrow; Spark gets its row changes only where the
+        driver's fold hands them over (binlake.spark.range_fold)."""
+        here = short.changes()
+        _, statements, by_statement = found.result()
+        written = short.written(statements=statements, baselines=baselines, by_statement=by_statement)
+        first, last = short.ends()
+        return Rows(lambda: self.spark.createDataFrame(here), here,
+                    images.merged(p for b in images.partial(here.to_batches()) for p in b.to_pylist()), written,
+                    first, last)
+
+    def spark_rows(self, found: Future, baselines: list[Baseline], driver_rows: int) -> Rows:
+        """What the range's rows say, read by Spark: after Spark's planning of the range's
+        transactions and row changes, the small queries over those at once."""
+        sc = self.spark.sparkContext
+        # read four times (the changes, the XA commits, the first order, the tables written by statement)
+        in_range = self.txns.where(RunRange(self.start, self.end).condition()).cache()
+        changes = self.changes(in_range)
+        here: list[pa.Table] = []
+
+        def images_of() -> tuple[dict, dict, int]:
+            rows = changes.limit(driver_rows + 1).toArrow()
+            if rows.num_rows <= driver_rows:
+                here.append(rows)
+                return images.merged(p for b in images.partial(rows.to_batches()) for p in b.to_pylist())
+            changes.cache()
+            return self.images(changes)
+
+        def written_of() -> list[Written]:
+            _, statements, by_statement = found.result()
+            return self.written(in_range, statements=statements, baselines=baselines, by_statement=by_statement)
+
+        def ends() -> Any:
+            return in_range.agg(F.min(F.when(F.col("outcome") == "committed", F.col("order"))).alias("o"),
+                                F.max_by(F.struct("order", "txn_id"), F.col("order")).alias("last")).collect()[0]
+
+        queries = [images_of, written_of, ends]
+        seen, written, last = each(sc, queries, lambda f: f(), threads=len(queries), name="prep")
+        return Rows(lambda: changes, here[0] if here else None, seen, written, last["o"],
+                    last["last"].asDict() if last["last"] is not None else None, [changes, in_range])
 
     def changes(self, in_range: DataFrame) -> DataFrame:
         """The range's row changes to apply, with their transaction's place: committed dml, and the

@@ -52,7 +52,8 @@ log = logging.getLogger(__name__)
 # A range of at most this many row changes is folded by the driver (range_fold.RangeFold.in_driver): the rows, and
 # the current versions of the keys they change, cross into the driver's Python once, instead of
 # four stages of Spark's Python workers and a shuffle, whose fixed costs are most of a short
-# range's fold (bench/RESULTS.md, bench/tables.py).
+# range's fold (bench/RESULTS.md, bench/tables.py). Where it holds at most as many transactions
+# too, they and its rows are read with delta-rs (short_range.ShortRange), not by Spark's jobs.
 DRIVER_ROWS = 100_000
 
 
@@ -293,17 +294,18 @@ class TablesJob:
         start, end = span
         reads = RangeReads(self.spark, self.wh, self.store, source=state.source, txns=txns, span=span)
         r = reads.read(baselines, driver_rows=DRIVER_ROWS)
-        s.row_changes = r.row_changes
-        first = min([o for o in [r.first] + [b.start for b in baselines] if o] or [orders.order("x.000001", 0)])
+        rows = r.rows
+        touched, keys, s.row_changes = rows.images
+        first = min([o for o in [rows.first] + [b.start for b in baselines] if o] or [orders.order("x.000001", 0)])
         planner = Planner(state, Point(first, start), r.history)
-        plan = planner.plan(r.statements, r.touched, r.keys, baselines, written=r.written)
+        plan = planner.plan(r.statements, touched, keys, baselines, written=rows.written)
         check_names(state.tables[t] for t in plan.touched if t in state.tables)
         self._prepare(state, plan)
         fold = RangeFold(self.spark, self.versions, self.store, state=state, plan=plan)
-        out, counts = fold.folded(r.changes, r.here)
+        out, counts = fold.folded(rows.changes, rows.here)
         self._write(state, plan, out, s, counts=counts)
         r.release()
-        return r.last
+        return rows.last
 
     # -- the Delta tables ---------------------------------------------------------------
 

@@ -16,7 +16,7 @@ import os
 from collections.abc import Iterable, Iterator
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 import pyarrow as pa
@@ -26,6 +26,7 @@ from binlake.tables.key_ranges import changed_ranges
 from binlake.tables.state import TableState
 from binlake.tables.stream import Routes, held_keys, integer_key, typed
 
+Arrow = TypeVar("Arrow", pa.RecordBatch, pa.Table)
 # A changed integer key's first value as Arrow compares it with every integer column (BIGINT
 # UNSIGNED's DECIMAL(20,0) too)
 _WHOLE = pa.decimal128(20, 0)
@@ -57,6 +58,13 @@ def stream(uri: str, options: dict[str, str], version: int | None, sql: str) -> 
 def query(uri: str, options: dict[str, str], version: int | None, sql: str) -> pa.Table:
     """`stream`'s batches as one table."""
     return stream(uri, options, version, sql).read_all()
+
+
+def read(warehouse: str, name: str, sql: str) -> pa.Table:
+    """`sql` over the warehouse's table `name` (`transactions`, `row_changes`, …) as `t`, at its
+    newest version, in the Arrow types Spark's reader gives."""
+    uri, options = storage(warehouse)
+    return plain(query(f"{uri}/{name}", options, None, sql))
 
 
 def history(warehouse: str, name: str) -> list[dict[str, Any]]:
@@ -117,7 +125,12 @@ def _current(warehouse: str, ts: TableState, where: str | None) -> Iterator[pa.R
     sql = f"SELECT * FROM t WHERE _to_order IS NULL{f' AND ({where})' if where else ''}"
     for b in stream(f"{uri}/{ts.path}", options, None, sql):
         if b.num_rows:
-            yield b.cast(pa.schema([f.with_type(_plain(f.type)) for f in b.schema]))
+            yield plain(b)
+
+
+def plain(data: Arrow) -> Arrow:
+    """A batch or table as DataFusion reads it in the Arrow types Spark's reader gives."""
+    return data.cast(pa.schema([f.with_type(_plain(f.type)) for f in data.schema]))
 
 
 def _plain(t: pa.DataType) -> pa.DataType:
@@ -135,10 +148,14 @@ def _plain(t: pa.DataType) -> pa.DataType:
 
 
 def _as_read(b: pa.RecordBatch) -> pa.RecordBatch:
-    """`_valid_from` as the records' text (binlake.splits.times.parse_time's form)."""
+    """`_valid_from` as the records' text."""
     i = b.schema.get_field_index("_valid_from")
-    text = pc.strftime(b.column(i), format="%Y-%m-%dT%H:%M:%SZ")  # microseconds: the unit's digits after %S
-    return b.set_column(i, "_valid_from", text)
+    return b.set_column(i, "_valid_from", iso(b.column(i)))
+
+
+def iso(times: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """Timestamps (microseconds, UTC) as the records' text (binlake.splits.times.parse_time's form)."""
+    return pc.strftime(times, format="%Y-%m-%dT%H:%M:%SZ")  # microseconds: the unit's digits after %S
 
 
 def ident(name: str) -> str:
@@ -146,10 +163,13 @@ def ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+def text(v: str) -> str:
+    """A string as a DataFusion literal."""
+    return "'" + v.replace("'", "''") + "'"
+
+
 def literal(v: Any, spark_type: str) -> str:
     """A key's value (an int, a Decimal or a str) as a DataFusion literal of its Delta column's type."""
     if spark_type.startswith("DECIMAL"):
         return f"CAST('{v}' AS {spark_type})"
-    if isinstance(v, str):
-        return "'" + v.replace("'", "''") + "'"
-    return str(v)
+    return text(v) if isinstance(v, str) else str(v)
