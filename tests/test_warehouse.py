@@ -7,6 +7,7 @@ of the same files (tests.support.lake), or the rows as they were before."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import signal
@@ -150,6 +151,39 @@ def test_two_runs_at_once_over_overlapping_ranges_give_every_row_once(spark, spa
              if c.get("userMetadata")]
     assert sorted((n["start"], n["end"]) for n in notes) == sorted(
         (_iso(lo), _iso(hi)) for lo, hi in ranges.values())
+
+
+@pytest.mark.parametrize("where", ["local", "s3"])
+def test_a_range_no_file_can_hold_is_appended_and_one_that_may_is_replaced(spark, bucket, tmp_path, where):
+    from binlake.spark.job import assemble
+    from binlake.spark.warehouse import RunRange, Warehouse
+
+    store, warehouse = _places(where, tmp_path)
+    start, end = _day()
+    # The day cut between two of its transactions (the scan's commit times) more than Delta's
+    # statistics' millisecond apart: the first half's files cannot hold the second half's rows.
+    times = sorted({_iso(t["commit_ts"]) for t in _reference_transactions()})
+    gap = dt.timedelta(milliseconds=2)
+    cut = next(b for a, b in zip(times[len(times) // 2:], times[len(times) // 2 + 1:], strict=False)
+               if _instant(b) - _instant(a) > gap)
+    runs = [assemble(spark, store, warehouse, *rng).run for rng in ((start, cut), (cut, end), (start, end))]
+    # a new table and the next range: appended; the whole day again: its files replaced. One commit each.
+    for name in ("transactions", "row_changes"):
+        commits = [(json.loads(c["userMetadata"])["binlake"]["run"], c["operationParameters"]["mode"])
+                   for c in reversed(table(warehouse, name).history()) if c.get("userMetadata")]
+        assert commits == [(runs[0], "Append"), (runs[1], "Append"), (runs[2], "Overwrite")], name
+    assert differences(lake(warehouse), _reference()) == {}  # every row once: the scan's
+    # what the log says of other ranges: another source's rows on the same day, the next day's
+    tables = Warehouse(spark, warehouse)
+    day_after = (_instant(end) + dt.timedelta(days=1)).isoformat()
+    assert not tables.holds_none("row_changes", RunRange(_iso(start), _iso(end), ("mysql",)))
+    assert tables.holds_none("row_changes", RunRange(_iso(start), _iso(end), ("another-server",)))
+    assert tables.holds_none("row_changes", RunRange(_iso(end), day_after))
+    assert not tables.holds_none("row_changes", RunRange(cut, (_instant(cut) + gap).isoformat()))
+
+
+def _instant(t: str) -> dt.datetime:
+    return dt.datetime.fromisoformat(_iso(t))
 
 
 def _reference_transactions() -> list[dict]:

@@ -7,9 +7,12 @@ Like delta.tables.DeltaTable, one object holds a table's data, its history and i
 A run replaces its range — the rows of its sources whose `commit_ts` is in `[start, end)`,
 `RunRange.condition()` — in one commit per table: Delta's `replaceWhere` writes the new files and
 commits them with the removal of every file that held rows of the range (the files that also hold
-kept rows are rewritten with those rows, in the same commit). A reader sees the range as it was or
-as it is, never both, never neither; a run that dies before its commit leaves only files no commit
-names (VACUUM removes them). Each commit's `userMetadata` names its run (`Note`): range, sources,
+kept rows are rewritten with those rows, in the same commit). Where the table's log says no file can
+hold a row of the range (`holds_none`: a new table, an hourly run's next hour) the run's files are
+appended instead, one commit too: replaceWhere would have Delta rebuild the table's state with Spark
+jobs to find files to remove where there are none. A reader sees the range as it was or as it is,
+never both, never neither; a run that dies before its commit leaves only files no commit names
+(VACUUM removes them). Each commit's `userMetadata` names its run (`Note`): range, sources,
 status and counts, so `DESCRIBE HISTORY` lists what every run did. Validation reads the same
 condition, at the version the run wrote.
 
@@ -32,6 +35,7 @@ from pyspark.sql import functions as F
 from binlake.errors import BinlakeError
 from binlake.spark import schema
 from binlake.spark.settings import RETAIN_DAYS, TABLES, session_settings
+from binlake.tables.delta_reads import storage
 
 log = logging.getLogger(__name__)
 # Min/max statistics only where readers filter (Delta's default is the first 32 columns: the row
@@ -39,6 +43,8 @@ log = logging.getLogger(__name__)
 STATS = {"transactions": "commit_ts,source,binlog_file,start_pos,txn_id,gtid,kind",
          "row_changes": "commit_ts,source,binlog_file,txn_id,schema,table",
          "anomalies": "commit_ts,source,binlog_file,code,severity"}
+# Delta's statistics of a timestamp are its milliseconds: a file's true bounds within one of them
+STATS_SLACK = dt.timedelta(milliseconds=1)
 FORMAT_NOTE = "binlake"  # the key of a binlake commit's userMetadata (others' commits lack it)
 
 
@@ -195,12 +201,17 @@ class Warehouse:
                 options: dict[str, str] | None = None) -> Commit:
         """The range's rows of a table replaced by `rows` (which must all be in the range: Delta
         refuses the commit otherwise) in one commit, which `note` names; that commit, or the table's
-        last when nothing changed (no rows before or now: Delta makes no commit). The table exists
-        (`create_missing`, before the run's jobs: not asked again here, a log read per table)."""
+        last when nothing changed (no rows before or now: Delta makes no commit). Appended where no
+        file can hold a row of the range (`holds_none`). The table exists (`create_missing`, before
+        the run's jobs: not asked again here, a log read per table); the caller holds the writer
+        lease (binlake.spark.writer): no commit comes between the log's read and this one."""
         self.spark.sparkContext.setJobDescription(f"binlake: write {name}")
-        (rows.write.format("delta").mode("overwrite").options(**(options or {}))
-         .option("partitionOverwriteMode", "static").option("replaceWhere", rng.condition())
-         .option("userMetadata", note.text()).save(self.path(name)))
+        writer = rows.write.format("delta").options(**(options or {})).option("userMetadata", note.text())
+        if self.holds_none(name, rng):
+            writer.mode("append").save(self.path(name))
+        else:
+            (writer.mode("overwrite").option("partitionOverwriteMode", "static")
+             .option("replaceWhere", rng.condition()).save(self.path(name)))
         commit = self.history(name, 1)[0]
         if commit.note is None or commit.note.run != note.run:
             log.info("%s: nothing in the range, before or now: unchanged at version %d", name, commit.version)
@@ -209,6 +220,36 @@ class Warehouse:
                  ", ".join(f"{k} {commit.metrics[k]}" for k in ("numOutputRows", "numRemovedFiles", "numFiles")
                            if k in commit.metrics))
         return commit
+
+    def holds_none(self, name: str, rng: RunRange) -> bool:
+        """Whether no file of the table can hold a row of the range, by its log alone (read by
+        delta-rs: no Spark job): each file's `commit_date`, and its `commit_ts` and `source`
+        statistics (bounds, as Delta's own file skipping reads them). A file without them, or a log
+        delta-rs cannot read, may hold any row: False."""
+        from deltalake import DeltaTable
+
+        uri, options = storage(self.path(name))
+        try:
+            found = DeltaTable(uri, storage_options=options).get_add_actions(flatten=True)
+        except Exception as e:  # noqa: BLE001 - delta-rs's errors (a feature it lacks, the store's): Delta's search
+            log.info("%s: its log not read by delta-rs (%s): the range's files searched by Delta", name, e)
+            return False
+        columns = ("partition.commit_date", "min.commit_ts", "max.commit_ts", "min.source", "max.source")
+        if found.num_rows == 0:
+            return True
+        if not set(columns) <= set(found.column_names):
+            return False
+        lo, hi = rng.bounds()
+        days = set(rng.dates())
+        for day, first, last, low, high in zip(*(found.column(c).to_pylist() for c in columns), strict=True):
+            if day not in days:
+                continue  # a file of another day (or of no commit_ts: no day)
+            if first is None or last is None or low is None or high is None:
+                return False
+            if first - STATS_SLACK < hi and last + STATS_SLACK >= lo and (
+                    rng.sources is None or any(low <= s <= high for s in rng.sources)):
+                return False
+        return True
 
     def history(self, name: str, limit: int | None = None) -> list[Commit]:
         """A table's commits, newest first (DESCRIBE HISTORY)."""
