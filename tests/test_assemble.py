@@ -117,10 +117,10 @@ def test_a_range_smaller_than_a_split_is_read_in_the_driver_alike(spark, archive
     # same range runs on the executors (test_tables_equal_the_scan). Batches of 5 rows, which Spark
     # takes a partition each where they are more than its local-relation bytes (as an hour's are):
     # many more batches than cores.
-    import binlake.spark.job
+    import binlake.spark.passes
     from binlake.spark.settings import session_settings
 
-    monkeypatch.setattr(binlake.spark.job, "BATCH", 5)
+    monkeypatch.setattr(binlake.spark.passes, "BATCH", 5)
     start, end = data_day()
     with session_settings(spark, {"spark.sql.execution.arrow.localRelationThreshold": "0"}):
         summary = run_job(spark, archives["s3"], tmp_path / "lake", start, end)

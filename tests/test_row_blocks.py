@@ -15,13 +15,13 @@ from binlake.assemble.walk import FileAssembler, Options
 from binlake.binlog import _rowdecode, fastrows
 from binlake.binlog.framing import BinlogReader
 from binlake.spark import schema
-from binlake.spark.job import BATCH, _arrow_schema
+from binlake.spark.passes import BATCH, arrow_schema
 from tests.support.scanning import PUBLIC, assert_same_items, blocks_path, lines_records, records_list, scan_lines
 from tests.test_json_lines import SMALL
 from tests.test_public_fixtures import READABLE
 from tests.test_rowdecode import FILES
 
-ARROW = _arrow_schema(schema.ROW_CHANGES)
+ARROW = arrow_schema(schema.ROW_CHANGES)
 
 
 def _rows_of_blocks(paths, **opts) -> list[dict]:
@@ -109,7 +109,7 @@ def test_columns_of_a_rows_event():
     assert e.value.args == ()  # with no words: the reference path words errors
 
 
-STAGED = _arrow_schema(schema.STAGED)
+STAGED = arrow_schema(schema.STAGED)
 
 
 # Beside the recordings (GTIDs; MariaDB's without logical clocks nor lengths): public files of

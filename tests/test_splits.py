@@ -68,14 +68,14 @@ def test_the_facts_pass_reads_the_lanes_records_as_the_walks(archived, split_byt
 
 @pytest.mark.parametrize("split_bytes", [2_000, 1 << 30])
 def test_the_facts_task_gives_the_walks_records_and_dates(archived, split_bytes):
-    """The Spark job's facts task (spark.job._facts_task, run here without Spark: the lane's
+    """The Spark job's facts task (spark.passes.facts_task, run here without Spark: the lane's
     records as columns, schema.records_run_batch) gives, row for row, what the records of the
     reference walk make (skim off: no lane), anomalies and their dates included (a byte flipped in
     the middle rows event of a file: the lane's run stops before it, the walk says what it is)."""
     import pyarrow as pa
 
     from binlake.spark import schema
-    from binlake.spark.job import _arrow_schema, _facts_task
+    from binlake.spark.passes import arrow_schema, facts_task
 
     flavor, store, files = archived
     obj = files / "binlog.000001"
@@ -85,9 +85,9 @@ def test_the_facts_task_gives_the_walks_records_and_dates(archived, split_bytes)
     data[pos + size - 8] ^= 0x5A  # in its row images: the CRC32 no longer matches
     obj.write_bytes(bytes(data))
     p = plan(store, None, *EVERYTHING, split_bytes)
-    arrow = _arrow_schema(schema.STAGED)
+    arrow = arrow_schema(schema.STAGED)
     splits = pa.RecordBatch.from_pylist([{"split": s.to_json()} for s in p.splits])
-    got = [row for b in _facts_task(Options(), None)(iter([splits])) for row in b.to_pylist()]
+    got = [row for b in facts_task(Options(), None)(iter([splits])) for row in b.to_pylist()]
     want = []
     for split in p.splits:
         for item in run_split(split, Options(rows=False, skim=False)):
@@ -108,11 +108,11 @@ def test_the_rows_pass_gets_the_walks_rows_from_the_lane(archived, split_bytes):
     Arrow batches (schema.run_batch), are row for row the ones the reference walk's blocks make
     (skim off: no lane; schema.blocks_batch)."""
     from binlake.spark import schema
-    from binlake.spark.job import _arrow_schema
+    from binlake.spark.passes import arrow_schema
 
     _flavor, store, _files = archived
     p = plan(store, None, *EVERYTHING, split_bytes)
-    arrow = _arrow_schema(schema.ROW_CHANGES)
+    arrow = arrow_schema(schema.ROW_CHANGES)
 
     def rows(**opts) -> tuple[list[dict], int]:
         out, laned = [], 0
@@ -285,18 +285,18 @@ def test_the_driver_keeps_its_heap_collectable(spark):
     Spark task (which must freeze) and in the driver (which must not)."""
     import gc
 
-    from binlake.spark.job import _tune_worker_heap
+    from binlake.spark.passes import tune_worker_heap
 
     def in_a_task(_):
         import gc
 
-        from binlake.spark.job import _tune_worker_heap
+        from binlake.spark.passes import tune_worker_heap
 
         gc.unfreeze()  # what an earlier task of a reused worker froze does not count
-        _tune_worker_heap()
+        tune_worker_heap()
         return gc.get_freeze_count()
 
     assert spark.sparkContext.parallelize([0], 1).map(in_a_task).collect()[0] > 0
     before = gc.get_freeze_count()
-    _tune_worker_heap()
+    tune_worker_heap()
     assert gc.get_freeze_count() == before

@@ -70,17 +70,21 @@ def run(args: argparse.Namespace, spark=None) -> int:
     from binlake.assemble.walk import Options
     from binlake.compiled import compiled_paths
     from binlake.spark.job import Job, session
+    from binlake.spark.read_ahead import ReadAhead
+    from binlake.spark.settings import in_driver
     from binlake.splits.plan import plan
 
     log.info("binlake %s: %s", __version__, compiled_paths())
     validating = args.validate or args.validate_as
     if validating:
         _can_validate(args)
-    # Planned once, before the session: a local session's JVM depends on the range's size.
+    # Planned once, before the session: a local session's JVM depends on the range's size; a range
+    # the driver reads itself is read from now on, while the JVM starts (binlake.spark.read_ahead).
     planned = plan(args.store, args.sources, args.start, args.end, args.split_bytes)
-    spark = spark or session(getattr(args, "master", None), conf=_session_conf(args, planned))
     opts = Options(segment_rows=args.segment_rows, segment_bytes=args.segment_bytes)
-    summary = Job(spark, planned, warehouse=args.warehouse, opts=opts).run()
+    ahead = ReadAhead(planned, opts) if in_driver(planned, planned.split_bytes) else None
+    spark = spark or session(getattr(args, "master", None), conf=_session_conf(args, planned))
+    summary = Job(spark, planned, warehouse=args.warehouse, opts=opts, ahead=ahead).run()
     print(json.dumps({"record": "assemble", **asdict(summary)}, separators=(",", ":")), flush=True)
     status = 0
     if args.fail_on_anomaly and summary.anomalies:

@@ -3,8 +3,10 @@
 1. Plan on the driver from manifests only (binlake/splits/plan.py).
 2. Survey the transactions bigger than a split, one task each, and cut them into pieces.
 3. The facts pass: every split and piece in parallel (`mapInArrow`: one task per split,
-   Arrow batches out) gives its transactions, anomalies and pieces (rows decoded for their
-   counts only), staged as Parquet: a record per transaction, small.
+   Arrow batches out; binlake/spark/passes.py) gives its transactions, anomalies and pieces
+   (rows decoded for their counts only), staged as Parquet: a record per transaction, small.
+   A range of one split's work is read by the driver instead, on a thread from the moment it
+   is planned (binlake/spark/read_ahead.py): no Python worker to start, no staging.
 4. Put big transactions together on the driver from their pieces' counts
    (binlake/assemble/pieces.py): where each piece's rows go (`seq`, segments).
 5. Write each table: the rows of the range replace exactly the range's rows, in one Delta
@@ -19,31 +21,30 @@ at a time.
 
 from __future__ import annotations
 
-import gc
 import json
 import logging
 import os
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import pyarrow as pa
 from pyspark.broadcast import Broadcast
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from binlake.assemble.lane import RecordRun, RowRun
-from binlake.assemble.outputs import RowBlocks
-from binlake.assemble.pieces import Fixes, PieceRecord, place_block
+from binlake.assemble.pieces import Fixes, PieceRecord
 from binlake.assemble.walk import Options
 from binlake.errors import BinlakeError
-from binlake.malloc import keep_freed_memory
 from binlake.schema.ddl import SchemaState
 from binlake.spark import schema
+from binlake.spark.passes import Held, facts_task, rows_task
 from binlake.spark.pools import in_pool
+from binlake.spark.read_ahead import ReadAhead
 from binlake.spark.settings import (
     LOGS,
     SCHEDULER,
@@ -59,11 +60,10 @@ from binlake.spark.settings import (
 from binlake.spark.warehouse import Note, RunRange, Warehouse, warehouse_uri
 from binlake.spark.writer import WriterLease
 from binlake.splits.plan import DEFAULT_SPLIT_BYTES, Plan, Split, pieces_of, plan
-from binlake.splits.tasks import check_repeat, put_together, run_split, run_survey
+from binlake.splits.tasks import check_repeat, put_together, run_survey
 from binlake.splits.times import compact_ts
 
 log = logging.getLogger(__name__)
-BATCH = 4096  # records per Arrow batch out of a task
 # Parquet writer options per table (Delta hands them to its Parquet writer). Where a column's values
 # are nearly all distinct (the images; the ids of production's one-row transactions) a dictionary
 # for it is built and then dropped by the writer, at a cost bench/RESULTS.md measures. The facts
@@ -113,111 +113,12 @@ class Summary:
         return f"{self.anomalies} anomalies in {self.start}..{self.end} ({codes}); see {self.warehouse}/anomalies"
 
 
-def _splits(batches) -> Iterator[Split]:
-    for b in batches:
-        for text in b.column("split").to_pylist():
-            yield Split.from_json(text)
-
-
-def _split_schema(split: Split, states) -> SchemaState | None:
-    """The schema state a split starts from: a copy, which its walk advances."""
-    if states is None or split.schema is None:
-        return None
-    return states.value[split.schema].copy()
-
-
-def _facts_task(opts: Options, states):
-    """What each task of the facts pass runs over its split(s): transactions, anomalies and the
-    pieces of big transactions out as Arrow batches of STAGED, each of one kind of record
-    (schema.arrow_batch; the lane's transactions from its columns, schema.records_run_batch). Rows
-    are decoded for their counts only. `states`: a broadcast of the schema states splits start from
-    (binlake.splits.schemas), or None."""
-    opts = replace(opts, rows=False)
-
-    def run(batches):
-        _tune_worker_heap()
-        arrow = _arrow_schema(schema.STAGED)
-        kinds = [n for n in arrow.names if n != "kind"]
-        for split in _splits(batches):
-            bufs: dict[str, list[dict]] = {k: [] for k in kinds}
-            for item in run_split(split, opts, columns=True, schema=_split_schema(split, states)):
-                if isinstance(item, RecordRun):  # the lane's (binlake.assemble.lane): its columns, no Python per record
-                    yield schema.records_run_batch(arrow, item, split.source)
-                    continue
-                kind, rec = schema.staged(item)
-                buf = bufs[kind]
-                buf.append(schema.arrow_record(kind, rec, split.source)[kind])
-                if len(buf) >= BATCH:
-                    yield schema.arrow_batch(arrow, kind, buf)
-                    bufs[kind] = []
-            for kind, buf in bufs.items():
-                if buf:
-                    yield schema.arrow_batch(arrow, kind, buf)
-
-    return run
-
-
-def _rows_task(opts: Options, fixes, states):
-    """What each task of the rows pass runs over its split(s): the row changes alone, as Arrow
-    batches of ROW_CHANGES; those of whole transactions from the decoder's blocks
-    (schema.blocks_batch), those of big transactions' pieces placed by `fixes`, a broadcast of
-    binlake.assemble.pieces.Fixes (a piece's rows with no fix, a broken transaction's, are not presented)."""
-
-    def run(batches):
-        _tune_worker_heap()
-        arrow = _arrow_schema(schema.ROW_CHANGES)
-        place = fixes.value if fixes is not None else {}
-        for split in _splits(batches):
-            source = split.source
-            blocks: list = []
-            held = 0
-            for item in run_split(split, opts, columns=True, schema=_split_schema(split, states)):
-                if isinstance(item, RowBlocks):
-                    placed = [block for block in item.blocks if place_block(block, place)]
-                    blocks += placed
-                    held += sum(block.rows for block in placed)
-                    if held >= BATCH:
-                        yield schema.blocks_batch(arrow, blocks, source)
-                        blocks, held = [], 0
-                elif isinstance(item, RowRun):  # the lane's (binlake.assemble.lane): whole transactions, no placing
-                    yield schema.run_batch(arrow, item, source)
-            if blocks:
-                yield schema.blocks_batch(arrow, blocks, source)
-
-    return run
-
-
-def _tune_worker_heap() -> None:
-    """Two settings of a Python worker's heap, made when each task starts, in Spark's Python
-    workers only (not in the driver, which runs the tasks of a short range itself: Job.in_driver).
-
-    PySpark's daemon collects garbage after every task of a reused worker (gc.collect): a full
-    pass over every object alive in it, the imports' alone (pyarrow, numpy, binlake's decoders)
-    a great many, a share of the workers' CPU on production's mix that bench/RESULTS.md measures
-    (py-spy). What is alive when a task starts, collected first so that no garbage is
-    kept, is put out of the collector's sight (gc.freeze): those passes see only what the tasks
-    made. And the lane's columns, MiBs made and freed per run, stay in glibc's heap for the next
-    run instead of being faulted in and zeroed again (binlake.malloc, as `binlake scan` does,
-    set once per worker): less CPU in the rows pass (bench/RESULTS.md)."""
-    from pyspark import TaskContext
-
-    if TaskContext.get() is not None:
-        keep_freed_memory()
-        gc.collect()
-        gc.freeze()
-
-
-def _arrow_schema(struct):
-    from pyspark.sql.pandas.types import to_arrow_schema
-
-    return to_arrow_schema(struct, timezone="UTC")
-
-
 class Job:
     """One run of the job over a planned range (binlake.splits.plan: its store, range, sources
     and split size), into a warehouse."""
 
-    def __init__(self, spark: SparkSession, planned: Plan, *, warehouse: str, opts: Options | None = None) -> None:
+    def __init__(self, spark: SparkSession, planned: Plan, *, warehouse: str, opts: Options | None = None,
+                 ahead: ReadAhead | None = None) -> None:
         self.spark = spark
         self.sc = spark.sparkContext
         for key, value in SESSION.items():
@@ -232,10 +133,12 @@ class Job:
         self.run_id = uuid.uuid4().hex[:12]
         self.staging = f"{self.warehouse}/_staging/{self.run_id}"
         # the schema states splits start from (binlake.splits.schemas), when a source has a history
-        self.states: Broadcast[list[SchemaState]] | None = None
+        self.states: Broadcast[list[SchemaState]] | Held | None = None
         # One task's work: the driver runs its splits itself, sparing the seconds a first Python
-        # worker costs a short interval.
+        # worker costs a short interval; read ahead where the caller started it before the session
+        # (binlake.spark.read_ahead, with these `opts`), else from now on.
         self.in_driver = in_driver(planned, planned.split_bytes)
+        self.ahead = (ahead or ReadAhead(planned, self.opts)) if self.in_driver else None
         self.summary = Summary(self.store, self.warehouse, planned.start, planned.end, self.sources,
                                spark_master=self.sc.master or "", application_id=self.sc.applicationId,
                                in_driver=self.in_driver, run=self.run_id)
@@ -295,38 +198,40 @@ class Job:
 
     def _schema_states(self, splits: list[Split]) -> None:
         """The schema state each split starts from, for the sources with a schema history: the
-        DDL statements of their files read by a task per file, the states put together here."""
+        DDL statements of their files read by a task per file (by the driver, for a range it
+        reads), the states put together here."""
         from binlake.splits import schemas as schema_plan
 
-        starts = schema_plan.histories(self.plan)
-        if not starts:
+        if self.ahead is not None:
+            states = self.ahead.passes().states
+        else:
+            states = schema_plan.states_for(self.plan, splits, self._read_ddl)
+        if states is None:
             return
-        files = schema_plan.files_to_read(self.plan, starts)
+        self.summary.schema_states = len(states)
+        self.states = Held(states) if self.ahead is not None else self.sc.broadcast(states)
+
+    def _read_ddl(self, files: list[tuple[str, str]]) -> dict:
+        """The DDL statements of archived files, a Spark task per file (binlake.splits.schemas)."""
+        from binlake.splits.schemas import archived_ddl
+
         store = self.store
         self.sc.setJobDescription(f"binlake: the DDL of {len(files)} files for the schema history")
-        read = (self.sc.parallelize(files, max(1, min(len(files), 4 * self.sc.defaultParallelism)))
-                .map(lambda f: (f, schema_plan.archived_ddl(store, *f))).collect())
-        found = dict(read)
-        states = schema_plan.assign(self.plan, splits, starts, lambda source, name: found.get((source, name)))
-        self.summary.schema_states = len(states)
-        self.states = self.sc.broadcast(states)
+        return dict(self.sc.parallelize(files, max(1, min(len(files), 4 * self.sc.defaultParallelism)))
+                    .map(lambda f: (f, archived_ddl(store, *f))).collect())
 
     def _map_splits(self, splits: list[Split], task, struct) -> DataFrame:
-        """`task` over the splits: a Spark task per split (mapInArrow), or, for a range run in the
-        driver, here, its Arrow batches handed to Spark as they are."""
-        tasks = sorted(splits, key=lambda s: -s.bytes)  # biggest first
-        if self.in_driver:
-            import pyarrow as pa
-
-            arrow = _arrow_schema(struct)
-            batches = list(task(iter([pa.RecordBatch.from_pylist([{"split": t.to_json()} for t in tasks])])))
-            # Past Spark's local-relation bytes (spark.sql.execution.arrow.localRelationThreshold),
-            # each batch would be a partition: a core's share each instead, as many tasks (and
-            # files a day) as cores, not one per batch (an hour's 205,903 row changes: 28).
-            return (self.spark.createDataFrame(pa.Table.from_batches(batches, schema=arrow), schema=struct)
-                    .coalesce(self.sc.defaultParallelism))
+        """`task` over the splits, a Spark task per split (mapInArrow), biggest first."""
+        tasks = sorted(splits, key=lambda s: -s.bytes)
         rdd = self.sc.parallelize([(t.to_json(),) for t in tasks], len(tasks))
         return self.spark.createDataFrame(rdd, "split string").mapInArrow(task, struct)
+
+    def _driver_frame(self, table: pa.Table, struct) -> DataFrame:
+        """A pass the driver read, handed to Spark. Past Spark's local-relation bytes
+        (spark.sql.execution.arrow.localRelationThreshold) each Arrow batch would be a partition: a
+        core's share each instead, as many tasks (and files a day) as cores, not one per batch (an
+        hour's 205,903 row changes: 28)."""
+        return self.spark.createDataFrame(table, schema=struct).coalesce(self.sc.defaultParallelism)
 
     def _facts(self, splits: list[Split]) -> DataFrame:
         """The facts pass: every split's transactions, anomalies and pieces, staged as Parquet
@@ -335,10 +240,10 @@ class Job:
         path = f"{self.staging}/facts"
         if not splits:
             return self.spark.createDataFrame([], schema.STAGED)
+        if self.ahead is not None:
+            return self._driver_frame(self.ahead.passes().facts, schema.STAGED)
         self.sc.setJobDescription(f"binlake: transactions of {len(splits)} splits of {self.plan.bytes} bytes")
-        facts = self._map_splits(splits, _facts_task(self.opts, self.states), schema.STAGED)
-        if self.in_driver:
-            return facts
+        facts = self._map_splits(splits, facts_task(self.opts, self.states), schema.STAGED)
         facts.write.options(**WRITE_OPTIONS["facts"]).mode("overwrite").parquet(path)
         return self.spark.read.schema(schema.STAGED).parquet(path)
 
@@ -347,8 +252,10 @@ class Job:
         rather than staged (a second decode costs less than writing and reading them twice)."""
         if not splits:
             return self.spark.createDataFrame([], schema.ROW_CHANGES)
+        if self.ahead is not None:  # no big transaction: no piece to place
+            return self._driver_frame(self.ahead.passes().rows, schema.ROW_CHANGES)
         placed = self.sc.broadcast(fixes) if fixes else None
-        return self._map_splits(splits, _rows_task(self.opts, placed, self.states), schema.ROW_CHANGES)
+        return self._map_splits(splits, rows_task(self.opts, placed, self.states), schema.ROW_CHANGES)
 
     def _tables(self, staged: DataFrame, bigs: list[list[Split]], splits: list[Split]) -> dict[str, DataFrame]:
         """The three tables of the range, big transactions put together."""

@@ -49,6 +49,19 @@ def histories(plan: Plan) -> dict[str, Snapshot]:
     return out
 
 
+def states_for(plan: Plan, splits: Sequence[Split],
+               read: Callable[[list[tuple[str, str]]], dict[tuple[str, str], list[Statement] | None]]
+               ) -> list[SchemaState] | None:
+    """The distinct states the splits start from (`assign`), the DDL of the files they need read by
+    `read` ((source, name) -> `archived_ddl`'s answer: a Spark task per file in the job, the
+    driver itself for a range it reads); None for a plan whose sources have no history."""
+    starts = histories(plan)
+    if not starts:
+        return None
+    found = read(files_to_read(plan, starts))
+    return assign(plan, splits, starts, lambda source, name: found.get((source, name)))
+
+
 def files_to_read(plan: Plan, starts: dict[str, Snapshot]) -> list[tuple[str, str]]:
     """(source, archived name) of every file whose DDL the states need: those between each
     source's snapshot and its first planned file, then the planned ones."""
