@@ -26,9 +26,9 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from binlake.schema.ddl import SchemaState
 from binlake.spark.pools import each, in_pool
-from binlake.spark.short_range import ShortRange
+from binlake.spark.short_range import ShortRange, holding
 from binlake.spark.warehouse import RunRange, Warehouse, iso
-from binlake.tables import images
+from binlake.tables import delta_reads, images
 from binlake.tables import order as orders
 from binlake.tables.baselines import Baseline
 from binlake.tables.plan import Statement, Written, table_statement
@@ -86,7 +86,7 @@ class RangeReads:
         # transactions and row changes are read.
         with ThreadPoolExecutor(2, thread_name_prefix="binlake-files") as pool:
             planned = pool.submit(plan, self.store, [self.source], start, end)  # the range's files, planned once
-            found = pool.submit(in_pool, sc, "statements", lambda: self.statements(planned.result()))
+            found = pool.submit(lambda: self.statements(planned.result()))
             schemas = pool.submit(in_pool, sc, "schemas", lambda: self.history(planned.result()))
             short = ShortRange.read(self.wh.url, self.source, (start, end), driver_rows)
             rows = self.short_rows(short, found, baselines) if short is not None else \
@@ -254,17 +254,31 @@ class RangeReads:
                     found.append((f.file, pos, db, sql, collation))
         if not found:
             return [], [], dml
-        committed = self.txns.where(F.col("outcome") == "committed")
-        located = {int(r["name"]): r for r in
-                   self.placed(committed, [(file, pos, str(i)) for i, (file, pos, *_) in enumerate(found)])
-                   .select("name", "order", "txn_id", iso("commit_ts").alias("at")).collect()}
+        located = dict(holding(self.holders([(file, pos) for file, pos, *_ in found]),
+                               [(file, pos, i) for i, (file, pos, *_) in enumerate(found)]))
         out = []
         for i, (_, _, db, sql, collation) in enumerate(found):
-            r = located.get(i)
-            if r is not None and r["at"] < self.end:
-                out.append(Statement(r["order"], r["at"], r["txn_id"], db, sql, collation))
+            t = located.get(i)
+            if t is not None and t["at"] < self.end:
+                out.append(Statement(orders.order(t["binlog_file"], t["end_pos"]), t["at"], t["txn_id"], db, sql,
+                                     collation))
         out.sort(key=lambda st: st.order)
         return [st for st in out if st.time < self.start], [st for st in out if self.start <= st.time], dml
+
+    def holders(self, statements: list[tuple[str, int]]) -> list[dict[str, Any]]:
+        """The source's committed transactions (of any date) that may hold the statements (their
+        file and position), read with delta-rs: of each file, those over the statements' positions
+        (a DDL statement's file is read for one transaction)."""
+        spans: dict[str, tuple[int, int]] = {}
+        for file, pos in statements:
+            lo, hi = spans.get(file, (pos, pos))
+            spans[file] = (min(lo, pos), max(hi, pos))
+        near = " OR ".join(f"(binlog_file = {delta_reads.text(file)} AND start_pos <= {hi} AND end_pos > {lo})"
+                           for file, (lo, hi) in sorted(spans.items()))
+        txns = delta_reads.read(self.wh.url, "transactions", "SELECT binlog_file, start_pos, end_pos, txn_id, "
+                                f"commit_ts FROM t WHERE source = {delta_reads.text(self.source)} AND "
+                                f"outcome = 'committed' AND ({near})")
+        return txns.append_column("at", delta_reads.iso(txns["commit_ts"])).drop_columns(["commit_ts"]).to_pylist()
 
     def history(self, planned: Plan) -> SchemaState | None:
         """The schema state at the start of the range's first file, from the source's schema history

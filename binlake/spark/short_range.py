@@ -9,8 +9,9 @@ only where the range holds at most `most` transactions and as many row changes.
 from __future__ import annotations
 
 import bisect
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -117,14 +118,7 @@ class ShortRange:
                                              "order", "at"]).to_pylist() if t["outcome"] != "incomplete"]
         found = [(name, t) for t in live for name in t["tables"] or ()
                  if (t["txn_id"], t["binlog_file"], name) not in own]
-        by_file: dict[str, list[dict[str, Any]]] = {}
-        for t in sorted(live, key=lambda t: t["start_pos"]):
-            by_file.setdefault(t["binlog_file"], []).append(t)
-        starts = {f: [t["start_pos"] for t in ts] for f, ts in by_file.items()}
-        for file, pos, name in by_statement:  # the transaction whose bytes hold the statement
-            i = bisect.bisect_right(starts.get(file, []), pos) - 1
-            if i >= 0 and pos < by_file[file][i]["end_pos"]:
-                found.append((name, by_file[file][i]))
+        found += holding(live, by_statement)
         marks = sorted({st.order for st in statements} | {bt.complete for b in baselines for bt in b.tables.values()})
         firsts: dict[tuple[str, int], dict[str, Any]] = {}
         for name, t in found:
@@ -132,3 +126,24 @@ class ShortRange:
             if (name, after) not in firsts or t["order"] < firsts[(name, after)]["order"]:
                 firsts[(name, after)] = t
         return [Written(t["order"], t["at"], name) for (name, _), t in firsts.items()]
+
+
+T = TypeVar("T")
+
+
+def holding(txns: Iterable[dict[str, Any]], statements: Iterable[tuple[str, int, T]]) -> list[tuple[T, dict[str, Any]]]:
+    """Each statement (its file, position, a value) with the transaction of `txns` (`binlog_file`,
+    `start_pos`, `end_pos`, …) holding it: the last to start at or before it in its file, if it ends
+    after it (a file's transactions do not overlap: the one whose bytes hold the position; a
+    transaction holds a statement at its own start, a lone Query event). A statement none holds is
+    left out."""
+    by_file: dict[str, list[dict[str, Any]]] = {}
+    for t in sorted(txns, key=lambda t: t["start_pos"]):
+        by_file.setdefault(t["binlog_file"], []).append(t)
+    starts = {f: [t["start_pos"] for t in ts] for f, ts in by_file.items()}
+    out = []
+    for file, pos, value in statements:
+        i = bisect.bisect_right(starts.get(file, []), pos) - 1
+        if i >= 0 and pos < by_file[file][i]["end_pos"]:
+            out.append((value, by_file[file][i]))
+    return out
