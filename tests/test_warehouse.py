@@ -180,6 +180,16 @@ def test_a_range_no_file_can_hold_is_appended_and_one_that_may_is_replaced(spark
     assert tables.holds_none("row_changes", RunRange(_iso(start), _iso(end), ("another-server",)))
     assert tables.holds_none("row_changes", RunRange(_iso(end), day_after))
     assert not tables.holds_none("row_changes", RunRange(cut, (_instant(cut) + gap).isoformat()))
+    # the history binlake reads with delta-rs is Delta's own DESCRIBE HISTORY (whose times are the
+    # log files' modification times, in whole seconds on a local disk, where delta-rs gives the commit's)
+    for name in ("transactions", "row_changes"):
+        described = spark.sql(f"DESCRIBE HISTORY delta.`{tables.path(name)}`").collect()
+        read = tables.history(name)
+        assert [(c.version, c.operation, c.metrics, c.note and c.note.run) for c in read] == \
+            [(r["version"], r["operation"], dict(r["operationMetrics"] or {}),
+              r["userMetadata"] and json.loads(r["userMetadata"])["binlake"]["run"]) for r in described]
+        assert all(abs(c.timestamp - r["timestamp"].astimezone(dt.UTC)) <= dt.timedelta(seconds=1)
+                   for c, r in zip(read, described, strict=True))
 
 
 def _instant(t: str) -> dt.datetime:
