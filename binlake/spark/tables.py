@@ -16,7 +16,6 @@ the tables at an instant.
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 import json
 import logging
 import time
@@ -37,11 +36,10 @@ from binlake.spark.settings import SESSION, interpreted_settings, quality_dir, s
 from binlake.spark.validate import Report
 from binlake.spark.version_suites import Applied, VersionChecks
 from binlake.spark.versions import Versions, cast, q
-from binlake.spark.warehouse import Commit, Note, RunRange, Warehouse, iso, warehouse_uri
+from binlake.spark.warehouse import Commit, RunRange, Warehouse, iso, warehouse_uri
 from binlake.spark.writer import WriterLease
 from binlake.splits.plan import sources as archived_sources
 from binlake.splits.times import compact_ts, parse_time
-from binlake.tables import delta_reads
 from binlake.tables import order as orders
 from binlake.tables import state as states
 from binlake.tables.baselines import Baseline, complete, placed
@@ -204,15 +202,9 @@ class TablesJob:
 
     def _commits(self) -> list[Commit]:
         """The `transactions` table's commits, newest first: read once a run, which holds the
-        warehouse's writer lease (no assemble commits meanwhile). Read with delta-rs: the log's
-        commits are all there is to read, which Spark plans and runs as a job."""
+        warehouse's writer lease (no assemble commits meanwhile)."""
         if self._commits_read is None:
-            self._commits_read = [
-                Commit(c["version"], dt.datetime.fromtimestamp(c["timestamp"] / 1000, dt.UTC), c["operation"],
-                       Note.of(c.get("userMetadata")),
-                       {k: str(v) for k, v in (c.get("operationMetrics") or {}).items()})
-                for c in delta_reads.history(self.warehouse, "transactions")
-            ]
+            self._commits_read = self.wh.history("transactions")
         return self._commits_read
 
     def _assembled(self) -> list[tuple[int, str, str, list[str]]]:

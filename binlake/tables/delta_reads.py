@@ -1,8 +1,7 @@
 """The warehouse's Delta tables read with delta-rs, without a JVM: where a warehouse is as delta-rs
-opens it (`storage`), SQL over one table (`query`, `stream`), a table's commits (`history`), and the
-current versions of a row versions' table that the driver's fold of a short range takes
-(binlake.spark.range_fold): every one (`current`), or those of the keys the range changes
-(`changed_current`).
+opens it (`storage`), SQL over one table (`query`, `stream`, `read`), and the current versions of a
+row versions' table that the driver's fold of a short range takes (binlake.spark.range_fold): every
+one (`current`), or those of the keys the range changes (`changed_current`).
 
 delta-rs's DataFusion (`deltalake.QueryBuilder`) reads what the row versions' tables use (column
 mapping `name`, deletion vectors; binlake.spark.versions) and prunes data files by a predicate on
@@ -65,15 +64,6 @@ def read(warehouse: str, name: str, sql: str) -> pa.Table:
     newest version, in the Arrow types Spark's reader gives."""
     uri, options = storage(warehouse)
     return plain(query(f"{uri}/{name}", options, None, sql))
-
-
-def history(warehouse: str, name: str) -> list[dict[str, Any]]:
-    """The commits of the warehouse's table `name` (`transactions`, …), newest first, as delta-rs
-    gives them: `version`, `timestamp` (milliseconds), `operation`, `userMetadata`, `operationMetrics`."""
-    from deltalake import DeltaTable
-
-    uri, options = storage(warehouse)
-    return DeltaTable(f"{uri}/{name}", storage_options=options).history()
 
 
 def current(warehouse: str, ts: TableState) -> Iterator[pa.RecordBatch]:
