@@ -34,6 +34,7 @@ from pyspark.sql import functions as F
 
 from binlake.errors import BinlakeError
 from binlake.spark import schema
+from binlake.spark.pools import each
 from binlake.spark.settings import RETAIN_DAYS, TABLES, session_settings
 from binlake.tables.delta_reads import storage
 
@@ -171,11 +172,14 @@ class Warehouse:
             f"'delta.logRetentionDuration' = 'interval {max(RETAIN_DAYS, 30)} days')")
 
     def create_missing(self) -> None:
-        """The tables the warehouse lacks, made (a new warehouse's first run)."""
-        self.spark.sparkContext.setJobDescription("binlake: create the tables")
-        for name in TABLES:
+        """The tables the warehouse lacks, made (a new warehouse's first run), at once: each table's
+        first commit is the driver's work, most of it waiting on the file system or Delta's log."""
+        def made(name: str) -> None:
+            self.spark.sparkContext.setJobDescription("binlake: create the tables")
             if not self.exists(name):
                 self.create(name)
+
+        each(self.spark.sparkContext, TABLES, made, threads=len(TABLES), name="binlake-create")
 
     def _check(self, name: str) -> None:
         if not self.exists(name):
